@@ -1,0 +1,46 @@
+# ggml from the npm registry (no vendored sources in the repository).
+# scripts/fetch_ggml.sh runs `npm pack` on the pinned package, checks its sha512 and lays
+# ggml's sources under CHATTERBOX_GGML_DIR; ggml is then built as static libraries.
+
+set(CHATTERBOX_GGML_DIR "${CMAKE_SOURCE_DIR}/third_party/ggml-src" CACHE PATH
+    "folder holding ggml/ (filled by scripts/fetch_ggml.sh, git-ignored)")
+
+set(_fetch "${CMAKE_SOURCE_DIR}/scripts/fetch_ggml.sh")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_fetch}")
+execute_process(COMMAND bash "${_fetch}" "${CHATTERBOX_GGML_DIR}" RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "scripts/fetch_ggml.sh failed (${_rc}); see its output above")
+endif()
+
+# ggml's option() calls honour these plain variables (CMP0077 is NEW in ggml's CMakeLists).
+set(BUILD_SHARED_LIBS   OFF)
+set(GGML_BUILD_TESTS    OFF)
+set(GGML_BUILD_EXAMPLES OFF)
+set(GGML_BACKEND_DL     OFF)
+set(GGML_OPENMP         ON)
+set(GGML_CCACHE         OFF)
+# ggml turns llamafile's tinyBLAS kernels off when it is a subproject; they are ~30 % faster
+# for the f32/f16 matrix products of the flow decoder and the vocoder.
+set(GGML_LLAMAFILE      ON)
+set(GGML_NATIVE         ${CHATTERBOX_NATIVE})
+if(NOT CHATTERBOX_NATIVE)
+  # portable x86-64 build: AVX2 class, runs on any machine of the last decade
+  foreach(f SSE42 AVX AVX2 BMI2 FMA F16C)
+    set(GGML_${f} ON)
+  endforeach()
+endif()
+set(GGML_CUDA           ${CHATTERBOX_CUDA})
+if(CHATTERBOX_CUDA)
+  # Without VMM ggml does not link libcuda (the driver), so the same binary still starts on
+  # machines without an NVIDIA driver and simply finds no CUDA device.
+  set(GGML_CUDA_NO_VMM  ON)
+  set(GGML_CUDA_NCCL    OFF)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES "90-real")
+  endif()
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+endif()
+
+add_subdirectory("${CHATTERBOX_GGML_DIR}/ggml" "${CMAKE_BINARY_DIR}/_deps/ggml-build" EXCLUDE_FROM_ALL SYSTEM)

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Set up a fresh Debian 12 machine and build Chatterbox Engine (Release).
+# Idempotent: a second run installs nothing new and rebuilds only what changed.
+#
+#   usage: scripts/setup.sh [--no-apt] [build-dir]      (build dir default: build)
+#   env:   CHATTERBOX_CMAKE_ARGS  extra arguments for cmake's configure step
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+APT=1
+if [[ "${1:-}" == "--no-apt" ]]; then APT=0; shift; fi
+BUILD="${1:-$ROOT/build}"
+
+as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
+
+install_debian_packages() {
+  local want=() missing=()
+  mapfile -t want < <(grep -vE '^\s*(#|$)' "$ROOT/scripts/debian-packages.txt")
+  for spec in "${want[@]}"; do
+    local name="${spec%%=*}" ver="${spec#*=}"
+    [[ "$(dpkg-query -W -f='${Status} ${Version}' "$name" 2>/dev/null)" == "install ok installed $ver" ]] || missing+=("$spec")
+  done
+  if ! command -v npm >/dev/null; then missing+=(npm); fi
+  ((${#missing[@]})) || return 0
+  echo "setup: installing ${missing[*]}" >&2
+  as_root apt-get update -qq
+  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"; then
+    echo "setup: a pinned version is no longer in the archive; installing the current candidates instead" >&2
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]%%=*}"
+  fi
+}
+
+((APT)) && install_debian_packages
+bash "$ROOT/scripts/fetch_ggml.sh" "$ROOT/third_party/ggml-src"
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CHATTERBOX_CMAKE_ARGS:-}
+cmake --build "$BUILD" -j"$(nproc)"
+echo "setup: built into $BUILD" >&2

@@ -1,0 +1,27 @@
+#pragma once
+// Errors: exceptions carrying a precise message (what, where, expected vs got).
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace chatterbox {
+
+class Error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Concatenates its arguments with operator<< into one message.
+template <class... Parts> std::string concat(Parts &&...parts) {
+    std::ostringstream out;
+    (out << ... << std::forward<Parts>(parts));
+    return out.str();
+}
+
+template <class... Parts> [[noreturn]] void fail(Parts &&...parts) {
+    throw Error(concat(std::forward<Parts>(parts)...));
+}
+
+} // namespace chatterbox

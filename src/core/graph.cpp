@@ -1,0 +1,78 @@
+#include "core/graph.h"
+
+#include "core/error.h"
+#include "core/shape.h"
+
+#include "ggml-backend.h"
+
+namespace chatterbox {
+
+GraphRunner::GraphRunner(Backend &backend, size_t max_nodes) : backend_(backend), max_nodes_(max_nodes) {
+    ggml_init_params params{ggml_tensor_overhead() * max_nodes + ggml_graph_overhead_custom(max_nodes, false),
+                            nullptr, /*no_alloc=*/true};
+    ctx_ = ggml_init(params);
+    if (!ctx_) fail("cannot create a ggml context for a graph of ", max_nodes, " nodes");
+}
+
+GraphRunner::~GraphRunner() {
+    if (sched_) ggml_backend_sched_free(sched_);
+    if (ctx_) ggml_free(ctx_);
+}
+
+ggml_tensor *GraphRunner::input(const std::string &name, ggml_type type, const Shape &torch_shape) {
+    if (graph_) fail("GraphRunner::input(", name, ") after build()");
+    ggml_tensor *t = new_tensor_torch(ctx_, type, torch_shape);
+    ggml_set_name(t, name.c_str());
+    ggml_set_input(t);
+    return t;
+}
+
+void GraphRunner::build(const std::vector<ggml_tensor *> &outputs) {
+    if (graph_) fail("GraphRunner::build() called twice");
+    graph_ = ggml_new_graph_custom(ctx_, max_nodes_, false);
+    for (ggml_tensor *t : outputs) {
+        ggml_set_output(t);
+        ggml_build_forward_expand(graph_, t);
+    }
+    outputs_ = outputs;
+
+    ggml_backend_t backends[2] = {backend_.main(), backend_.cpu()};
+    const int n_backends = backend_.is_cpu() ? 1 : 2;
+    sched_ = ggml_backend_sched_new(backends, nullptr, n_backends, max_nodes_, false, true);
+    if (!sched_) fail("cannot create a ggml scheduler");
+    if (!ggml_backend_sched_alloc_graph(sched_, graph_)) fail("cannot allocate the compute graph");
+}
+
+void GraphRunner::set_input(ggml_tensor *input, const void *data, size_t nbytes) {
+    if (!graph_) fail("GraphRunner::set_input before build()");
+    if (nbytes != ggml_nbytes(input))
+        fail("input ", ggml_get_name(input), ": got ", nbytes, " bytes, expected ", ggml_nbytes(input));
+    ggml_backend_tensor_set(input, data, 0, nbytes);
+}
+
+void GraphRunner::set_input(ggml_tensor *input, const std::vector<float> &values) {
+    if (input->type != GGML_TYPE_F32) fail("input ", ggml_get_name(input), " is not f32");
+    set_input(input, values.data(), values.size() * sizeof(float));
+}
+
+void GraphRunner::set_input(ggml_tensor *input, const std::vector<int32_t> &values) {
+    if (input->type != GGML_TYPE_I32) fail("input ", ggml_get_name(input), " is not i32");
+    set_input(input, values.data(), values.size() * sizeof(int32_t));
+}
+
+void GraphRunner::compute() {
+    if (!graph_) fail("GraphRunner::compute before build()");
+    if (ggml_backend_sched_graph_compute(sched_, graph_) != GGML_STATUS_SUCCESS) fail("graph computation failed");
+}
+
+std::vector<float> GraphRunner::read_f32(const ggml_tensor *t) const {
+    if (!ggml_is_contiguous(t)) fail("output ", ggml_get_name(t), " is not contiguous");
+    std::vector<uint8_t> raw(ggml_nbytes(t));
+    ggml_backend_tensor_get(t, raw.data(), 0, raw.size());
+    TensorView view{ggml_get_name(t), t->type, torch_shape_of(t), raw.data(), raw.size()};
+    return to_f32(view);
+}
+
+int GraphRunner::n_nodes() const { return graph_ ? ggml_graph_n_nodes(graph_) : 0; }
+
+} // namespace chatterbox

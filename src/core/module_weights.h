@@ -1,0 +1,72 @@
+#pragma once
+// Binding named weights to a model component, uploaded to a backend.
+//
+// A component declares every tensor it uses with its expected PyTorch shape; problems are
+// collected, not thrown one at a time, so a bad model reports every missing, unexpected or
+// mis-shaped tensor by name in one error. Then load() allocates one backend buffer and uploads.
+//
+//   ModuleWeights w(store, "t3.", backend);
+//   ggml_tensor *q = w.get("tfmr.layers.0.self_attn.q_proj.weight", {1024, 1024});
+//   w.ignore("tfmr.rotary_emb.");   // present in the file, deliberately unused
+//   w.load();                       // throws Error listing every problem
+
+#include "core/backend.h"
+#include "core/tensor.h"
+#include "core/weight_store.h"
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace chatterbox {
+
+class ModuleWeights {
+public:
+    // prefix: the component's name prefix in the store ("ve.", "t3.", "s3gen.").
+    ModuleWeights(const WeightStore &store, std::string prefix, Backend &backend);
+    ~ModuleWeights();
+    ModuleWeights(const ModuleWeights &) = delete;
+    ModuleWeights &operator=(const ModuleWeights &) = delete;
+
+    // A tensor as stored (its file type kept: f32/f16/bf16/quantised). Name without the prefix.
+    ggml_tensor *get(const std::string &name, const Shape &shape);
+    // The same, converted to f32 at upload (norm weights, biases, anything used by element-wise ops).
+    ggml_tensor *get_f32(const std::string &name, const Shape &shape);
+    // A tensor computed on the host at load time (e.g. a folded weight norm); uploaded as f32.
+    ggml_tensor *derived(const std::string &name, const Shape &shape, std::vector<float> values);
+    // Reads a stored tensor to the host as f32 (for load-time folding); records a problem when it
+    // is missing or mis-shaped and then returns zeros of the expected shape.
+    std::vector<float> host_f32(const std::string &name, const Shape &shape);
+
+    bool has(const std::string &name) const;
+    // Tensors under this name prefix are present but deliberately unused (not "unexpected").
+    void ignore(const std::string &name_prefix);
+
+    // Reports every problem (missing, mis-shaped, unexpected) in one Error, or allocates a backend
+    // buffer and uploads every declared tensor.
+    void load();
+    size_t bytes() const; // size of the uploaded weights
+    const std::string &prefix() const { return prefix_; }
+
+private:
+    struct Upload {
+        ggml_tensor *tensor;
+        const TensorView *source; // stored bytes, or nullptr for derived values
+        std::vector<float> values;
+    };
+    ggml_tensor *declare(const std::string &name, const Shape &shape, bool force_f32, std::vector<float> *values);
+    const TensorView *check(const std::string &name, const Shape &shape);
+
+    const WeightStore &store_;
+    std::string prefix_;
+    Backend &backend_;
+    ggml_context *ctx_ = nullptr;
+    ggml_backend_buffer_t buffer_ = nullptr;
+    std::vector<Upload> uploads_;
+    std::set<std::string> used_;
+    std::vector<std::string> ignored_prefixes_;
+    std::vector<std::string> problems_;
+};
+
+} // namespace chatterbox

@@ -1,0 +1,26 @@
+#pragma once
+// Helpers shared by the tests: fixture paths and array comparisons.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace chatterbox::test {
+
+std::string data_path(const std::string &name);      // tests/data/<name>
+std::string golden_path(const std::string &name);    // tests/data/golden/<name>
+std::string synthetic_dir();                          // full-size synthetic weights (ctest fixture)
+std::string tool_path(const std::string &tool);       // a built tool executable
+std::string temp_dir(const std::string &tag);         // a fresh empty folder for this test
+
+struct Diff {
+    double max_abs = 0;     // max |a - b|
+    double max_rel = 0;     // max |a - b| / max(|b|, eps)
+    size_t worst_index = 0; // where max_abs occurs
+};
+Diff compare(const std::vector<float> &actual, const std::vector<float> &expected);
+
+// Deterministic pseudo-random values in [lo, hi) for op tests.
+std::vector<float> random_values(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+
+} // namespace chatterbox::test
