@@ -1,0 +1,51 @@
+#pragma once
+// Deterministic synthetic checkpoints: every tensor of the official ve / t3_cfg / s3gen
+// safetensors files, with values from the rule in shared/golden/WEIGHTS.md. Tests and
+// benchmarks run on them, since the real weights cannot be downloaded here.
+
+#include "core/tensor.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chatterbox::synthetic {
+
+constexpr uint64_t kDefaultSeed = 0x5EEDC0DE;
+
+uint64_t fnv1a64(std::string_view bytes);
+
+// SplitMix64 as WEIGHTS.md defines it.
+struct SplitMix64 {
+    uint64_t state;
+    uint64_t next();
+};
+
+// One tensor of an official checkpoint, as the embedded manifest lists it.
+struct ManifestTensor {
+    std::string name;
+    Shape shape;
+    ggml_type type;   // GGML_TYPE_F32 or GGML_TYPE_I64
+    std::string rule; // WEIGHTS.md rule id ("fan_in", "bias", ...; "computed_constant_not_saved")
+    bool stored;      // false for computed constants the official file leaves out
+};
+
+struct ManifestCheckpoint {
+    std::string file; // "ve.safetensors", "t3_cfg.safetensors", "s3gen.safetensors"
+    std::vector<ManifestTensor> tensors;
+};
+
+// The tensor list of the official checkpoints (compiled into the library).
+const std::vector<ManifestCheckpoint> &official_manifest();
+
+// The WEIGHTS.md rule id for a tensor ("computed_constant_not_saved" is never returned).
+std::string rule_for(const std::string &name, const Shape &shape);
+
+// Fills dst (numel values of the tensor's type: f32, or int64 for num_batches_tracked).
+void fill_tensor(const std::string &name, const Shape &shape, uint64_t seed, void *dst);
+
+// Writes ve.safetensors, t3_cfg.safetensors and s3gen.safetensors into out_dir (created if needed).
+void write_synthetic_model(const std::string &out_dir, uint64_t seed = kDefaultSeed);
+
+} // namespace chatterbox::synthetic
