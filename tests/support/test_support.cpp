@@ -1,10 +1,13 @@
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <stdexcept>
 #include <random>
 
 namespace chatterbox::test {
@@ -40,6 +43,41 @@ Diff compare(const std::vector<float> &actual, const std::vector<float> &expecte
         d.max_rel = std::max(d.max_rel, err / std::max(std::fabs(double(expected[i])), 1e-12));
     }
     return d;
+}
+
+bool Tolerance::accepts(const Diff &diff, double reference_max_abs) const {
+    switch (kind) {
+    case Kind::Exact: return diff.max_abs == 0;
+    case Kind::Abs: return diff.max_abs <= value;
+    case Kind::Rel: return diff.max_abs <= value * reference_max_abs;
+    }
+    return false;
+}
+
+std::string Tolerance::str() const {
+    if (kind == Kind::Exact) return "exact";
+    return std::to_string(value) + (kind == Kind::Abs ? " abs" : " rel");
+}
+
+Tolerance golden_tolerance(const std::string &array_name) {
+    static const nlohmann::json index = [] {
+        std::ifstream in(golden_path("index.json"));
+        return nlohmann::json::parse(in);
+    }();
+    const auto &arrays = index.at("arrays");
+    if (!arrays.contains(array_name)) throw std::runtime_error("index.json has no array " + array_name);
+    const auto &tol = arrays[array_name]["tolerance"];
+    Tolerance t;
+    if (!tol.is_string()) throw std::runtime_error(array_name + " has no tolerance (it is not an output)");
+    const std::string text = tol.get<std::string>();
+    if (text.rfind("exact", 0) == 0) return t;
+    size_t used = 0;
+    t.value = std::stod(text, &used);
+    const std::string rest = text.substr(used);
+    if (rest.rfind(" abs", 0) == 0) t.kind = Tolerance::Kind::Abs;
+    else if (rest.rfind(" rel", 0) == 0) t.kind = Tolerance::Kind::Rel;
+    else throw std::runtime_error("unreadable tolerance '" + text + "' for " + array_name);
+    return t;
 }
 
 std::vector<float> random_values(size_t n, uint64_t seed, float lo, float hi) {

@@ -20,6 +20,16 @@ struct Diff {
 };
 Diff compare(const std::vector<float> &actual, const std::vector<float> &expected);
 
+// The tolerance index.json states for a golden array: "exact", "<x> abs" (max |a - b| <= x) or
+// "<x> rel" (max |a - b| <= x * max |b|, relative to the reference's largest magnitude).
+struct Tolerance {
+    enum class Kind { Exact, Abs, Rel } kind = Kind::Exact;
+    double value = 0;
+    bool accepts(const Diff &diff, double reference_max_abs) const;
+    std::string str() const;
+};
+Tolerance golden_tolerance(const std::string &array_name); // from tests/data/golden/index.json
+
 // Deterministic pseudo-random values in [lo, hi) for op tests.
 std::vector<float> random_values(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 

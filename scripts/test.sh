@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Build (incrementally) and run the whole test suite.
+#
+#   usage: scripts/test.sh [--sanitize] [ctest arguments...]
+#     --sanitize   use a separate ASan+UBSan build (build-sanitize/) instead of build/
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="$ROOT/build"
+CONFIG=(-DCMAKE_BUILD_TYPE=Release)
+if [[ "${1:-}" == "--sanitize" ]]; then
+  shift
+  BUILD="$ROOT/build-sanitize"
+  CONFIG=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHATTERBOX_SANITIZE=ON)
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+fi
+if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja "${CONFIG[@]}"
+fi
+cmake --build "$BUILD" -j"$(nproc)"
+ctest --test-dir "$BUILD" --output-on-failure -j"$(nproc)" "$@"

@@ -1,0 +1,60 @@
+// needs: synthetic-weights
+// chatterbox-golden on the main golden case: every array it writes must match the official
+// implementation's within index.json's tolerance, and no stage may fail.
+
+#include "core/npy.h"
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+using namespace chatterbox;
+using namespace chatterbox::test;
+
+namespace {
+
+std::vector<float> values_of(const NpyArray &a) {
+    if (a.descr == "<f4" || a.descr == "<f8") return a.f32();
+    std::vector<float> v;
+    for (int64_t x : a.i64()) v.push_back(float(x));
+    return v;
+}
+
+} // namespace
+
+TEST(GoldenRunner, MainCaseStagesMatchTheOfficialImplementation) {
+    const std::string out = temp_dir("golden");
+    const std::string log = out + "/run.log";
+    const std::string cmd = tool_path("chatterbox-golden") + " --case " + golden_path("index.json") + " --inputs " +
+                            golden_path("") + " --model " + synthetic_dir() + " --out " + out + "/arrays -t 2 > " +
+                            log + " 2>&1";
+    const int rc = std::system(cmd.c_str());
+    std::ifstream in(log);
+    const std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_EQ(rc, 0) << output;
+    std::printf("%s", output.c_str());
+
+    int compared = 0;
+    for (const auto &entry : std::filesystem::directory_iterator(out + "/arrays")) {
+        const std::string name = entry.path().stem().string();
+        const NpyArray actual = read_npy(entry.path().string());
+        const NpyArray expected = read_npy(golden_path(name + ".npy"));
+        ASSERT_EQ(actual.shape, expected.shape) << name;
+        const auto a = values_of(actual), e = values_of(expected);
+        double ref_max = 0;
+        for (float x : e) ref_max = std::max(ref_max, double(std::fabs(x)));
+        const Diff diff = compare(a, e);
+        const Tolerance tol = golden_tolerance(name);
+        EXPECT_TRUE(tol.accepts(diff, ref_max)) << name << ": max abs error " << diff.max_abs << " at "
+                                                << diff.worst_index << ", tolerance " << tol.str();
+        std::printf("%-32s max abs %.3g (tolerance %s)\n", name.c_str(), diff.max_abs, tol.str().c_str());
+        ++compared;
+    }
+    std::printf("%d arrays compared\n", compared);
+}

@@ -1,0 +1,58 @@
+#pragma once
+// A golden case run: the case parameters, where recorded inputs come from, where results go.
+// Each stage reads what it needs, computes with the engine, and writes its arrays as .npy files
+// named like the golden arrays of the official implementation (shared/golden/index.json).
+
+#include "core/npy.h"
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace chatterbox::golden {
+
+// The "case" object of index.json.
+struct GoldenCase {
+    std::string name;
+    std::string text;
+    std::string ref_wav;   // file name inside the inputs folder
+    std::string tokenizer; // file name inside the inputs folder
+    uint64_t seed = 0;
+    float exaggeration = 0.5f;
+    float cfg_weight = 0.5f;
+    int n_teacher_forced = 0;
+    int n_greedy = 0;
+
+    static GoldenCase load(const std::string &path); // throws Error naming a missing/ill-typed field
+};
+
+class GoldenRun {
+public:
+    GoldenRun(GoldenCase golden_case, std::string inputs_dir, std::string model_path, std::string out_dir,
+              int threads);
+
+    const GoldenCase &golden_case() const { return case_; }
+    const std::string &model_path() const { return model_path_; }
+    int threads() const { return threads_; }
+    std::string input_path(const std::string &file) const; // inputs_dir/file
+    NpyArray input(const std::string &array_name) const;    // inputs_dir/<array_name>.npy
+    void write(const std::string &array_name, const NpyArray &array);
+    const std::set<std::string> &written() const { return written_; }
+
+private:
+    GoldenCase case_;
+    std::string inputs_dir_, model_path_, out_dir_;
+    int threads_;
+    std::set<std::string> written_;
+};
+
+// One stage: the arrays it produces and how.
+struct Stage {
+    std::string name;
+    std::vector<std::string> produces;
+    std::function<void(GoldenRun &)> run;
+};
+
+} // namespace chatterbox::golden

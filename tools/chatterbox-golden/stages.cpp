@@ -1,0 +1,18 @@
+#include "stages.h"
+
+namespace chatterbox::golden {
+
+const std::vector<Stage> &all_stages() {
+    static const std::vector<Stage> stages = [] {
+        std::vector<Stage> s;
+        return s;
+    }();
+    return stages;
+}
+
+bool is_recorded_input(const std::string &array_name) {
+    return array_name == "flow_noise" || array_name == "hift_phase_vec" || array_name == "hift_sine_noise" ||
+           array_name == "t3_tf_tokens";
+}
+
+} // namespace chatterbox::golden
