@@ -5,6 +5,10 @@
 // The writer stores a name that fits (the full name when short enough, otherwise a shortened
 // name with a hash) and records every full name, in tensor order, in the string array
 // "chatterbox.tensor_names"; the reader gives back full names.
+// Shapes: GGUF stores ggml's ne, where trailing ones (PyTorch's leading ones) vanish, so the
+// writer also records each tensor's PyTorch rank in the int32 array "chatterbox.tensor_ranks";
+// the reader restores (1, 256) or a scalar () exactly. Files without these arrays (written by other
+// tools) read with their stored names and the rank ggml reports.
 
 #include "core/mapped_file.h"
 #include "core/tensor.h"
@@ -35,6 +39,7 @@ public:
     int64_t get_int(const std::string &key) const;        // any integer type
     double get_float(const std::string &key) const;       // f32/f64 (or integer)
     std::vector<std::string> get_string_array(const std::string &key) const;
+    std::vector<int64_t> get_int_array(const std::string &key) const; // any integer element type
     std::vector<std::string> keys() const;
     gguf_context *raw() const { return ctx_; }
 
@@ -53,6 +58,7 @@ public:
     void set_int(const std::string &key, int64_t value);
     void set_float(const std::string &key, double value);
     void set_string_array(const std::string &key, const std::vector<std::string> &values);
+    void set_int_array(const std::string &key, const std::vector<int64_t> &values);
     // Adds a tensor; its bytes (tensor_nbytes(type, shape)) come from `fill` at write time.
     void add_tensor(const std::string &name, ggml_type type, const Shape &shape,
                     std::function<void(void *dst)> fill);

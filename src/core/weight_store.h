@@ -27,12 +27,14 @@ public:
     const GgufFile *gguf() const { return gguf_.get(); } // nullptr for a folder of safetensors
 
 private:
-    void add_view(const TensorView &view, const std::string &name, const std::string &source);
+    // Adds views (names given the prefix) all or none, so a failed add leaves no dangling view.
+    void add_views(const std::vector<TensorView> &views, const std::string &prefix, const std::string &source);
 
     std::vector<std::unique_ptr<SafetensorsFile>> safetensors_;
     std::unique_ptr<GgufFile> gguf_;
     std::vector<std::unique_ptr<HostTensor>> owned_;
     std::map<std::string, TensorView> index_;
+    std::map<std::string, std::string> sources_; // name -> file (or "memory") it came from, for errors
 };
 
 } // namespace chatterbox

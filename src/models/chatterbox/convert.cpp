@@ -1,0 +1,197 @@
+#include "models/chatterbox/convert.h"
+
+#include "core/error.h"
+#include "core/gguf_file.h"
+#include "models/chatterbox/model_files.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+namespace chatterbox {
+
+namespace {
+
+constexpr int64_t kMinMatrixElements = 4096;
+
+struct MatrixTypeName {
+    const char *name;
+    ggml_type type;
+};
+constexpr MatrixTypeName kMatrixTypes[] = {
+    {"f32", GGML_TYPE_F32},
+    {"f16", GGML_TYPE_F16},
+    {"q8_0", GGML_TYPE_Q8_0},
+    {"q4_k", GGML_TYPE_Q4_K},
+};
+
+bool contains(const std::string &s, const char *part) { return s.find(part) != std::string::npos; }
+
+bool ends_with(const std::string &s, const std::string &suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_float_type(ggml_type t) {
+    return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16 || ggml_is_quantized(t);
+}
+
+// The next wider type when a matrix's rows are not whole blocks of `t`.
+ggml_type fallback_of(ggml_type t) {
+    switch (t) {
+    case GGML_TYPE_Q4_K: return GGML_TYPE_Q8_0;
+    case GGML_TYPE_Q8_0: return GGML_TYPE_F16;
+    default: return GGML_TYPE_F32;
+    }
+}
+
+// Writes the values of `src` as `dst_type` into dst (tensor_nbytes(dst_type, src.shape) bytes).
+void convert_tensor(const TensorView &src, ggml_type dst_type, void *dst, size_t dst_bytes) {
+    if (src.type == dst_type) {
+        if (src.nbytes != dst_bytes) fail("tensor ", src.name, ": ", src.nbytes, " bytes, expected ", dst_bytes);
+        if (dst_bytes) std::memcpy(dst, src.data, dst_bytes);
+        return;
+    }
+    const std::vector<float> values = to_f32(src);
+    if (dst_type == GGML_TYPE_F32) {
+        std::memcpy(dst, values.data(), values.size() * sizeof(float));
+        return;
+    }
+    const int64_t n_per_row = src.shape.empty() ? 1 : src.shape.back();
+    if (n_per_row == 0 || values.empty()) return;
+    const int64_t n_rows = int64_t(values.size()) / n_per_row;
+    const size_t written = ggml_quantize_chunk(dst_type, values.data(), dst, 0, n_rows, n_per_row, nullptr);
+    if (written != dst_bytes)
+        fail("tensor ", src.name, ": ", ggml_type_name(dst_type), " conversion wrote ", written, " bytes, expected ",
+             dst_bytes);
+}
+
+std::string mib(size_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / (1024.0 * 1024.0));
+    return text;
+}
+
+} // namespace
+
+ggml_type parse_matrix_type(const std::string &name) {
+    std::string lower = name;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    for (const auto &t : kMatrixTypes)
+        if (lower == t.name) return t.type;
+    fail("unknown weight type \"", name, "\" (choose f32, f16, q8_0 or q4_k)");
+}
+
+std::string matrix_type_name(ggml_type type) {
+    for (const auto &t : kMatrixTypes)
+        if (t.type == type) return t.name;
+    fail("weight type ", ggml_type_name(type), " is not one the converter writes (f32, f16, q8_0, q4_k)");
+}
+
+bool is_matrix_weight(const std::string &name, const Shape &shape) {
+    if (shape.size() < 2 || shape_numel(shape) < kMinMatrixElements) return false;
+    const size_t last_dot = name.rfind('.');
+    const std::string last = last_dot == std::string::npos ? name : name.substr(last_dot + 1);
+    if (last != "weight" && last != "original1" && last != "weight_v") return false;
+    // Embeddings are looked up by row, not multiplied.
+    if (ends_with(name, "_emb.weight") || contains(name, "embed_tokens") || contains(name, "input_embedding") ||
+        contains(name, "pos_emb") || contains(name, "pre_attention_query") || contains(name, "pos_bias_"))
+        return false;
+    // Norm parameters, wherever their module sits.
+    const std::string modules = last_dot == std::string::npos ? std::string() : name.substr(0, last_dot);
+    return !contains(modules, "norm");
+}
+
+ggml_type converted_type(const std::string &name, ggml_type source_type, const Shape &shape, ggml_type matrix_type) {
+    if (!is_float_type(source_type)) return source_type;
+    if (matrix_type == GGML_TYPE_F32 || !is_matrix_weight(name, shape)) return GGML_TYPE_F32;
+    ggml_type t = matrix_type;
+    while (shape.back() % ggml_blck_size(t) != 0) t = fallback_of(t);
+    return t;
+}
+
+std::string ConvertSummary::text() const {
+    std::string out;
+    size_t tensors = 0, bytes = 0;
+    for (const auto &[type, total] : by_type) {
+        char line[96];
+        std::snprintf(line, sizeof line, "  %-5s %6zu tensors %12s\n", ggml_type_name(type), total.tensors,
+                      mib(total.bytes).c_str());
+        out += line;
+        tensors += total.tensors;
+        bytes += total.bytes;
+    }
+    char line[96];
+    std::snprintf(line, sizeof line, "  total %6zu tensors %12s\n", tensors, mib(bytes).c_str());
+    out += line;
+    if (fallbacks)
+        out += concat("  ", fallbacks, " matri", fallbacks == 1 ? "x" : "ces",
+                      " kept a wider type: innermost dimension not a whole number of blocks\n");
+    return out;
+}
+
+ConvertSummary convert_model(const std::string &input, const std::string &output, const ConvertOptions &options) {
+    matrix_type_name(options.matrix_type); // validates the requested type
+    std::error_code ec;
+    if (std::filesystem::exists(output, ec) && std::filesystem::equivalent(input, output, ec))
+        fail("the output ", output, " is the input model; write to another file");
+
+    const ModelFiles model = ModelFiles::open(input);
+    std::vector<std::string> components;
+    for (const ModelComponent &c : model_components()) {
+        const bool wanted = options.components.empty() || std::count(options.components.begin(),
+                                                                     options.components.end(), c.name) > 0;
+        if (wanted && model.has_component(c.name)) components.push_back(c.name);
+    }
+    for (const std::string &name : options.components) {
+        const auto &known = model_components();
+        if (std::none_of(known.begin(), known.end(), [&](const ModelComponent &c) { return name == c.name; }))
+            fail("unknown component \"", name, "\" (choose among ve, t3, s3gen)");
+        if (!model.has_component(name)) fail(input, ": the model has no component ", name);
+    }
+    const bool with_t3 = std::count(components.begin(), components.end(), "t3") > 0;
+    if (with_t3 && !model.has_tokenizer())
+        fail(input, ": no tokenizer.json, which the t3 component needs (put the official tokenizer.json next to the "
+                    "weights)");
+
+    GgufWriter writer;
+    writer.set_string("general.architecture", "chatterbox");
+    model.hparams().write_metadata(writer);
+    writer.set_string_array(model_keys::kComponents, components);
+    writer.set_string("chatterbox.matrix_type", matrix_type_name(options.matrix_type));
+    if (model.has_tokenizer()) writer.set_string(model_keys::kTokenizerJson, model.tokenizer_json());
+
+    std::vector<std::string> names;
+    for (const ModelComponent &c : model_components())
+        if (std::count(components.begin(), components.end(), c.name)) {
+            auto part = model.weights().names_with_prefix(c.prefix);
+            names.insert(names.end(), part.begin(), part.end());
+        }
+    const auto voice = model.weights().names_with_prefix("conds.");
+    names.insert(names.end(), voice.begin(), voice.end());
+
+    ConvertSummary summary;
+    const size_t count = names.size();
+    for (size_t i = 0; i < count; ++i) {
+        const TensorView *src = &model.weights().get(names[i]);
+        const ggml_type type = converted_type(src->name, src->type, src->shape, options.matrix_type);
+        const size_t nbytes = tensor_nbytes(type, src->shape);
+        auto &total = summary.by_type[type];
+        total.tensors++;
+        total.bytes += nbytes;
+        if (ggml_is_quantized(options.matrix_type) && type != options.matrix_type && is_float_type(src->type) &&
+            is_matrix_weight(src->name, src->shape))
+            summary.fallbacks++;
+        if (type != GGML_TYPE_F32 && type != src->type) ggml_quantize_init(type);
+        writer.add_tensor(src->name, type, src->shape, [src, type, nbytes, i, count, &options](void *dst) {
+            if (options.progress) options.progress(i, count, src->name);
+            convert_tensor(*src, type, dst, nbytes);
+        });
+    }
+    writer.write(output);
+    return summary;
+}
+
+} // namespace chatterbox
