@@ -14,9 +14,10 @@
 #include "core/tensor.h"
 #include "core/weight_store.h"
 
-#include <functional>
+#include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace chatterbox {
@@ -40,6 +41,9 @@ public:
     std::vector<float> host_f32(const std::string &name, const Shape &shape);
 
     bool has(const std::string &name) const;
+    // The stored tensor (name without the prefix) or nullptr, for modules that accept more than
+    // one stored layout (e.g. a conv kernel flattened to 2-D so that it can be quantised).
+    const TensorView *stored(const std::string &name) const;
     // Tensors under this name prefix are present but deliberately unused (not "unexpected").
     void ignore(const std::string &name_prefix);
 
@@ -55,15 +59,21 @@ private:
         const TensorView *source; // stored bytes, or nullptr for derived values
         std::vector<float> values;
     };
-    ggml_tensor *declare(const std::string &name, const Shape &shape, bool force_f32, std::vector<float> *values);
+    ggml_tensor *declare(const std::string &name, const Shape &shape, bool force_f32);
+    ggml_tensor *new_tensor(const std::string &full_name, ggml_type type, const Shape &shape);
     const TensorView *check(const std::string &name, const Shape &shape);
+    void upload_all();
 
     const WeightStore &store_;
     std::string prefix_;
     Backend &backend_;
-    ggml_context *ctx_ = nullptr;
+    std::vector<ggml_context *> contexts_; // tensor metadata; a new one when the last is full
+    int context_free_slots_ = 0;
     ggml_backend_buffer_t buffer_ = nullptr;
+    bool loaded_ = false;
     std::vector<Upload> uploads_;
+    std::map<std::pair<std::string, bool>, ggml_tensor *> declared_; // (name, as f32) -> tensor
+    std::set<std::string> derived_names_;
     std::set<std::string> used_;
     std::vector<std::string> ignored_prefixes_;
     std::vector<std::string> problems_;

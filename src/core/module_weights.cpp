@@ -1,0 +1,183 @@
+#include "core/module_weights.h"
+
+#include "core/error.h"
+#include "core/shape.h"
+
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+
+#include <algorithm>
+
+namespace chatterbox {
+
+namespace {
+
+constexpr int kTensorsPerContext = 512;
+constexpr size_t kMaxListedProblems = 50;
+
+// PyTorch shapes that differ only by leading ones describe the same data (a GGUF file keeps no
+// trailing ggml dimensions of size 1), so they match.
+bool shapes_match(const Shape &a, const Shape &b) {
+    if (a.size() > size_t(kMaxDims) || b.size() > size_t(kMaxDims)) return a == b;
+    return ggml_ne_from_torch(a) == ggml_ne_from_torch(b);
+}
+
+bool is_float_type(ggml_type type) {
+    if (type == GGML_TYPE_F32 || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16) return true;
+    return ggml_is_quantized(type) && ggml_get_type_traits(type)->to_float != nullptr;
+}
+
+bool starts_with(const std::string &s, const std::string &prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
+// ggml keeps GGML_MAX_NAME - 1 characters; the tail of a long weight name is the informative part.
+std::string ggml_name_for(const std::string &full_name) {
+    constexpr size_t keep = GGML_MAX_NAME - 1;
+    if (full_name.size() <= keep) return full_name;
+    return ".." + full_name.substr(full_name.size() - (keep - 2));
+}
+
+} // namespace
+
+ModuleWeights::ModuleWeights(const WeightStore &store, std::string prefix, Backend &backend)
+    : store_(store), prefix_(std::move(prefix)), backend_(backend) {}
+
+ModuleWeights::~ModuleWeights() {
+    if (buffer_) ggml_backend_buffer_free(buffer_);
+    for (ggml_context *ctx : contexts_) ggml_free(ctx);
+}
+
+ggml_tensor *ModuleWeights::new_tensor(const std::string &full_name, ggml_type type, const Shape &shape) {
+    if (context_free_slots_ == 0) {
+        ggml_init_params params{ggml_tensor_overhead() * kTensorsPerContext, nullptr, /*no_alloc=*/true};
+        ggml_context *ctx = ggml_init(params);
+        if (!ctx) fail("cannot create a ggml context for the weights of '", prefix_, "'");
+        contexts_.push_back(ctx);
+        context_free_slots_ = kTensorsPerContext;
+    }
+    --context_free_slots_;
+    ggml_tensor *t = new_tensor_torch(contexts_.back(), type, shape);
+    ggml_set_name(t, ggml_name_for(full_name).c_str());
+    return t;
+}
+
+const TensorView *ModuleWeights::check(const std::string &name, const Shape &shape) {
+    const std::string full = prefix_ + name;
+    const TensorView *view = store_.find(full);
+    if (!view) {
+        problems_.push_back(concat(full, ": missing (expected ", shape_str(shape), ")"));
+        return nullptr;
+    }
+    used_.insert(full);
+    if (!shapes_match(view->shape, shape)) {
+        problems_.push_back(concat(full, ": expected ", shape_str(shape), ", file has ", shape_str(view->shape)));
+        return nullptr;
+    }
+    if (!is_float_type(view->type)) {
+        problems_.push_back(concat(full, ": unsupported type ", ggml_type_name(view->type), " (expected a float type)"));
+        return nullptr;
+    }
+    return view;
+}
+
+ggml_tensor *ModuleWeights::declare(const std::string &name, const Shape &shape, bool force_f32) {
+    if (loaded_) fail("weight ", prefix_, name, " declared after load()");
+    auto key = std::make_pair(name, force_f32);
+    if (auto it = declared_.find(key); it != declared_.end()) {
+        if (!same_shape(it->second, shape))
+            fail("weight ", prefix_, name, " requested as ", shape_str(shape), " and as ",
+                 shape_str(torch_shape_of(it->second)));
+        return it->second;
+    }
+    const TensorView *view = check(name, shape);
+    // On a problem the tensor still gets the expected shape, so binding goes on and load()
+    // reports every problem at once.
+    const ggml_type type = force_f32 || !view ? GGML_TYPE_F32 : view->type;
+    ggml_tensor *t = new_tensor(prefix_ + name, type, shape);
+    uploads_.push_back(Upload{t, view, {}});
+    declared_.emplace(key, t);
+    return t;
+}
+
+ggml_tensor *ModuleWeights::get(const std::string &name, const Shape &shape) { return declare(name, shape, false); }
+
+ggml_tensor *ModuleWeights::get_f32(const std::string &name, const Shape &shape) { return declare(name, shape, true); }
+
+ggml_tensor *ModuleWeights::derived(const std::string &name, const Shape &shape, std::vector<float> values) {
+    if (loaded_) fail("derived weight ", prefix_, name, " declared after load()");
+    if (int64_t(values.size()) != shape_numel(shape))
+        fail("derived weight ", prefix_, name, ": ", values.size(), " values for shape ", shape_str(shape));
+    if (!derived_names_.insert(name).second) fail("derived weight ", prefix_, name, " declared twice");
+    ggml_tensor *t = new_tensor(prefix_ + name, GGML_TYPE_F32, shape);
+    uploads_.push_back(Upload{t, nullptr, std::move(values)});
+    return t;
+}
+
+std::vector<float> ModuleWeights::host_f32(const std::string &name, const Shape &shape) {
+    const TensorView *view = check(name, shape);
+    if (!view) return std::vector<float>(size_t(shape_numel(shape)), 0.0f);
+    return to_f32(*view);
+}
+
+bool ModuleWeights::has(const std::string &name) const { return store_.find(prefix_ + name) != nullptr; }
+
+const TensorView *ModuleWeights::stored(const std::string &name) const { return store_.find(prefix_ + name); }
+
+void ModuleWeights::ignore(const std::string &name_prefix) { ignored_prefixes_.push_back(prefix_ + name_prefix); }
+
+void ModuleWeights::load() {
+    if (loaded_) fail("ModuleWeights::load() called twice for '", prefix_, "'");
+    for (const std::string &name : store_.names_with_prefix(prefix_)) {
+        if (used_.count(name)) continue;
+        const bool ignored = std::any_of(ignored_prefixes_.begin(), ignored_prefixes_.end(),
+                                         [&](const std::string &p) { return starts_with(name, p); });
+        if (ignored) continue;
+        const TensorView &view = store_.get(name);
+        problems_.push_back(concat(name, ": unexpected tensor ", shape_str(view.shape), " ",
+                                   ggml_type_name(view.type), " (not used by the model)"));
+    }
+    if (!problems_.empty()) {
+        std::string message = concat("weights of '", prefix_, "' do not match the model (", problems_.size(),
+                                     problems_.size() == 1 ? " problem):" : " problems):");
+        const size_t listed = std::min(problems_.size(), kMaxListedProblems);
+        for (size_t i = 0; i < listed; ++i) message += "\n  " + problems_[i];
+        if (problems_.size() > listed) message += concat("\n  and ", problems_.size() - listed, " more");
+        throw Error(message);
+    }
+    upload_all();
+    loaded_ = true;
+}
+
+void ModuleWeights::upload_all() {
+    ggml_backend_buffer_type_t buft = backend_.weight_buffer_type();
+    const size_t alignment = ggml_backend_buft_get_alignment(buft);
+    size_t total = 0;
+    for (const Upload &u : uploads_) total += GGML_PAD(ggml_backend_buft_get_alloc_size(buft, u.tensor), alignment);
+    const size_t max_size = ggml_backend_buft_get_max_size(buft);
+    if (total > max_size)
+        fail("weights of '", prefix_, "' need ", total, " bytes, more than one ", ggml_backend_buft_name(buft),
+             " buffer can hold (", max_size, ")");
+
+    if (uploads_.empty()) return;
+    buffer_ = ggml_backend_buft_alloc_buffer(buft, total);
+    if (!buffer_) fail("cannot allocate ", total, " bytes of ", ggml_backend_buft_name(buft), " for '", prefix_, "'");
+    ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+
+    ggml_tallocr allocator = ggml_tallocr_new(buffer_);
+    for (Upload &u : uploads_) {
+        if (ggml_tallocr_alloc(&allocator, u.tensor) != GGML_STATUS_SUCCESS)
+            fail("cannot place weight ", ggml_get_name(u.tensor), " in its buffer");
+        if (!u.source) {
+            ggml_backend_tensor_set(u.tensor, u.values.data(), 0, ggml_nbytes(u.tensor));
+            u.values = {};
+        } else if (u.tensor->type == u.source->type) {
+            ggml_backend_tensor_set(u.tensor, u.source->data, 0, ggml_nbytes(u.tensor));
+        } else {
+            const std::vector<float> values = to_f32(*u.source);
+            ggml_backend_tensor_set(u.tensor, values.data(), 0, ggml_nbytes(u.tensor));
+        }
+    }
+}
+
+size_t ModuleWeights::bytes() const { return buffer_ ? ggml_backend_buffer_get_size(buffer_) : 0; }
+
+} // namespace chatterbox
