@@ -73,7 +73,8 @@ const TensorView *ModuleWeights::check(const std::string &name, const Shape &sha
         return nullptr;
     }
     if (!is_float_type(view->type)) {
-        problems_.push_back(concat(full, ": unsupported type ", ggml_type_name(view->type), " (expected a float type)"));
+        problems_.push_back(
+            concat(full, ": unsupported type ", ggml_type_name(view->type), " (expected a float type)"));
         return nullptr;
     }
     return view;
@@ -132,8 +133,8 @@ void ModuleWeights::load() {
                                          [&](const std::string &p) { return starts_with(name, p); });
         if (ignored) continue;
         const TensorView &view = store_.get(name);
-        problems_.push_back(concat(name, ": unexpected tensor ", shape_str(view.shape), " ",
-                                   ggml_type_name(view.type), " (not used by the model)"));
+        problems_.push_back(concat(name, ": unexpected tensor ", shape_str(view.shape), " ", ggml_type_name(view.type),
+                                   " (not used by the model)"));
     }
     if (!problems_.empty()) {
         std::string message = concat("weights of '", prefix_, "' do not match the model (", problems_.size(),

@@ -23,7 +23,7 @@
 namespace chatterbox {
 
 class ModuleWeights {
-public:
+  public:
     // prefix: the component's name prefix in the store ("ve.", "t3.", "s3gen.").
     ModuleWeights(const WeightStore &store, std::string prefix, Backend &backend);
     ~ModuleWeights();
@@ -53,7 +53,7 @@ public:
     size_t bytes() const; // size of the uploaded weights
     const std::string &prefix() const { return prefix_; }
 
-private:
+  private:
     struct Upload {
         ggml_tensor *tensor;
         const TensorView *source; // stored bytes, or nullptr for derived values

@@ -18,7 +18,7 @@
 namespace chatterbox::test {
 
 class NnHarness {
-public:
+  public:
     NnHarness() : backend_(BackendOptions{"cpu", 2}) {}
 
     Backend &backend() { return backend_; }
@@ -63,7 +63,7 @@ public:
     // The PyTorch shape of a ggml tensor with all 4 dimensions kept (leading ones included).
     static Shape torch_shape_of_4d(const ggml_tensor *t) { return {t->ne[3], t->ne[2], t->ne[1], t->ne[0]}; }
 
-private:
+  private:
     Backend backend_;
     WeightStore store_;
     uint64_t next_seed_ = 1;

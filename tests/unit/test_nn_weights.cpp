@@ -33,7 +33,7 @@ TEST(NnWeights, UploadsStoredConvertedAndDerivedTensors) {
     const auto a = h.add("m.a.weight", {4, 32}, GGML_TYPE_F16);
     const auto b = h.add("m.b.weight", {2, 64}, GGML_TYPE_Q8_0);
     const auto c = h.add("m.c.weight", {1, 3, 5}); // a GGUF file may drop the leading 1
-    h.add("other.d", {3});                          // outside the prefix: not this module's business
+    h.add("other.d", {3});                         // outside the prefix: not this module's business
 
     ModuleWeights w(h.store(), "m.", h.backend());
     ggml_tensor *ta = w.get("a.weight", {4, 32});

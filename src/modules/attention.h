@@ -1,0 +1,70 @@
+#pragma once
+// Scaled dot-product attention and multi-head attention (PyTorch nn.MultiheadAttention /
+// F.scaled_dot_product_attention semantics), with two execution paths that agree within f16
+// rounding: `plain` (mul_mat + soft_max_ext + mul_mat, all f32) and `flash`
+// (ggml_flash_attn_ext with f16 K/V/mask and f32 accumulation).
+//
+// Layouts: sequences are ggml [C, T, B] = PyTorch (B, T, C); per-head tensors are
+// ggml [D, H, T, B] = PyTorch (B, T, H, D) (a projection output reshaped, before any permute).
+//
+//   nn::MultiHeadAttention attn(nn::Linear(w, "attn1.to_q", 256, 512, false), nn::Linear(w, "attn1.to_k", 256, 512,
+//   false),
+//                               nn::Linear(w, "attn1.to_v", 256, 512, false), nn::Linear(w, "attn1.to_out.0", 512,
+//                               256),
+//                               /*n_heads=*/8);
+//   nn::AttentionOptions o;  o.mask = additive_mask;  o.path = nn::AttentionPath::flash;
+//   ggml_tensor *y = attn(ctx, x, o);                  // self-attention, x: ggml [256, T, B]
+//   ggml_tensor *z = attn(ctx, queries, memory, o);     // cross-attention
+//   // models with RoPE / KV caches project themselves and call nn::attention(ctx, q, k, v, o).
+
+#include "modules/linear.h"
+
+#include "ggml.h"
+
+namespace chatterbox::nn {
+
+enum class AttentionPath { plain, flash };
+
+struct AttentionOptions {
+    // Additive f32 mask (0 = attend, large negative / -inf = blocked), ggml [n_kv, n_q] (shared by
+    // every batch row) or [n_kv, n_q, 1, B] = PyTorch (B, 1, n_q, n_kv). nullptr: no mask.
+    ggml_tensor *mask = nullptr;
+    // Query i (of n_q) sees keys j <= i + (n_kv - n_q): the queries are the last n_q positions.
+    bool causal = false;
+    float scale = 0.0f; // 0: 1 / sqrt(head_dim)
+    AttentionPath path = AttentionPath::plain;
+};
+
+// q: ggml [D, H, n_q, B]; k, v: ggml [D, H_kv, n_kv, B] with H a multiple of H_kv (grouped
+// queries share a key/value head). Returns ggml [D*H, n_q, B] (heads concatenated).
+// Every query must be able to see at least one key.
+ggml_tensor *attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v,
+                       const AttentionOptions &options = {});
+
+// An additive mask from a key padding mask: keep is f32 ggml [n_kv, B] = PyTorch (B, n_kv), 1 to
+// attend and 0 for padding -> f32 ggml [n_kv, n_q, 1, B] (0 / -1e30).
+ggml_tensor *key_padding_mask(ggml_context *ctx, ggml_tensor *keep, int64_t n_q);
+
+struct MultiHeadAttention {
+    Linear q, k, v; // separate projections, or
+    Linear qkv;     // one fused projection whose output rows are [q | k | v]
+    Linear out;
+    int n_heads = 0;
+    int64_t head_dim = 0;
+
+    MultiHeadAttention() = default;
+    MultiHeadAttention(Linear q, Linear k, Linear v, Linear out, int n_heads);
+    MultiHeadAttention(Linear qkv, Linear out, int n_heads);
+
+    // Self-attention. x: ggml [C, T, B] -> ggml [C_out, T, B].
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, const AttentionOptions &options = {}) const;
+    // Cross-attention (separate projections only). x: ggml [C, T_q, B], memory: ggml [C_kv, T_kv, B].
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *memory,
+                            const AttentionOptions &options) const;
+
+  private:
+    bool fused() const { return qkv.weight != nullptr; }
+    ggml_tensor *heads(ggml_context *ctx, ggml_tensor *projected) const; // [H*D, T, B] -> [D, H, T, B]
+};
+
+} // namespace chatterbox::nn

@@ -1,0 +1,27 @@
+#include "modules/feed_forward.h"
+
+#include "core/error.h"
+
+namespace chatterbox::nn {
+
+FeedForward::FeedForward(Linear up_, Linear down_, Activation activation_)
+    : up(up_), down(down_), activation(activation_) {
+    if (down.in != up.out) fail("FeedForward: up projection gives ", up.out, " features, down expects ", down.in);
+}
+
+ggml_tensor *FeedForward::operator()(ggml_context *ctx, ggml_tensor *x) const {
+    return down(ctx, activate(ctx, up(ctx, x), activation));
+}
+
+GatedFeedForward::GatedFeedForward(Linear gate_, Linear up_, Linear down_, Activation activation_)
+    : gate(gate_), up(up_), down(down_), activation(activation_) {
+    if (gate.in != up.in || gate.out != up.out || down.in != up.out)
+        fail("GatedFeedForward: gate ", gate.in, "->", gate.out, ", up ", up.in, "->", up.out, " and down ", down.in,
+             "->", down.out, " do not fit together");
+}
+
+ggml_tensor *GatedFeedForward::operator()(ggml_context *ctx, ggml_tensor *x) const {
+    return down(ctx, ggml_mul(ctx, activate(ctx, gate(ctx, x), activation), up(ctx, x)));
+}
+
+} // namespace chatterbox::nn

@@ -1,0 +1,36 @@
+#pragma once
+// Position-wise feed-forward blocks on sequences ggml [C, T, B] = PyTorch (B, T, C).
+//
+//   nn::FeedForward ff(nn::Linear(w, "ff.net.0.proj", 256, 1024), nn::Linear(w, "ff.net.2", 1024, 256),
+//                      nn::Activation::gelu_erf);
+//   nn::GatedFeedForward mlp(nn::Linear(w, "mlp.gate_proj", 1024, 4096, false),
+//                            nn::Linear(w, "mlp.up_proj", 1024, 4096, false),
+//                            nn::Linear(w, "mlp.down_proj", 4096, 1024, false));   // Llama SwiGLU
+//   x = ff(ctx, x);
+
+#include "modules/activations.h"
+#include "modules/linear.h"
+
+namespace chatterbox::nn {
+
+// down(act(up(x)))
+struct FeedForward {
+    Linear up, down;
+    Activation activation = Activation::relu;
+
+    FeedForward() = default;
+    FeedForward(Linear up, Linear down, Activation activation);
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x) const;
+};
+
+// down(act(gate(x)) * up(x)), SiLU by default (SwiGLU).
+struct GatedFeedForward {
+    Linear gate, up, down;
+    Activation activation = Activation::silu;
+
+    GatedFeedForward() = default;
+    GatedFeedForward(Linear gate, Linear up, Linear down, Activation activation = Activation::silu);
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x) const;
+};
+
+} // namespace chatterbox::nn

@@ -1,0 +1,32 @@
+#pragma once
+// Fully connected layer, PyTorch nn.Linear: y = x W^T + b.
+//
+//   nn::Linear q_proj(w, "tfmr.layers.0.self_attn.q_proj", 1024, 1024, /*bias=*/false);
+//   ggml_tensor *q = q_proj(ctx, x); // x: ggml [in, T, B] = PyTorch (B, T, in) -> ggml [out, T, B]
+//
+// The weight keeps its stored type (f32, f16, q8_0 ...): ggml multiplies quantised weights
+// directly. The bias is uploaded as f32.
+
+#include "core/module_weights.h"
+
+#include "ggml.h"
+
+#include <string>
+
+namespace chatterbox::nn {
+
+struct Linear {
+    ggml_tensor *weight = nullptr; // ggml [in, out] = PyTorch (out, in)
+    ggml_tensor *bias = nullptr;   // ggml [out], or nullptr
+    int64_t in = 0;
+    int64_t out = 0;
+
+    Linear() = default;
+    // Binds `<prefix>.weight` (out, in) and, when bias is true, `<prefix>.bias` (out).
+    Linear(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, bool bias = true);
+
+    // x: ggml [in, ...] (any number of outer dimensions) -> ggml [out, ...].
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x) const;
+};
+
+} // namespace chatterbox::nn

@@ -1,0 +1,236 @@
+// Scaled dot-product and multi-head attention, plain and flash paths, against a naive reference.
+
+#include "nn_harness.h"
+
+#include "core/error.h"
+#include "modules/attention.h"
+
+#include <map>
+
+namespace chatterbox {
+namespace {
+
+using test::NnHarness;
+
+struct AttnCase {
+    int64_t batch, n_q, n_kv, heads, kv_heads, head_dim;
+    bool causal = false;
+    enum { none, shared, per_batch, key_padding } mask = none;
+};
+
+// q: (B, n_q, H, D); k, v: (B, n_kv, H_kv, D); mask: additive (B_m, n_q, n_kv), B_m = 1 or B.
+std::vector<double> naive_attention(const AttnCase &c, const std::vector<float> &q, const std::vector<float> &k,
+                                    const std::vector<float> &v, const std::vector<float> &mask, int64_t mask_batch,
+                                    double scale) {
+    std::vector<double> out(size_t(c.batch * c.n_q * c.heads * c.head_dim), 0.0);
+    const int64_t group = c.heads / c.kv_heads;
+    for (int64_t b = 0; b < c.batch; ++b)
+        for (int64_t h = 0; h < c.heads; ++h)
+            for (int64_t i = 0; i < c.n_q; ++i) {
+                std::vector<double> s(size_t(c.n_kv));
+                double top = -INFINITY;
+                for (int64_t j = 0; j < c.n_kv; ++j) {
+                    double dot = 0;
+                    for (int64_t d = 0; d < c.head_dim; ++d)
+                        dot += double(q[size_t(((b * c.n_q + i) * c.heads + h) * c.head_dim + d)]) *
+                               k[size_t(((b * c.n_kv + j) * c.kv_heads + h / group) * c.head_dim + d)];
+                    s[size_t(j)] = dot * scale;
+                    if (!mask.empty()) s[size_t(j)] += mask[size_t(((b % mask_batch) * c.n_q + i) * c.n_kv + j)];
+                    if (c.causal && j > i + (c.n_kv - c.n_q)) s[size_t(j)] = -INFINITY;
+                    top = std::max(top, s[size_t(j)]);
+                }
+                double total = 0;
+                for (double &x : s) total += (x = std::exp(x - top));
+                for (int64_t j = 0; j < c.n_kv; ++j)
+                    for (int64_t d = 0; d < c.head_dim; ++d)
+                        out[size_t(((b * c.n_q + i) * c.heads + h) * c.head_dim + d)] +=
+                            s[size_t(j)] / total *
+                            v[size_t(((b * c.n_kv + j) * c.kv_heads + h / group) * c.head_dim + d)];
+            }
+    return out;
+}
+
+// Runs one graph with named f32 inputs.
+class MultiInputRun {
+  public:
+    explicit MultiInputRun(Backend &backend) : graph_(backend) {}
+    ggml_context *ctx() { return graph_.ctx(); }
+    ggml_tensor *input(const std::string &name, const Shape &shape, std::vector<float> values) {
+        ggml_tensor *t = graph_.input(name, GGML_TYPE_F32, shape);
+        values_[t] = std::move(values);
+        return t;
+    }
+    std::vector<float> run(ggml_tensor *out) {
+        graph_.build({out});
+        for (auto &[t, v] : values_) graph_.set_input(t, v);
+        graph_.compute();
+        return graph_.read_f32(out);
+    }
+
+  private:
+    GraphRunner graph_;
+    std::map<ggml_tensor *, std::vector<float>> values_;
+};
+
+void attention_case(const AttnCase &c, const std::string &what) {
+    NnHarness h;
+    const auto q = h.input(size_t(c.batch * c.n_q * c.heads * c.head_dim), -2.0f, 2.0f);
+    const auto k = h.input(size_t(c.batch * c.n_kv * c.kv_heads * c.head_dim), -2.0f, 2.0f);
+    const auto v = h.input(size_t(c.batch * c.n_kv * c.kv_heads * c.head_dim));
+    std::vector<float> mask, keep;
+    int64_t mask_batch = 1;
+    if (c.mask == AttnCase::shared || c.mask == AttnCase::per_batch) {
+        mask_batch = c.mask == AttnCase::per_batch ? c.batch : 1;
+        mask = h.input(size_t(mask_batch * c.n_q * c.n_kv), -3.0f, 0.0f);
+        for (size_t i = 0; i < mask.size(); i += 3) mask[i] = -INFINITY;                          // blocked pairs
+        for (int64_t row = 0; row < mask_batch * c.n_q; ++row) mask[size_t(row * c.n_kv)] = 0.0f; // one visible key
+    } else if (c.mask == AttnCase::key_padding) {
+        // Row b keeps its first n_kv - b keys.
+        mask_batch = c.batch;
+        for (int64_t b = 0; b < c.batch; ++b)
+            for (int64_t j = 0; j < c.n_kv; ++j) keep.push_back(j < c.n_kv - b ? 1.0f : 0.0f);
+        for (int64_t b = 0; b < c.batch; ++b)
+            for (int64_t i = 0; i < c.n_q; ++i)
+                for (int64_t j = 0; j < c.n_kv; ++j)
+                    mask.push_back(keep[size_t(b * c.n_kv + j)] > 0 ? 0.0f : -INFINITY);
+    }
+    const double scale = 1.0 / std::sqrt(double(c.head_dim));
+    const auto expected = naive_attention(c, q, k, v, mask, mask_batch, scale);
+
+    for (nn::AttentionPath path : {nn::AttentionPath::plain, nn::AttentionPath::flash}) {
+        MultiInputRun r(h.backend());
+        nn::AttentionOptions o;
+        o.causal = c.causal;
+        o.path = path;
+        if (c.mask == AttnCase::key_padding) {
+            o.mask = nn::key_padding_mask(r.ctx(), r.input("keep", {c.batch, c.n_kv}, keep), c.n_q);
+        } else if (!mask.empty()) {
+            const Shape mask_shape = mask_batch == 1 ? Shape{c.n_q, c.n_kv} : Shape{mask_batch, 1, c.n_q, c.n_kv};
+            o.mask = r.input("mask", mask_shape, mask);
+        }
+        ggml_tensor *out = nn::attention(r.ctx(), r.input("q", {c.batch, c.n_q, c.heads, c.head_dim}, q),
+                                         r.input("k", {c.batch, c.n_kv, c.kv_heads, c.head_dim}, k),
+                                         r.input("v", {c.batch, c.n_kv, c.kv_heads, c.head_dim}, v), o);
+        EXPECT_EQ(NnHarness::torch_shape_of_4d(out), (Shape{1, c.batch, c.n_q, c.heads * c.head_dim})) << what;
+        const bool flash = path == nn::AttentionPath::flash;
+        // The flash path rounds K, V and the mask to f16.
+        test::expect_close(r.run(out), expected, flash ? 3e-3 : 1e-5, what + (flash ? " (flash)" : " (plain)"));
+    }
+}
+
+TEST(NnAttention, MatchesNaive) {
+    attention_case({2, 5, 7, 4, 4, 8}, "no mask, n_q != n_kv, batch 2");
+    attention_case({1, 6, 6, 2, 2, 64, true}, "causal self-attention");
+    attention_case({2, 3, 7, 2, 2, 16, true}, "causal with a past (decode-style)");
+    attention_case({2, 4, 9, 4, 4, 8, false, AttnCase::shared}, "additive mask shared by the batch");
+    attention_case({2, 4, 9, 2, 2, 8, false, AttnCase::per_batch}, "additive mask per batch row");
+    attention_case({2, 5, 5, 2, 2, 8, true, AttnCase::per_batch}, "causal plus additive mask");
+    attention_case({3, 4, 6, 2, 2, 8, false, AttnCase::key_padding}, "key padding");
+    attention_case({2, 5, 8, 4, 2, 8, true}, "grouped queries (4 heads, 2 kv heads)");
+}
+
+TEST(NnAttention, RejectsMismatchedInputs) {
+    NnHarness h;
+    GraphRunner g(h.backend());
+    ggml_tensor *q = g.input("q", GGML_TYPE_F32, {1, 4, 2, 8});
+    ggml_tensor *k = g.input("k", GGML_TYPE_F32, {1, 6, 2, 8});
+    ggml_tensor *k_bad = g.input("k_bad", GGML_TYPE_F32, {1, 6, 2, 4});
+    ggml_tensor *k_heads = g.input("k_heads", GGML_TYPE_F32, {1, 6, 3, 8});
+    nn::AttentionOptions wrong_mask;
+    wrong_mask.mask = g.input("mask", GGML_TYPE_F32, {4, 5});
+    nn::AttentionOptions causal;
+    causal.causal = true;
+    EXPECT_THROW(nn::attention(g.ctx(), q, k_bad, k_bad), Error);
+    EXPECT_THROW(nn::attention(g.ctx(), q, k_heads, k_heads), Error);
+    EXPECT_THROW(nn::attention(g.ctx(), q, k, k, wrong_mask), Error);
+    EXPECT_THROW(nn::attention(g.ctx(), k, q, q, causal), Error) << "causal with fewer keys than queries";
+}
+
+// x: (rows, in), w: (out, in) -> (rows, out)
+std::vector<float> naive_linear(const std::vector<float> &x, const std::vector<float> &w, const std::vector<float> &b,
+                                int64_t in, int64_t out) {
+    const int64_t rows = int64_t(x.size()) / in;
+    std::vector<float> y(size_t(rows * out));
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t o = 0; o < out; ++o) {
+            double sum = b.empty() ? 0.0 : b[size_t(o)];
+            for (int64_t i = 0; i < in; ++i) sum += double(x[size_t(r * in + i)]) * w[size_t(o * in + i)];
+            y[size_t(r * out + o)] = float(sum);
+        }
+    return y;
+}
+
+TEST(NnMultiHeadAttention, SeparateFusedAndCross) {
+    NnHarness h;
+    const int64_t dim = 24, memory_dim = 10, heads = 4, head_dim = 8, inner = heads * head_dim;
+    const int64_t batch = 2, frames = 5, memory_frames = 7;
+    auto weight = [&](const std::string &name, int64_t out, int64_t in) {
+        const float s = 1.0f / std::sqrt(float(in));
+        return h.add(name, {out, in}, GGML_TYPE_F32, -s, s);
+    };
+    const auto wq = weight("m.attn.to_q.weight", inner, dim), bq = h.add("m.attn.to_q.bias", {inner});
+    const auto wk = weight("m.attn.to_k.weight", inner, dim);
+    const auto wv = weight("m.attn.to_v.weight", inner, dim);
+    const auto wo = weight("m.attn.to_out.0.weight", dim, inner), bo = h.add("m.attn.to_out.0.bias", {dim});
+    const auto wk_x = weight("m.cross.to_k.weight", inner, memory_dim);
+    const auto wv_x = weight("m.cross.to_v.weight", inner, memory_dim);
+    // Fused c_attn = [q | k | v] rows of the separate projections (q's bias, zero k/v bias).
+    std::vector<float> fused_w = wq, fused_b = bq;
+    fused_w.insert(fused_w.end(), wk.begin(), wk.end());
+    fused_w.insert(fused_w.end(), wv.begin(), wv.end());
+    fused_b.resize(size_t(3 * inner), 0.0f);
+    h.add_values("m.fused.c_attn.weight", {3 * inner, dim}, fused_w);
+    h.add_values("m.fused.c_attn.bias", {3 * inner}, fused_b);
+
+    ModuleWeights w(h.store(), "m.", h.backend());
+    nn::Linear out(w, "attn.to_out.0", inner, dim);
+    nn::MultiHeadAttention self(nn::Linear(w, "attn.to_q", dim, inner), nn::Linear(w, "attn.to_k", dim, inner, false),
+                                nn::Linear(w, "attn.to_v", dim, inner, false), out, int(heads));
+    nn::MultiHeadAttention fused(nn::Linear(w, "fused.c_attn", dim, 3 * inner), out, int(heads));
+    nn::MultiHeadAttention cross(nn::Linear(w, "attn.to_q", dim, inner),
+                                 nn::Linear(w, "cross.to_k", memory_dim, inner, false),
+                                 nn::Linear(w, "cross.to_v", memory_dim, inner, false), out, int(heads));
+    EXPECT_THROW(nn::MultiHeadAttention(nn::Linear(w, "attn.to_q", dim, inner), out, 5), Error);
+    w.load();
+
+    const auto x = h.input(size_t(batch * frames * dim));
+    const auto memory = h.input(size_t(batch * memory_frames * memory_dim));
+    const AttnCase self_case{batch, frames, frames, heads, heads, head_dim, true};
+    const AttnCase cross_case{batch, frames, memory_frames, heads, heads, head_dim};
+    const double scale = 1.0 / std::sqrt(double(head_dim));
+    const auto q = naive_linear(x, wq, bq, dim, inner);
+    auto finish = [&](const std::vector<double> &heads_out) {
+        std::vector<float> as_float(heads_out.begin(), heads_out.end());
+        auto y = naive_linear(as_float, wo, bo, inner, dim);
+        return std::vector<double>(y.begin(), y.end());
+    };
+    const auto expected_self = finish(naive_attention(self_case, q, naive_linear(x, wk, {}, dim, inner),
+                                                      naive_linear(x, wv, {}, dim, inner), {}, 1, scale));
+    const auto expected_cross =
+        finish(naive_attention(cross_case, q, naive_linear(memory, wk_x, {}, memory_dim, inner),
+                               naive_linear(memory, wv_x, {}, memory_dim, inner), {}, 1, scale));
+
+    for (nn::AttentionPath path : {nn::AttentionPath::plain, nn::AttentionPath::flash}) {
+        const bool flash = path == nn::AttentionPath::flash;
+        const double tolerance = flash ? 3e-3 : 1e-5;
+        const std::string tag = flash ? " (flash)" : " (plain)";
+        nn::AttentionOptions o;
+        o.path = path;
+        o.causal = true;
+        for (const nn::MultiHeadAttention *m : {&self, &fused}) {
+            MultiInputRun r(h.backend());
+            ggml_tensor *y = (*m)(r.ctx(), r.input("x", {batch, frames, dim}, x), o);
+            test::expect_close(r.run(y), expected_self, tolerance, (m == &self ? "separate" : "fused") + tag);
+        }
+        o.causal = false;
+        MultiInputRun r(h.backend());
+        ggml_tensor *y = cross(r.ctx(), r.input("x", {batch, frames, dim}, x),
+                               r.input("mem", {batch, memory_frames, memory_dim}, memory), o);
+        test::expect_close(r.run(y), expected_cross, tolerance, "cross" + tag);
+        MultiInputRun bad(h.backend());
+        EXPECT_THROW(fused(bad.ctx(), bad.input("x", {1, 2, dim}, {}), bad.input("m", {1, 2, dim}, {}), o), Error);
+    }
+}
+
+} // namespace
+} // namespace chatterbox
