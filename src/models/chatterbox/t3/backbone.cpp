@@ -1,0 +1,111 @@
+#include "models/chatterbox/t3/backbone.h"
+
+#include "core/error.h"
+
+#include <cmath>
+
+namespace chatterbox::t3 {
+
+namespace {
+
+ggml_tensor *rms_norm(ggml_context *ctx, ggml_tensor *x, ggml_tensor *weight, float eps) {
+    return ggml_mul(ctx, ggml_rms_norm(ctx, x, eps), weight);
+}
+
+// (hidden, n, n_rows) -> (head_dim, n_heads, n, n_rows), rotated: HF rotate-half pairs (d, d + 32)
+// are ggml's NEOX mode; the llama3 scaling enters through the frequency factors.
+ggml_tensor *rope(ggml_context *ctx, const Model &model, ggml_tensor *x, ggml_tensor *positions) {
+    const HParams &hp = model.hparams();
+    ggml_tensor *heads = ggml_reshape_4d(ctx, x, hp.head_dim, hp.n_heads, x->ne[1], x->ne[2]);
+    return ggml_rope_ext(ctx, heads, positions, model.rope_freq_factors(), hp.head_dim, GGML_ROPE_TYPE_NEOX,
+                         hp.rope_original_max_positions, hp.rope_theta, /*freq_scale=*/1.0f, /*ext_factor=*/0.0f,
+                         /*attn_factor=*/1.0f, /*beta_fast=*/32.0f, /*beta_slow=*/1.0f);
+}
+
+// The first n_kv positions of a cache tensor as (head_dim, n_kv, n_heads, n_rows), a strided view.
+ggml_tensor *cache_heads(ggml_context *ctx, const HParams &hp, ggml_tensor *cache, int n_kv) {
+    ggml_tensor *v = ggml_view_4d(ctx, cache, hp.head_dim, hp.n_heads, n_kv, cache->ne[2],
+                                  ggml_row_size(cache->type, hp.head_dim), cache->nb[1], cache->nb[2], 0);
+    return ggml_permute(ctx, v, 0, 2, 1, 3);
+}
+
+// Causal self-attention of the new tokens over the cache. q: (head_dim, n_heads, n, n_rows) roped.
+ggml_tensor *attention(ggml_context *ctx, const HParams &hp, ggml_tensor *q, ggml_tensor *k_cache, ggml_tensor *v_cache,
+                       const BackboneInputs &in, AttentionKind kind) {
+    const int64_t n = q->ne[2], n_rows = q->ne[3];
+    const float scale = 1.0f / std::sqrt(float(hp.head_dim));
+    ggml_tensor *qh = ggml_permute(ctx, q, 0, 2, 1, 3);      // (d, n, H, rows)
+    ggml_tensor *k = cache_heads(ctx, hp, k_cache, in.n_kv); // (d, n_kv, H, rows)
+    ggml_tensor *v = cache_heads(ctx, hp, v_cache, in.n_kv); // (d, n_kv, H, rows)
+    ggml_tensor *out;
+    if (kind == AttentionKind::Flash) {
+        out = ggml_flash_attn_ext(ctx, qh, k, v, in.mask, scale, 0.0f, 0.0f); // (d, H, n, rows)
+        ggml_flash_attn_ext_set_prec(out, GGML_PREC_F32);
+    } else {
+        ggml_tensor *scores = ggml_mul_mat(ctx, k, qh); // (n_kv, n, H, rows)
+        scores = ggml_soft_max_ext(ctx, scores, in.mask, scale, 0.0f);
+        ggml_tensor *vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 0, 2, 3)); // (n_kv, d, H, rows)
+        out = ggml_mul_mat(ctx, vt, scores);                                // (d, n, H, rows)
+        out = ggml_cont(ctx, ggml_permute(ctx, out, 0, 2, 1, 3));           // (d, H, n, rows)
+    }
+    return ggml_reshape_3d(ctx, out, hp.hidden, n, n_rows);
+}
+
+} // namespace
+
+BackboneInputs make_backbone_inputs(GraphRunner &graph, const HParams &hp, int n_rows, int n_tokens, int n_kv) {
+    if (n_tokens > n_kv) fail("T3 backbone: ", n_tokens, " new tokens do not fit ", n_kv, " cache positions");
+    BackboneInputs in;
+    in.n_tokens = n_tokens;
+    in.n_kv = n_kv;
+    in.embeds = graph.input("t3.embeds", GGML_TYPE_F32, {n_rows, n_tokens, hp.hidden});
+    in.positions = graph.input("t3.positions", GGML_TYPE_I32, {n_tokens});
+    in.cache_slots = graph.input("t3.cache_slots", GGML_TYPE_I64, {n_tokens});
+    in.mask = graph.input("t3.mask", GGML_TYPE_F16, {n_tokens, n_kv});
+    return in;
+}
+
+ggml_tensor *build_decoder_layers(ggml_context *ctx, const Model &model, const KvCache &cache, const BackboneInputs &in,
+                                  AttentionKind attention_kind) {
+    const HParams &hp = model.hparams();
+    if (in.n_kv > cache.capacity())
+        fail("T3 backbone: attention over ", in.n_kv, " positions exceeds the cache capacity ", cache.capacity());
+    if (in.embeds->ne[2] != cache.n_rows())
+        fail("T3 backbone: ", in.embeds->ne[2], " rows but the cache holds ", cache.n_rows());
+    const int64_t n = in.n_tokens, n_rows = in.embeds->ne[2];
+    ggml_tensor *x = in.embeds;
+    for (int il = 0; il < hp.n_layers; ++il) {
+        const LayerWeights &w = model.layers()[size_t(il)];
+        ggml_tensor *h = rms_norm(ctx, x, w.attn_norm, hp.rms_eps);
+        ggml_tensor *q = rope(ctx, model, ggml_mul_mat(ctx, w.wq, h), in.positions);
+        ggml_tensor *k = rope(ctx, model, ggml_mul_mat(ctx, w.wk, h), in.positions);
+        ggml_tensor *v = ggml_mul_mat(ctx, w.wv, h);
+        // The written caches (views of the cache tensors) carry the dependency to the attention reads.
+        ggml_tensor *k_cache =
+            ggml_set_rows(ctx, cache.k(il), ggml_reshape_3d(ctx, k, hp.hidden, n, n_rows), in.cache_slots);
+        ggml_tensor *v_cache = ggml_set_rows(ctx, cache.v(il), v, in.cache_slots);
+        ggml_tensor *attn = attention(ctx, hp, q, k_cache, v_cache, in, attention_kind);
+        x = ggml_add(ctx, x, ggml_mul_mat(ctx, w.wo, attn));
+
+        h = rms_norm(ctx, x, w.ffn_norm, hp.rms_eps);
+        ggml_tensor *ffn = ggml_swiglu_split(ctx, ggml_mul_mat(ctx, w.w_gate, h), ggml_mul_mat(ctx, w.w_up, h));
+        x = ggml_add(ctx, x, ggml_mul_mat(ctx, w.w_down, ffn));
+    }
+    return x;
+}
+
+ggml_tensor *build_speech_logits(ggml_context *ctx, const Model &model, ggml_tensor *hidden) {
+    ggml_tensor *normed = rms_norm(ctx, hidden, model.final_norm(), model.hparams().rms_eps);
+    return ggml_mul_mat(ctx, model.speech_head(), normed);
+}
+
+std::vector<ggml_fp16_t> causal_mask(int n_tokens, int n_kv, int first_query) {
+    const ggml_fp16_t zero = ggml_fp32_to_fp16(0.0f), blocked = ggml_fp32_to_fp16(-INFINITY);
+    std::vector<ggml_fp16_t> mask(size_t(n_tokens) * size_t(n_kv));
+    for (int t = 0; t < n_tokens; ++t)
+        for (int j = 0; j < n_kv; ++j)
+            mask[size_t(t) * size_t(n_kv) + size_t(j)] = j <= first_query + t ? zero : blocked;
+    return mask;
+}
+
+} // namespace chatterbox::t3

@@ -1,0 +1,42 @@
+#pragma once
+// Graph builders for the Llama backbone (spec t3.md §1.2): pre-norm decoder layers with RMSNorm,
+// NEOX RoPE with llama3 frequency factors, 16-head causal attention over the KV cache, SwiGLU FFN,
+// then final RMSNorm + speech head. The same builder serves prefill (many tokens) and decode
+// (one token); the CFG rows are the batch dimension of every tensor.
+
+#include "core/graph.h"
+#include "models/chatterbox/t3/kv_cache.h"
+#include "models/chatterbox/t3/model.h"
+
+namespace chatterbox::t3 {
+
+enum class AttentionKind {
+    Flash, // ggml_flash_attn_ext (f16 mask; fast path, skips masked cache positions)
+    Plain, // mul_mat + soft_max + mul_mat (reference path for checking)
+};
+
+// The persistent inputs of one backbone graph.
+struct BackboneInputs {
+    int n_tokens = 0;                   // new tokens per row
+    int n_kv = 0;                       // cache positions attended to: [0, n_kv)
+    ggml_tensor *embeds = nullptr;      // f32, PyTorch (n_rows, n_tokens, hidden): input embeddings
+    ggml_tensor *positions = nullptr;   // i32 (n_tokens): RoPE positions of the new tokens
+    ggml_tensor *cache_slots = nullptr; // i64 (n_tokens): cache positions the new keys/values go to
+    ggml_tensor *mask = nullptr;        // f16 (n_tokens, n_kv): 0 where a token may attend, -inf elsewhere
+};
+
+BackboneInputs make_backbone_inputs(GraphRunner &graph, const HParams &hp, int n_rows, int n_tokens, int n_kv);
+
+// Writes the new keys/values into cache and runs every layer. Returns the residual stream
+// (hidden, n_tokens, n_rows) in ggml order, before the final norm.
+ggml_tensor *build_decoder_layers(ggml_context *ctx, const Model &model, const KvCache &cache, const BackboneInputs &in,
+                                  AttentionKind attention);
+
+// Final RMSNorm and speech head: hidden (hidden, n, n_rows) -> logits (speech_vocab, n, n_rows).
+ggml_tensor *build_speech_logits(ggml_context *ctx, const Model &model, ggml_tensor *hidden);
+
+// Mask values for n_tokens queries at positions first_query, first_query + 1, ... over n_kv cache
+// positions: the query at position p may attend to cache positions [0, p].
+std::vector<ggml_fp16_t> causal_mask(int n_tokens, int n_kv, int first_query);
+
+} // namespace chatterbox::t3

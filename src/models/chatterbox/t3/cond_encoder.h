@@ -1,0 +1,30 @@
+#pragma once
+// The T3 conditioning encoder (spec t3.md §3): speaker projection, perceiver resampler over the
+// speech prompt, emotion token. Runs once per voice + exaggeration; its output prefixes both CFG rows.
+
+#include "models/chatterbox/t3/model.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace chatterbox::t3 {
+
+// T3Cond of the reference code.
+struct Conditioning {
+    std::vector<float> speaker_emb;     // (256) VoiceEncoder embedding
+    std::vector<int32_t> prompt_tokens; // speech prompt (≤ 150 S3 tokens in the official pipeline; may be empty)
+    float exaggeration = 0.5f;          // emotion_adv
+};
+
+// (length, hidden) conditioning embeddings: [speaker | 32 perceiver outputs (if prompt) | emotion].
+struct CondEmbeddings {
+    int length = 0;
+    std::vector<float> values;
+};
+
+// Throws Error for a speaker embedding of the wrong size or with non-finite values, prompt tokens
+// outside the speech vocabulary, a prompt longer than the speech position table, or a non-finite
+// exaggeration.
+CondEmbeddings encode_conditioning(const Model &model, const Conditioning &cond);
+
+} // namespace chatterbox::t3

@@ -1,0 +1,70 @@
+#include "models/chatterbox/t3/generate.h"
+
+#include "core/error.h"
+#include "models/chatterbox/t3/embeddings.h"
+
+#include <algorithm>
+
+namespace chatterbox::t3 {
+
+GenerationResult generate(Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
+                          const SamplingParams &params, const GenerationHooks &hooks) {
+    const Model &model = session.model();
+    const HParams &hp = model.hparams();
+    params.validate(hp.max_new_tokens_limit());
+    validate_text_tokens(hp, text_tokens);
+    for (size_t i = 0; i < hooks.forced_tokens.size(); ++i)
+        if (hooks.forced_tokens[i] < 0 || hooks.forced_tokens[i] >= hp.speech_vocab)
+            fail("T3 forced token ", i, " = ", hooks.forced_tokens[i], " is outside the speech vocabulary [0, ",
+                 hp.speech_vocab, ")");
+
+    const bool use_cfg = params.cfg_weight > 0;
+    const int n_rows = use_cfg ? 2 : 1;
+    int max_steps = params.max_new_tokens;
+    if (!hooks.forced_tokens.empty()) max_steps = std::min(max_steps, int(hooks.forced_tokens.size()));
+    const size_t vocab = size_t(hp.speech_vocab);
+
+    const int length = prefill_length(cond, text_tokens);
+    // Step i feeds its token for step i + 1: max_steps - 1 tokens follow the prefill in the cache.
+    std::vector<float> raw =
+        session.prefill(prefill_embeddings(model, cond, text_tokens, n_rows), n_rows, length, max_steps - 1);
+
+    Rng rng(params.seed);
+    std::vector<int32_t> history{hp.start_speech_token}; // HF's generated_ids start with the BOS
+    GenerationResult result;
+    for (int step = 0; step < max_steps; ++step) {
+        std::vector<float> cfg = use_cfg ? cfg_combine(raw.data(), raw.data() + vocab, vocab, params.cfg_weight)
+                                         : std::vector<float>(raw.begin(), raw.begin() + std::ptrdiff_t(vocab));
+        std::vector<float> penalized = cfg;
+        apply_repetition_penalty(penalized, history, params.repetition_penalty);
+        int32_t token;
+        if (!hooks.forced_tokens.empty()) {
+            token = hooks.forced_tokens[size_t(step)];
+        } else {
+            std::vector<float> work = penalized;
+            token = choose_token(work, params, rng);
+        }
+        result.tokens.push_back(token);
+        history.push_back(token);
+        const bool go_on = !hooks.on_step || hooks.on_step(StepRecord{step, &raw, &cfg, &penalized, token});
+        if (token == hp.stop_speech_token) {
+            result.reached_eos = true;
+            break;
+        }
+        if (!go_on || step + 1 == max_steps) break;
+        raw = session.decode(speech_token_embedding(model, token, step + 1));
+    }
+    return result;
+}
+
+std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t> &tokens, const HParams &hp) {
+    auto begin = std::find(tokens.begin(), tokens.end(), hp.start_speech_token);
+    begin = begin == tokens.end() ? tokens.begin() : begin + 1;
+    auto end = std::find(tokens.begin(), tokens.end(), hp.stop_speech_token);
+    std::vector<int32_t> kept;
+    for (auto it = begin; it < end; ++it)
+        if (hp.is_multilingual() || *it < hp.speech_token_limit) kept.push_back(*it);
+    return kept;
+}
+
+} // namespace chatterbox::t3

@@ -1,0 +1,48 @@
+#pragma once
+// T3 generation (spec t3.md §4–5, the loop of T3.inference): prefill the double-BOS prefix, then
+// per step combine the CFG rows, penalise repetitions, choose a token, feed it back at the next
+// speech position, until EOS or max_new_tokens.
+
+#include "models/chatterbox/t3/cond_encoder.h"
+#include "models/chatterbox/t3/sampler.h"
+#include "models/chatterbox/t3/session.h"
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace chatterbox::t3 {
+
+// What a hook sees at every step (views valid during the call only).
+struct StepRecord {
+    int step = 0;                            // 0-based
+    const std::vector<float> *raw = nullptr; // (n_rows, vocab) backbone logits: row 0 conditional, row 1 unconditional
+    const std::vector<float> *cfg = nullptr; // (vocab) after the CFG combination (row 0 when cfg_weight is 0)
+    const std::vector<float> *penalized = nullptr; // (vocab) after the repetition penalty
+    int32_t token = 0;                             // the token taken: sampled, argmax or forced
+};
+
+struct GenerationHooks {
+    // Called after every step; returning false stops generation after that token (cancellation).
+    std::function<bool(const StepRecord &)> on_step;
+    // Teacher forcing: step i takes forced_tokens[i] instead of a chosen token; generation stops when
+    // they run out (or on EOS / max_new_tokens). Ids must be inside the speech vocabulary.
+    std::vector<int32_t> forced_tokens;
+};
+
+struct GenerationResult {
+    std::vector<int32_t> tokens; // every token taken, the final EOS included when one was produced
+    bool reached_eos = false;
+};
+
+// text_tokens: framed [start_text] + ids + [stop_text]. Runs 2 CFG rows when params.cfg_weight > 0,
+// else one conditional row. Throws Error for invalid parameters or tokens before any computation.
+GenerationResult generate(Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
+                          const SamplingParams &params, const GenerationHooks &hooks = {});
+
+// The tokens S3Gen gets (tts.py after T3, overview.md §2.3 step 8): the span after the first
+// start-of-speech token (if any) and before the first end-of-speech token (if any); for the English
+// model then only speech units (< 6561). The multilingual pipeline keeps every token of the span.
+std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t> &tokens, const HParams &hp);
+
+} // namespace chatterbox::t3

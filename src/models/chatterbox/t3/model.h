@@ -1,0 +1,96 @@
+#pragma once
+// The T3 weights (spec t3.md §2, §3, §8.1), bound once and then immutable: backbone, speech head
+// and conditioning encoder live on the backend; the embedding tables stay on the host, where the
+// few rows a call needs are looked up (one row per generated token, a hundred per prefill).
+
+#include "core/backend.h"
+#include "core/module_weights.h"
+#include "core/weight_store.h"
+#include "models/chatterbox/t3/hparams.h"
+#include "modules/attention.h"
+#include "modules/linear.h"
+#include "modules/norm.h"
+
+#include <string>
+#include <vector>
+
+namespace chatterbox::t3 {
+
+struct LayerWeights {
+    ggml_tensor *attn_norm; // (hidden) f32
+    ggml_tensor *wq, *wk, *wv, *wo;
+    ggml_tensor *ffn_norm; // (hidden) f32
+    ggml_tensor *w_gate, *w_up, *w_down;
+};
+
+// The perceiver resampler: learned queries and ONE attention block (shared LayerNorm, 4 heads of
+// 256), applied twice.
+struct PerceiverWeights {
+    ggml_tensor *queries = nullptr; // (1, 32, hidden) f32: pre_attention_query
+    nn::LayerNorm norm;
+    nn::MultiHeadAttention attn;
+};
+
+// An embedding table as f32 rows on the host.
+class EmbeddingTable {
+  public:
+    EmbeddingTable() = default;
+    EmbeddingTable(std::string name, int rows, int dim, std::vector<float> values);
+    int rows() const { return rows_; }
+    int dim() const { return dim_; }
+    // Row i; throws when i is outside the table (a token id or position the model cannot embed).
+    const float *row(int64_t i) const;
+    // dst[d] += row(i)[d]
+    void add_row(int64_t i, float *dst) const;
+
+  private:
+    std::string name_;
+    int rows_ = 0;
+    int dim_ = 0;
+    std::vector<float> values_;
+};
+
+class Model {
+  public:
+    // Binds every tensor of the T3 checkpoint under prefix in store (all problems reported in one
+    // Error) and uploads the backend part. The store may be dropped afterwards.
+    Model(const WeightStore &store, Backend &backend, const std::string &prefix = "t3.");
+    Model(const Model &) = delete;
+    Model &operator=(const Model &) = delete;
+
+    const HParams &hparams() const { return hp_; }
+    Backend &backend() const { return backend_; }
+    size_t backend_bytes() const { return weights_.bytes(); }
+    ggml_type matmul_type() const { return layers_.front().wq->type; } // storage type of the big matrices
+
+    const std::vector<LayerWeights> &layers() const { return layers_; }
+    ggml_tensor *final_norm() const { return final_norm_; }
+    ggml_tensor *speech_head() const { return speech_head_; }
+    ggml_tensor *rope_freq_factors() const { return rope_freq_factors_; }
+    const nn::Linear &speaker_proj() const { return speaker_proj_; }
+    const PerceiverWeights &perceiver() const { return perceiver_; }
+    // The (hidden) column of emotion_adv_fc: the emotion token is exaggeration * this.
+    const std::vector<float> &emotion_weight() const { return emotion_weight_; }
+
+    const EmbeddingTable &text_emb() const { return text_emb_; }
+    const EmbeddingTable &speech_emb() const { return speech_emb_; }
+    const EmbeddingTable &text_pos_emb() const { return text_pos_emb_; }
+    const EmbeddingTable &speech_pos_emb() const { return speech_pos_emb_; }
+
+  private:
+    EmbeddingTable host_table(const std::string &name, int rows);
+
+    HParams hp_;
+    Backend &backend_;
+    ModuleWeights weights_;
+    std::vector<LayerWeights> layers_;
+    ggml_tensor *final_norm_ = nullptr;
+    ggml_tensor *speech_head_ = nullptr;
+    ggml_tensor *rope_freq_factors_ = nullptr;
+    nn::Linear speaker_proj_;
+    PerceiverWeights perceiver_;
+    std::vector<float> emotion_weight_;
+    EmbeddingTable text_emb_, speech_emb_, text_pos_emb_, speech_pos_emb_;
+};
+
+} // namespace chatterbox::t3

@@ -1,0 +1,136 @@
+#include "models/chatterbox/t3/sampler.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+namespace chatterbox::t3 {
+
+namespace {
+
+constexpr float kRemoved = -INFINITY;
+
+// Indices of logits ordered by value, ascending; ties keep index order so results are reproducible.
+std::vector<size_t> ascending_order(const std::vector<float> &logits) {
+    std::vector<size_t> order(logits.size());
+    std::iota(order.begin(), order.end(), size_t(0));
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return logits[a] < logits[b]; });
+    return order;
+}
+
+void check_logits(const std::vector<float> &logits) {
+    if (logits.empty()) fail("T3 sampling: empty logits");
+    bool any_finite = false;
+    for (size_t i = 0; i < logits.size(); ++i) {
+        if (std::isnan(logits[i])) fail("T3 sampling: logit ", i, " is NaN");
+        if (logits[i] == INFINITY) fail("T3 sampling: logit ", i, " is +inf");
+        any_finite = any_finite || std::isfinite(logits[i]);
+    }
+    if (!any_finite) fail("T3 sampling: every logit is -inf");
+}
+
+} // namespace
+
+void SamplingParams::validate(int max_new_tokens_limit) const {
+    if (!greedy && !(std::isfinite(temperature) && temperature > 0))
+        fail("temperature must be > 0, got ", temperature, " (ask for greedy decoding to take the argmax)");
+    if (!(top_p > 0 && top_p <= 1)) fail("top_p must be in (0, 1], got ", top_p);
+    if (!(min_p >= 0 && min_p <= 1)) fail("min_p must be in [0, 1], got ", min_p);
+    if (!(std::isfinite(repetition_penalty) && repetition_penalty > 0))
+        fail("repetition_penalty must be > 0, got ", repetition_penalty);
+    if (!(std::isfinite(cfg_weight) && cfg_weight >= 0)) fail("cfg_weight must be >= 0, got ", cfg_weight);
+    if (max_new_tokens < 1 || max_new_tokens > max_new_tokens_limit)
+        fail("max_new_tokens must be in [1, ", max_new_tokens_limit, "] (the model's speech positions), got ",
+             max_new_tokens);
+}
+
+std::vector<float> cfg_combine(const float *cond, const float *uncond, size_t n, float cfg_weight) {
+    std::vector<float> out(n);
+    for (size_t i = 0; i < n; ++i) out[i] = cond[i] + cfg_weight * (cond[i] - uncond[i]);
+    return out;
+}
+
+void apply_repetition_penalty(std::vector<float> &logits, const std::vector<int32_t> &history, float penalty) {
+    const std::set<int32_t> distinct(history.begin(), history.end());
+    for (int32_t id : distinct) {
+        if (id < 0 || size_t(id) >= logits.size())
+            fail("repetition penalty: token ", id, " is outside the ", logits.size(), " logits");
+        float &l = logits[size_t(id)];
+        l = l < 0 ? l * penalty : l / penalty;
+    }
+}
+
+void apply_temperature(std::vector<float> &logits, float temperature) {
+    if (temperature == 1.0f) return;
+    for (float &l : logits) l /= temperature;
+}
+
+std::vector<float> softmax(const std::vector<float> &logits) {
+    const float max = *std::max_element(logits.begin(), logits.end());
+    std::vector<float> probs(logits.size(), 0.0f);
+    if (max == -INFINITY) return probs;
+    double sum = 0;
+    for (size_t i = 0; i < logits.size(); ++i) sum += std::exp(double(logits[i]) - double(max));
+    for (size_t i = 0; i < logits.size(); ++i) probs[i] = float(std::exp(double(logits[i]) - double(max)) / sum);
+    return probs;
+}
+
+void apply_min_p(std::vector<float> &logits, float min_p) {
+    const std::vector<float> probs = softmax(logits);
+    const size_t top = size_t(argmax(logits));
+    const float threshold = min_p * probs[top];
+    for (size_t i = 0; i < logits.size(); ++i)
+        if (i != top && probs[i] < threshold) logits[i] = kRemoved;
+}
+
+void apply_top_p(std::vector<float> &logits, float top_p) {
+    const std::vector<float> probs = softmax(logits);
+    const std::vector<size_t> order = ascending_order(logits);
+    const double limit = 1.0 - double(top_p);
+    double cumulative = 0;
+    for (size_t k = 0; k + 1 < order.size(); ++k) { // the last (top) token always stays
+        cumulative += probs[order[k]];
+        if (cumulative > limit) break;
+        logits[order[k]] = kRemoved;
+    }
+}
+
+int argmax(const std::vector<float> &values) {
+    if (values.empty()) fail("argmax of an empty vector");
+    return int(std::max_element(values.begin(), values.end()) - values.begin());
+}
+
+double uniform01(Rng &rng) { return double(rng() >> 11) * 0x1.0p-53; }
+
+int sample_multinomial(const std::vector<float> &probs, Rng &rng) {
+    double total = 0;
+    int last_positive = -1;
+    for (size_t i = 0; i < probs.size(); ++i) {
+        if (!(probs[i] >= 0) || !std::isfinite(probs[i]))
+            fail("multinomial: probability ", i, " is invalid (", probs[i], ")");
+        total += probs[i];
+        if (probs[i] > 0) last_positive = int(i);
+    }
+    if (last_positive < 0) fail("multinomial: all ", probs.size(), " probabilities are zero");
+    const double target = uniform01(rng) * total;
+    double cumulative = 0;
+    for (size_t i = 0; i < probs.size(); ++i) {
+        cumulative += probs[i];
+        if (probs[i] > 0 && cumulative > target) return int(i);
+    }
+    return last_positive; // rounding left target just below the total
+}
+
+int choose_token(std::vector<float> &penalized_logits, const SamplingParams &params, Rng &rng) {
+    check_logits(penalized_logits);
+    if (params.greedy) return argmax(penalized_logits);
+    apply_temperature(penalized_logits, params.temperature);
+    apply_min_p(penalized_logits, params.min_p);
+    apply_top_p(penalized_logits, params.top_p);
+    return sample_multinomial(softmax(penalized_logits), rng);
+}
+
+} // namespace chatterbox::t3

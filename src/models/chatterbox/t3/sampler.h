@@ -1,0 +1,67 @@
+#pragma once
+// T3 token sampling at HEAD (spec t3.md §5), one function per stage so each can be checked alone:
+//   CFG combine -> repetition penalty -> temperature -> min-p -> top-p -> softmax -> multinomial.
+// The stages follow the HF processors (RepetitionPenaltyLogitsProcessor, MinPLogitsWarper,
+// TopPLogitsWarper, transformers 5.2) on one row of logits; removed tokens become -inf.
+//
+// Randomness: one std::mt19937_64 per generation, seeded with SamplingParams::seed. The standard
+// fixes its output sequence, and the uniform draw below uses only its raw 64-bit output, so the
+// same seed gives the same tokens on every platform and backend with the same logits.
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace chatterbox::t3 {
+
+struct SamplingParams {
+    float temperature = 0.8f;
+    float top_p = 1.0f; // 1 = off (the official generate() default)
+    float min_p = 0.05f;
+    float repetition_penalty = 1.2f;
+    float cfg_weight = 0.5f; // 0 = no guidance (a single conditional row is run)
+    bool greedy = false;     // argmax of the penalised logits instead of sampling; temperature is then unused
+    int max_new_tokens = 1000;
+    uint64_t seed = 0;
+
+    // Throws Error naming the parameter, its value and the accepted range. max_new_tokens_limit is
+    // the model's bound (HParams::max_new_tokens_limit()).
+    void validate(int max_new_tokens_limit) const;
+};
+
+using Rng = std::mt19937_64;
+
+// logits = cond + w * (cond - uncond)
+std::vector<float> cfg_combine(const float *cond, const float *uncond, size_t n, float cfg_weight);
+
+// For every distinct id in history: l = l < 0 ? l * penalty : l / penalty (once per id, HF semantics).
+// Ids outside the logits are an error.
+void apply_repetition_penalty(std::vector<float> &logits, const std::vector<int32_t> &history, float penalty);
+
+// l /= temperature, skipped for exactly 1 as the reference does.
+void apply_temperature(std::vector<float> &logits, float temperature);
+
+// Removes tokens whose probability is below min_p * (highest probability); the top token always stays.
+void apply_min_p(std::vector<float> &logits, float min_p);
+
+// Sorting ascending, removes tokens whose cumulative probability is <= 1 - top_p; the top token
+// always stays.
+void apply_top_p(std::vector<float> &logits, float top_p);
+
+std::vector<float> softmax(const std::vector<float> &logits);
+
+// Index of the largest value (the first one on ties, like torch.argmax).
+int argmax(const std::vector<float> &values);
+
+// A uniform double in [0, 1) from the top 53 bits of one draw.
+double uniform01(Rng &rng);
+
+// Draws an index with probability proportional to probs (non-negative, positive sum): the first i
+// whose cumulative sum exceeds u * total for one uniform draw u.
+int sample_multinomial(const std::vector<float> &probs, Rng &rng);
+
+// Temperature -> min-p -> top-p -> softmax -> multinomial on penalised logits (which it modifies),
+// or argmax when params.greedy.
+int choose_token(std::vector<float> &penalized_logits, const SamplingParams &params, Rng &rng);
+
+} // namespace chatterbox::t3

@@ -1,0 +1,133 @@
+#include "models/chatterbox/t3/session.h"
+
+#include "core/error.h"
+
+#include <numeric>
+
+namespace chatterbox::t3 {
+
+namespace {
+
+int round_up(int value, int step) { return (value + step - 1) / step * step; }
+
+constexpr size_t kMaxGraphNodes = 8192; // 30 layers need about 1100
+
+} // namespace
+
+struct Session::Graph {
+    std::unique_ptr<GraphRunner> runner;
+    BackboneInputs in;
+    ggml_tensor *last_index = nullptr; // prefill only: i32 (n_rows, 1), the position whose logits are wanted
+    ggml_tensor *logits = nullptr;     // (n_rows, 1, speech_vocab)
+};
+
+Session::Session(const Model &model, RuntimeOptions options) : model_(model), options_(options) {
+    if (options_.prefill_bucket < 1 || options_.capacity_step < 1)
+        fail("T3 session: prefill_bucket and capacity_step must be >= 1");
+}
+
+Session::~Session() {
+    // Graphs reference the cache tensors: release them first.
+    prefill_graphs_.clear();
+    decode_graph_.reset();
+    cache_.reset();
+}
+
+void Session::ensure_cache(int n_rows, int positions) {
+    if (cache_ && cache_->n_rows() == n_rows && cache_->capacity() >= positions) return;
+    prefill_graphs_.clear();
+    decode_graph_.reset();
+    cache_.reset();
+    cache_ = std::make_unique<KvCache>(model_.backend(), model_.hparams(), n_rows,
+                                       round_up(positions, options_.capacity_step), options_.kv_type);
+}
+
+Session::Graph &Session::prefill_graph(int bucket) {
+    auto found = prefill_graphs_.find(bucket);
+    if (found != prefill_graphs_.end()) return *found->second;
+    auto g = std::make_unique<Graph>();
+    g->runner = std::make_unique<GraphRunner>(model_.backend(), kMaxGraphNodes);
+    const int n_rows = cache_->n_rows();
+    g->in = make_backbone_inputs(*g->runner, model_.hparams(), n_rows, bucket, bucket);
+    g->last_index = g->runner->input("t3.last_index", GGML_TYPE_I32, {n_rows, 1});
+    ggml_context *ctx = g->runner->ctx();
+    ggml_tensor *hidden = build_decoder_layers(ctx, model_, *cache_, g->in, options_.attention);
+    g->logits = build_speech_logits(ctx, model_, ggml_get_rows(ctx, hidden, g->last_index));
+    g->runner->build({g->logits});
+    ++graphs_built_;
+    return *prefill_graphs_.emplace(bucket, std::move(g)).first->second;
+}
+
+Session::Graph &Session::decode_graph() {
+    if (decode_graph_) return *decode_graph_;
+    auto g = std::make_unique<Graph>();
+    g->runner = std::make_unique<GraphRunner>(model_.backend(), kMaxGraphNodes);
+    g->in = make_backbone_inputs(*g->runner, model_.hparams(), cache_->n_rows(), 1, cache_->capacity());
+    ggml_context *ctx = g->runner->ctx();
+    g->logits = build_speech_logits(ctx, model_, build_decoder_layers(ctx, model_, *cache_, g->in, options_.attention));
+    g->runner->build({g->logits});
+    ++graphs_built_;
+    decode_graph_ = std::move(g);
+    return *decode_graph_;
+}
+
+std::vector<float> Session::run(Graph &graph) {
+    graph.runner->compute();
+    return graph.runner->read_f32(graph.logits);
+}
+
+std::vector<float> Session::prefill(const std::vector<float> &embeds, int n_rows, int length, int max_new_tokens) {
+    const size_t hidden = size_t(model_.hparams().hidden);
+    if (n_rows < 1 || length < 1 || max_new_tokens < 0)
+        fail("T3 prefill: invalid request of ", n_rows, " rows x ", length, " tokens + ", max_new_tokens, " new");
+    if (embeds.size() != size_t(n_rows) * size_t(length) * hidden)
+        fail("T3 prefill: ", embeds.size(), " embedding values, expected ", n_rows, " x ", length, " x ", hidden);
+    const int bucket = round_up(length, options_.prefill_bucket);
+    ensure_cache(n_rows, std::max(bucket, length + max_new_tokens));
+    Graph &g = prefill_graph(bucket);
+
+    // Rows padded with zeros to the bucket; the padding's keys land in cache slots that decoding
+    // overwrites before any query may see them.
+    std::vector<float> padded(size_t(n_rows) * size_t(bucket) * hidden, 0.0f);
+    for (int r = 0; r < n_rows; ++r)
+        std::copy_n(embeds.begin() + std::ptrdiff_t(size_t(r) * size_t(length) * hidden), size_t(length) * hidden,
+                    padded.begin() + std::ptrdiff_t(size_t(r) * size_t(bucket) * hidden));
+    std::vector<int32_t> positions(static_cast<size_t>(bucket));
+    std::iota(positions.begin(), positions.end(), 0);
+    std::vector<int64_t> slots(positions.begin(), positions.end());
+    const std::vector<ggml_fp16_t> mask = causal_mask(bucket, bucket, 0);
+    GraphRunner &runner = *g.runner;
+    runner.set_input(g.in.embeds, padded);
+    runner.set_input(g.in.positions, positions);
+    runner.set_input(g.in.cache_slots, slots.data(), slots.size() * sizeof(int64_t));
+    runner.set_input(g.in.mask, mask.data(), mask.size() * sizeof(ggml_fp16_t));
+    runner.set_input(g.last_index, std::vector<int32_t>(size_t(n_rows), length - 1));
+    std::vector<float> logits = run(g);
+    length_ = length;
+    return logits;
+}
+
+std::vector<float> Session::decode(const std::vector<float> &embed) {
+    const size_t hidden = size_t(model_.hparams().hidden);
+    if (!cache_ || length_ == 0) fail("T3 decode: no prefill has started a sequence");
+    if (embed.size() != hidden) fail("T3 decode: embedding of ", embed.size(), " values, expected ", hidden);
+    if (length_ >= cache_->capacity())
+        fail("T3 decode: the KV cache is full (", cache_->capacity(),
+             " positions); reserve more new tokens at prefill");
+    Graph &g = decode_graph();
+    std::vector<float> rows;
+    rows.reserve(size_t(cache_->n_rows()) * hidden);
+    for (int r = 0; r < cache_->n_rows(); ++r) rows.insert(rows.end(), embed.begin(), embed.end());
+    const int64_t slot = length_;
+    const std::vector<ggml_fp16_t> mask = causal_mask(1, cache_->capacity(), length_);
+    GraphRunner &runner = *g.runner;
+    runner.set_input(g.in.embeds, rows);
+    runner.set_input(g.in.positions, std::vector<int32_t>{length_});
+    runner.set_input(g.in.cache_slots, &slot, sizeof(slot));
+    runner.set_input(g.in.mask, mask.data(), mask.size() * sizeof(ggml_fp16_t));
+    std::vector<float> logits = run(g);
+    ++length_;
+    return logits;
+}
+
+} // namespace chatterbox::t3

@@ -1,0 +1,61 @@
+#pragma once
+// Per-request T3 state: the KV cache and the persistent graphs that use it. A prefill graph is
+// built once per length bucket and a decode-step graph once per cache capacity; every step only
+// writes the inputs (embedding, position, cache slot, mask) and computes. Many sessions can share
+// one Model.
+
+#include "models/chatterbox/t3/backbone.h"
+#include "models/chatterbox/t3/kv_cache.h"
+#include "models/chatterbox/t3/model.h"
+
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace chatterbox::t3 {
+
+struct RuntimeOptions {
+    AttentionKind attention = AttentionKind::Flash;
+    ggml_type kv_type = GGML_TYPE_F16; // f16 (fast) or f32 (exact, for checking)
+    int prefill_bucket = 32;           // prefill graphs exist per multiple of this many tokens
+    int capacity_step = 256;           // the KV cache grows in multiples of this many positions
+};
+
+class Session {
+  public:
+    explicit Session(const Model &model, RuntimeOptions options = {});
+    ~Session();
+    Session(const Session &) = delete;
+    Session &operator=(const Session &) = delete;
+
+    // Starts a new sequence from embeds (n_rows, length, hidden), row-major, keeping room in the cache
+    // for max_new_tokens more tokens. Returns the logits at the last position, (n_rows, speech_vocab).
+    std::vector<float> prefill(const std::vector<float> &embeds, int n_rows, int length, int max_new_tokens);
+    // Feeds one token embedding (hidden) to every row at the next position; returns (n_rows, speech_vocab).
+    std::vector<float> decode(const std::vector<float> &embed);
+
+    int length() const { return length_; } // positions in the cache
+    int capacity() const { return cache_ ? cache_->capacity() : 0; }
+    int n_rows() const { return cache_ ? cache_->n_rows() : 0; }
+    const Model &model() const { return model_; }
+    const RuntimeOptions &options() const { return options_; }
+    // Graphs built so far (prefill buckets + decode), to check that steps do not rebuild.
+    int graphs_built() const { return graphs_built_; }
+
+  private:
+    struct Graph;
+    void ensure_cache(int n_rows, int positions);
+    Graph &prefill_graph(int bucket);
+    Graph &decode_graph();
+    std::vector<float> run(Graph &graph);
+
+    const Model &model_;
+    RuntimeOptions options_;
+    std::unique_ptr<KvCache> cache_;
+    std::map<int, std::unique_ptr<Graph>> prefill_graphs_; // by bucket length
+    std::unique_ptr<Graph> decode_graph_;
+    int length_ = 0;
+    int graphs_built_ = 0;
+};
+
+} // namespace chatterbox::t3

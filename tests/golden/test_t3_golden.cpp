@@ -1,0 +1,250 @@
+// needs: synthetic-weights
+// T3 against the golden arrays of the reference run on the synthetic weights: conditioning
+// embeddings, 20 teacher-forced steps (raw / CFG / penalised logits), 60 greedy steps (tokens and
+// penalised logits). The exact path (plain attention, f32 KV cache) must meet index.json's
+// tolerances; the fast path (flash attention, f16 KV cache) is held to looser f16-rounding bounds.
+
+#include "core/backend.h"
+#include "core/error.h"
+#include "core/npy.h"
+#include "core/weight_store.h"
+#include "models/chatterbox/t3/cond_encoder.h"
+#include "models/chatterbox/t3/generate.h"
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+using namespace chatterbox;
+using namespace chatterbox::t3;
+using chatterbox::test::compare;
+using chatterbox::test::golden_path;
+using chatterbox::test::golden_tolerance;
+
+namespace {
+
+constexpr float kCfgWeight = 0.5f;         // index.json case
+constexpr float kRepetitionPenalty = 1.2f; // the penalised goldens
+// The fast path rounds keys/values (and the FA accumulator) to f16; the logits move by ~5e-3.
+constexpr double kFastPathTolerance = 2e-2;
+
+std::vector<int32_t> golden_tokens(const std::string &name) {
+    std::vector<int32_t> out;
+    for (int64_t v : read_npy(golden_path(name)).i64()) out.push_back(int32_t(v));
+    return out;
+}
+
+// The model is loaded once for every test here: 2 GB of f32 weights.
+class T3Golden : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        store_ = std::make_unique<WeightStore>();
+        store_->add_safetensors(chatterbox::test::synthetic_dir() + "/t3_cfg.safetensors", "t3.");
+        backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
+        model_ = std::make_unique<Model>(*store_, *backend_);
+        Conditioning cond;
+        cond.speaker_emb = read_npy(golden_path("ve_speaker_emb.npy")).f32();
+        cond.prompt_tokens = golden_tokens("t3_cond_prompt_tokens.npy");
+        cond.exaggeration = 0.5f;
+        cond_ = std::make_unique<CondEmbeddings>(encode_conditioning(*model_, cond));
+        // index.json's t3_text_tokens has both CFG rows; they are the same framed ids.
+        const std::vector<int32_t> both = golden_tokens("t3_text_tokens.npy");
+        text_.assign(both.begin(), both.begin() + std::ptrdiff_t(both.size() / 2));
+    }
+    static void TearDownTestSuite() {
+        cond_.reset();
+        model_.reset();
+        backend_.reset();
+        store_.reset();
+    }
+
+    static RuntimeOptions exact_path() {
+        RuntimeOptions o;
+        o.attention = AttentionKind::Plain;
+        o.kv_type = GGML_TYPE_F32;
+        return o;
+    }
+
+    // Teacher-forced run: per step the raw (rows x vocab), CFG and penalised logits.
+    struct Recorded {
+        std::vector<float> raw, cfg, penalized;
+        GenerationResult result;
+    };
+    static Recorded run(Session &session, const SamplingParams &params, const std::vector<int32_t> &forced = {}) {
+        Recorded rec;
+        GenerationHooks hooks;
+        hooks.forced_tokens = forced;
+        hooks.on_step = [&](const StepRecord &s) {
+            rec.raw.insert(rec.raw.end(), s.raw->begin(), s.raw->end());
+            rec.cfg.insert(rec.cfg.end(), s.cfg->begin(), s.cfg->end());
+            rec.penalized.insert(rec.penalized.end(), s.penalized->begin(), s.penalized->end());
+            return true;
+        };
+        rec.result = generate(session, *cond_, text_, params, hooks);
+        return rec;
+    }
+    static SamplingParams teacher_forcing_params(float cfg_weight) {
+        SamplingParams p;
+        p.cfg_weight = cfg_weight;
+        p.repetition_penalty = kRepetitionPenalty;
+        return p;
+    }
+    static SamplingParams greedy_params() {
+        SamplingParams p = teacher_forcing_params(kCfgWeight);
+        p.greedy = true;
+        p.max_new_tokens = int(golden_tokens("t3_greedy_tokens.npy").size());
+        return p;
+    }
+
+    // Compares against a golden array; tolerance < 0 means index.json's.
+    static void expect_close(const std::vector<float> &got, const std::string &name, double tolerance = -1) {
+        const std::vector<float> expected = read_npy(golden_path(name + ".npy")).f32();
+        ASSERT_EQ(got.size(), expected.size()) << name;
+        const test::Diff d = compare(got, expected);
+        std::printf("  %-28s max abs error %.3g (at %zu)\n", name.c_str(), d.max_abs, d.worst_index);
+        if (tolerance < 0) {
+            const test::Tolerance tol = golden_tolerance(name);
+            EXPECT_TRUE(tol.accepts(d, 0)) << name << ": max abs error " << d.max_abs << " > " << tol.str();
+        } else {
+            EXPECT_LE(d.max_abs, tolerance) << name;
+        }
+    }
+
+    static std::unique_ptr<WeightStore> store_;
+    static std::unique_ptr<Backend> backend_;
+    static std::unique_ptr<Model> model_;
+    static std::unique_ptr<CondEmbeddings> cond_;
+    static std::vector<int32_t> text_;
+};
+
+std::unique_ptr<WeightStore> T3Golden::store_;
+std::unique_ptr<Backend> T3Golden::backend_;
+std::unique_ptr<Model> T3Golden::model_;
+std::unique_ptr<CondEmbeddings> T3Golden::cond_;
+std::vector<int32_t> T3Golden::text_;
+
+} // namespace
+
+TEST_F(T3Golden, ConditioningEmbeddings) {
+    EXPECT_EQ(cond_->length, 34);
+    expect_close(cond_->values, "t3_cond_emb");
+}
+
+TEST_F(T3Golden, TeacherForcedLogits) {
+    Session session(*model_, exact_path());
+    const Recorded rec = run(session, teacher_forcing_params(kCfgWeight), golden_tokens("t3_tf_tokens.npy"));
+    EXPECT_EQ(rec.result.tokens, golden_tokens("t3_tf_tokens.npy"));
+    expect_close(rec.raw, "t3_tf_logits_raw");
+    expect_close(rec.cfg, "t3_tf_logits_cfg");
+    expect_close(rec.penalized, "t3_tf_logits_penalized");
+}
+
+TEST_F(T3Golden, GreedyDecode) {
+    Session session(*model_, exact_path());
+    const Recorded rec = run(session, greedy_params());
+    EXPECT_EQ(rec.result.tokens, golden_tokens("t3_greedy_tokens.npy"));
+    expect_close(rec.penalized, "t3_greedy_logits_penalized");
+    EXPECT_EQ(session.graphs_built(), 2); // one prefill graph, one decode graph reused for every step
+}
+
+TEST_F(T3Golden, WithoutGuidanceRunsTheConditionalRowAlone) {
+    // cfg_weight 0: one row, whose logits are the reference's conditional row.
+    Session session(*model_, exact_path());
+    std::vector<int32_t> forced = golden_tokens("t3_tf_tokens.npy");
+    forced.resize(5); // a few steps suffice here
+    const Recorded rec = run(session, teacher_forcing_params(0.0f), forced);
+    EXPECT_EQ(session.n_rows(), 1);
+    const std::vector<float> both = read_npy(golden_path("t3_tf_logits_raw.npy")).f32();
+    const size_t vocab = size_t(model_->hparams().speech_vocab), steps = forced.size();
+    std::vector<float> cond_row;
+    for (size_t s = 0; s < steps; ++s)
+        cond_row.insert(cond_row.end(), both.begin() + std::ptrdiff_t(2 * s * vocab),
+                        both.begin() + std::ptrdiff_t((2 * s + 1) * vocab));
+    ASSERT_EQ(rec.raw.size(), cond_row.size());
+    const test::Diff d = compare(rec.raw, cond_row);
+    std::printf("  cfg 0 conditional row        max abs error %.3g\n", d.max_abs);
+    EXPECT_LE(d.max_abs, golden_tolerance("t3_tf_logits_raw").value);
+    EXPECT_EQ(rec.cfg, rec.raw); // no guidance: the combined logits are the conditional row
+}
+
+TEST_F(T3Golden, FastPathTeacherForcedAndGreedy) {
+    Session session(*model_); // flash attention, f16 KV cache
+    const Recorded tf = run(session, teacher_forcing_params(kCfgWeight), golden_tokens("t3_tf_tokens.npy"));
+    expect_close(tf.raw, "t3_tf_logits_raw", kFastPathTolerance);
+    expect_close(tf.cfg, "t3_tf_logits_cfg", kFastPathTolerance);
+
+    // Greedy on the same session (graphs and cache reused). With random weights the top two logits
+    // are close (index.json: margins from 1.3e-3), so f16 rounding may pick another token; up to and
+    // including the first such step the history is the reference's and the logits must agree, and
+    // the step may only differ where the reference's margin is within the fast path's error.
+    const Recorded greedy = run(session, greedy_params());
+    const std::vector<int32_t> expected = golden_tokens("t3_greedy_tokens.npy");
+    size_t same = 0;
+    while (same < expected.size() && same < greedy.result.tokens.size() && greedy.result.tokens[same] == expected[same])
+        ++same;
+    std::printf("  fast path greedy: first %zu of %zu tokens equal\n", same, expected.size());
+    const size_t vocab = size_t(model_->hparams().speech_vocab), compared = std::min(same + 1, expected.size());
+    const std::vector<float> reference = read_npy(golden_path("t3_greedy_logits_penalized.npy")).f32();
+    ASSERT_GE(greedy.penalized.size(), compared * vocab);
+    const test::Diff d = compare(
+        std::vector<float>(greedy.penalized.begin(), greedy.penalized.begin() + std::ptrdiff_t(compared * vocab)),
+        std::vector<float>(reference.begin(), reference.begin() + std::ptrdiff_t(compared * vocab)));
+    std::printf("  fast path greedy logits (%zu steps) max abs error %.3g\n", compared, d.max_abs);
+    EXPECT_LE(d.max_abs, kFastPathTolerance);
+    if (same < expected.size()) {
+        const std::vector<float> margin = read_npy(golden_path("t3_greedy_margin.npy")).f32();
+        EXPECT_LE(margin[same], 2 * d.max_abs) << "the fast path changed a clear greedy choice at step " << same;
+    }
+    EXPECT_EQ(session.graphs_built(), 2);
+}
+
+TEST_F(T3Golden, SeededSamplingIsReproducible) {
+    Session session(*model_);
+    SamplingParams params; // the official defaults: temperature 0.8, min_p 0.05, top_p 1, penalty 1.2, cfg 0.5
+    params.max_new_tokens = 4;
+    auto tokens = [&](uint64_t seed) {
+        params.seed = seed;
+        return generate(session, *cond_, text_, params).tokens;
+    };
+    const std::vector<int32_t> first = tokens(11);
+    EXPECT_EQ(first.size(), 4u);
+    EXPECT_EQ(tokens(11), first);
+    EXPECT_NE(tokens(12), first);
+}
+
+TEST_F(T3Golden, InvalidRequestsFailBeforeComputing) {
+    Session session(*model_);
+    SamplingParams params;
+    EXPECT_THROW(generate(session, *cond_, {255, 0}, params), Error);       // empty text
+    EXPECT_THROW(generate(session, *cond_, {255, 9999, 0}, params), Error); // outside the text vocabulary
+    params.top_p = 0.0f;
+    EXPECT_THROW(generate(session, *cond_, text_, params), Error);
+    GenerationHooks hooks;
+    hooks.forced_tokens = {8194};
+    EXPECT_THROW(generate(session, *cond_, text_, SamplingParams{}, hooks), Error);
+    Conditioning bad;
+    bad.speaker_emb.assign(255, 0.0f);
+    EXPECT_THROW(encode_conditioning(*model_, bad), Error);
+    bad.speaker_emb.assign(256, 0.0f);
+    bad.prompt_tokens = {8194};
+    EXPECT_THROW(encode_conditioning(*model_, bad), Error);
+    EXPECT_EQ(session.graphs_built(), 0);
+}
+
+TEST_F(T3Golden, ConditioningWithoutPrompt) {
+    // No prompt tokens: [speaker | emotion], the same rows as with a prompt.
+    Conditioning cond;
+    cond.speaker_emb = read_npy(golden_path("ve_speaker_emb.npy")).f32();
+    cond.exaggeration = 0.5f;
+    const CondEmbeddings short_cond = encode_conditioning(*model_, cond);
+    ASSERT_EQ(short_cond.length, 2);
+    const size_t hidden = size_t(model_->hparams().hidden);
+    const std::vector<float> &full = cond_->values;
+    EXPECT_EQ(std::vector<float>(short_cond.values.begin(), short_cond.values.begin() + std::ptrdiff_t(hidden)),
+              std::vector<float>(full.begin(), full.begin() + std::ptrdiff_t(hidden)));
+    EXPECT_EQ(std::vector<float>(short_cond.values.end() - std::ptrdiff_t(hidden), short_cond.values.end()),
+              std::vector<float>(full.end() - std::ptrdiff_t(hidden), full.end()));
+}
