@@ -202,8 +202,8 @@ int64_t key_id_or_fail(const gguf_context *ctx, const std::string &path, const s
 [[noreturn]] void wrong_type(const gguf_context *ctx, int64_t id, const std::string &path, const std::string &key,
                              const char *expected) {
     const gguf_type t = gguf_get_kv_type(ctx, id);
-    std::string got = gguf_type_name(t);
-    if (t == GGUF_TYPE_ARRAY) got += concat(" of ", gguf_type_name(gguf_get_arr_type(ctx, id)));
+    const std::string got = t == GGUF_TYPE_ARRAY ? concat("an array of ", gguf_type_name(gguf_get_arr_type(ctx, id)))
+                                                 : concat("of type ", gguf_type_name(t));
     fail(path, ": metadata key ", key, " is ", got, ", expected ", expected);
 }
 
@@ -278,6 +278,10 @@ void check_key(const std::string &key) {
     if (key.empty()) fail("GGUF metadata key must not be empty");
     if (key == kTensorNamesKey || key == kTensorRanksKey)
         fail("GGUF metadata key ", key, " is reserved: the writer fills it from the tensors");
+    // ggml's writer keeps its own alignment (32) whatever this key says, so a file with it would lie.
+    if (key == GGUF_KEY_GENERAL_ALIGNMENT)
+        fail("GGUF metadata key ", key, " cannot be set: tensor data is always aligned to ", GGUF_DEFAULT_ALIGNMENT,
+             " bytes");
 }
 
 } // namespace
@@ -290,13 +294,6 @@ void GgufWriter::set_string(const std::string &key, const std::string &value) {
 
 void GgufWriter::set_int(const std::string &key, int64_t value) {
     check_key(key);
-    if (key == GGUF_KEY_GENERAL_ALIGNMENT) {
-        // ggml requires this one key as a u32 power of two (and aborts otherwise).
-        if (value <= 0 || value > int64_t(UINT32_MAX) || (value & (value - 1)) != 0)
-            fail("GGUF metadata ", key, " must be a power of two, got ", value);
-        gguf_set_val_u32(ctx_, key.c_str(), uint32_t(value));
-        return;
-    }
     gguf_set_val_i64(ctx_, key.c_str(), value);
 }
 
