@@ -1,0 +1,105 @@
+#include "models/chatterbox/s3gen/estimator_blocks.h"
+
+#include "core/error.h"
+#include "modules/activations.h"
+#include "modules/attention.h"
+
+#include <cmath>
+
+namespace chatterbox::s3gen {
+
+std::vector<float> timestep_sinusoid(float t, int64_t dim, float scale) {
+    if (dim < 4 || dim % 2 != 0) fail("timestep_sinusoid: dimension must be even and at least 4, got ", dim);
+    const int64_t half = dim / 2;
+    // f32 like the reference: exp(arange(half) * -(ln(10000) / (half - 1))), then (scale * t) * f_k
+    const float step = float(-(std::log(10000.0) / double(half - 1)));
+    const float scaled_t = scale * t;
+    std::vector<float> out(static_cast<size_t>(dim));
+    for (int64_t k = 0; k < half; ++k) {
+        const float frequency = float(std::exp(double(float(k) * step)));
+        const double angle = double(scaled_t * frequency);
+        out[size_t(k)] = float(std::sin(angle));
+        out[size_t(half + k)] = float(std::cos(angle));
+    }
+    return out;
+}
+
+TimeEmbedding::TimeEmbedding(ModuleWeights &w, const std::string &prefix, const FlowHParams &hp)
+    : linear_1(w, prefix + ".linear_1", hp.time_sinusoid_dim(), hp.time_embed_dim()),
+      linear_2(w, prefix + ".linear_2", hp.time_embed_dim(), hp.time_embed_dim()) {}
+
+ggml_tensor *TimeEmbedding::operator()(ggml_context *ctx, ggml_tensor *sinusoid) const {
+    return linear_2(ctx, nn::silu(ctx, linear_1(ctx, sinusoid)));
+}
+
+CausalBlock::CausalBlock(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out,
+                         const FlowHParams &hp)
+    : conv(w, prefix + ".block.0", in, out, hp.decoder_conv_kernel, hp.decoder_conv_kernel - 1, 0),
+      norm(w, prefix + ".block.2", out, hp.decoder_norm_eps) {}
+
+ggml_tensor *CausalBlock::operator()(ggml_context *ctx, ggml_tensor *x) const {
+    return nn::mish(ctx, norm(ctx, conv(ctx, x)));
+}
+
+ResnetBlock::ResnetBlock(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out,
+                         const FlowHParams &hp)
+    : block1(w, prefix + ".block1", in, out, hp), block2(w, prefix + ".block2", out, out, hp),
+      time_proj(w, prefix + ".mlp.1", hp.time_embed_dim(), out), res_conv(w, prefix + ".res_conv", in, out, 1, 0, 0) {}
+
+ggml_tensor *ResnetBlock::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *time_features) const {
+    ggml_tensor *h = ggml_add(ctx, block1(ctx, x), time_proj(ctx, time_features)); // broadcast over frames and rows
+    return ggml_add(ctx, block2(ctx, h), res_conv(ctx, x));
+}
+
+TransformerBlock::TransformerBlock(ModuleWeights &w, const std::string &prefix, const FlowHParams &hp)
+    : norm1(w, prefix + ".norm1", hp.decoder_channels, hp.decoder_norm_eps),
+      norm3(w, prefix + ".norm3", hp.decoder_channels, hp.decoder_norm_eps),
+      to_q(w, prefix + ".attn1.to_q", hp.decoder_channels, hp.decoder_inner_dim(), false),
+      to_k(w, prefix + ".attn1.to_k", hp.decoder_channels, hp.decoder_inner_dim(), false),
+      to_v(w, prefix + ".attn1.to_v", hp.decoder_channels, hp.decoder_inner_dim(), false),
+      to_out(w, prefix + ".attn1.to_out.0", hp.decoder_inner_dim(), hp.decoder_channels),
+      feed_forward(nn::Linear(w, prefix + ".ff.net.0.proj", hp.decoder_channels,
+                              hp.decoder_ffn_mult * hp.decoder_channels),
+                   nn::Linear(w, prefix + ".ff.net.2", hp.decoder_ffn_mult * hp.decoder_channels,
+                              hp.decoder_channels),
+                   nn::Activation::gelu_erf),
+      n_heads(hp.decoder_heads), head_dim(hp.decoder_head_dim) {}
+
+ggml_tensor *TransformerBlock::operator()(ggml_context *ctx, ggml_tensor *x, EstimatorAttention attention) const {
+    const int64_t frames = x->ne[1], rows = x->ne[2];
+    ggml_tensor *normed = norm1(ctx, x);
+    auto heads = [&](const nn::Linear &projection) {
+        return ggml_reshape_4d(ctx, projection(ctx, normed), head_dim, n_heads, frames, rows); // [D, H, T, R]
+    };
+    ggml_tensor *q = heads(to_q), *k = heads(to_k), *v = heads(to_v);
+    const float scale = float(1.0 / std::sqrt(double(head_dim)));
+    ggml_tensor *mixed; // ggml [H*D, T, R]
+    if (attention == EstimatorAttention::flash) {
+        auto by_head = [&](ggml_tensor *t) { return ggml_permute(ctx, t, 0, 2, 1, 3); }; // [D, T, H, R]
+        mixed = ggml_flash_attn_ext(ctx, by_head(q), by_head(k), by_head(v), nullptr, scale, 0.0f, 0.0f);
+        ggml_flash_attn_ext_set_prec(mixed, GGML_PREC_F32);
+        mixed = ggml_reshape_3d(ctx, mixed, head_dim * n_heads, frames, rows);
+    } else {
+        nn::AttentionOptions options;
+        options.scale = scale;
+        mixed = nn::attention(ctx, q, k, v, options);
+    }
+    x = ggml_add(ctx, x, to_out(ctx, mixed));
+    return ggml_add(ctx, x, feed_forward(ctx, norm3(ctx, x)));
+}
+
+ResnetStage::ResnetStage(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out,
+                         const FlowHParams &hp)
+    : resnet(w, prefix + ".0", in, out, hp) {
+    for (int j = 0; j < hp.decoder_transformer_blocks; ++j)
+        transformers.emplace_back(w, prefix + ".1." + std::to_string(j), hp);
+}
+
+ggml_tensor *ResnetStage::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *time_features,
+                                     EstimatorAttention attention) const {
+    x = resnet(ctx, x, time_features);
+    for (const TransformerBlock &block : transformers) x = block(ctx, x, attention);
+    return x;
+}
+
+} // namespace chatterbox::s3gen

@@ -1,0 +1,86 @@
+#pragma once
+// Building blocks of the flow's UNet-1D estimator (spec s3gen.md §5; decoder.py,
+// matcha/decoder.py, matcha/transformer.py, diffusers Attention / GELU). Sequences are frame-major
+// ggml [C, T, R] = PyTorch (R, T, C), R the CFG rows; the padding mask is all ones (one
+// utterance per call), so the reference's `* mask` products are identities and left out.
+
+#include "core/module_weights.h"
+#include "models/chatterbox/s3gen/flow_hparams.h"
+#include "models/chatterbox/s3gen/frame_conv.h"
+#include "modules/feed_forward.h"
+#include "modules/linear.h"
+#include "modules/norm.h"
+
+#include <string>
+#include <vector>
+
+namespace chatterbox::s3gen {
+
+// How the transformer blocks compute attention. Both are f32 throughout.
+enum class EstimatorAttention {
+    flash, // ggml_flash_attn_ext with f32 K/V: no T x T score tensor
+    plain, // mul_mat + soft_max + mul_mat
+};
+
+// SinusoidalPosEmb(dim)(t) with the reference's scale 1000, computed in f32 as PyTorch does:
+// [sin(scale·t·f_k), cos(scale·t·f_k)], f_k = exp(-k ln(10000) / (dim/2 - 1)), k < dim/2.
+std::vector<float> timestep_sinusoid(float t, int64_t dim, float scale);
+
+// TimestepEmbedding: linear_2(SiLU(linear_1(sinusoid))).
+struct TimeEmbedding {
+    nn::Linear linear_1, linear_2;
+
+    TimeEmbedding() = default;
+    TimeEmbedding(ModuleWeights &w, const std::string &prefix, const FlowHParams &hp);
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *sinusoid) const; // ggml [320, 1] -> [1024, 1]
+};
+
+// CausalBlock1D: Mish(LayerNorm over channels(CausalConv1d(x))); `block.0` conv, `block.2` norm.
+struct CausalBlock {
+    FrameConv1d conv;
+    nn::LayerNorm norm;
+
+    CausalBlock() = default;
+    CausalBlock(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, const FlowHParams &hp);
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x) const;
+};
+
+// CausalResnetBlock1D: h = block1(x) + mlp(temb); out = block2(h) + res_conv(x), mlp = Linear(Mish(temb)).
+struct ResnetBlock {
+    CausalBlock block1, block2;
+    nn::Linear time_proj; // mlp.1
+    FrameConv1d res_conv; // k = 1
+
+    ResnetBlock() = default;
+    ResnetBlock(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, const FlowHParams &hp);
+    // time_features: Mish(temb), ggml [1024, 1], shared by every row.
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *time_features) const;
+};
+
+// diffusers BasicTransformerBlock (layer_norm, self-attention only, "gelu" feed-forward):
+// x += to_out(attention(LN1(x))); x += FF(LN3(x)). Projections to_q/to_k/to_v have no bias.
+struct TransformerBlock {
+    nn::LayerNorm norm1, norm3;
+    nn::Linear to_q, to_k, to_v, to_out;
+    nn::FeedForward feed_forward;
+    int n_heads = 0;
+    int64_t head_dim = 0;
+
+    TransformerBlock() = default;
+    TransformerBlock(ModuleWeights &w, const std::string &prefix, const FlowHParams &hp);
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, EstimatorAttention attention) const;
+};
+
+// A resnet block followed by its transformer blocks (one entry of down/mid/up_blocks).
+struct ResnetStage {
+    ResnetBlock resnet;
+    std::vector<TransformerBlock> transformers;
+
+    ResnetStage() = default;
+    // Binds `<prefix>.0` (resnet) and `<prefix>.1.{j}` (transformer blocks).
+    ResnetStage(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, const FlowHParams &hp);
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *time_features,
+                            EstimatorAttention attention) const;
+};
+
+} // namespace chatterbox::s3gen

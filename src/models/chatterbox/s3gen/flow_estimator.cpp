@@ -1,0 +1,41 @@
+#include "models/chatterbox/s3gen/flow_estimator.h"
+
+#include "core/error.h"
+#include "modules/activations.h"
+
+namespace chatterbox::s3gen {
+
+Estimator::Estimator(ModuleWeights &w, const std::string &prefix, const FlowHParams &hp)
+    : time_mlp_(w, prefix + ".time_mlp", hp),
+      down_(w, prefix + ".down_blocks.0", hp.decoder_in(), hp.decoder_channels, hp),
+      down_conv_(w, prefix + ".down_blocks.0.2", hp.decoder_channels, hp.decoder_channels, hp.decoder_conv_kernel,
+                 hp.decoder_conv_kernel - 1, 0),
+      up_(w, prefix + ".up_blocks.0", 2 * hp.decoder_channels, hp.decoder_channels, hp),
+      up_conv_(w, prefix + ".up_blocks.0.2", hp.decoder_channels, hp.decoder_channels, hp.decoder_conv_kernel,
+               hp.decoder_conv_kernel - 1, 0),
+      final_block_(w, prefix + ".final_block", hp.decoder_channels, hp.decoder_channels, hp),
+      final_proj_(w, prefix + ".final_proj", hp.decoder_channels, hp.mel_bins, 1, 0, 0) {
+    for (int i = 0; i < hp.decoder_mid_blocks; ++i)
+        mid_.emplace_back(w, prefix + ".mid_blocks." + std::to_string(i), hp.decoder_channels, hp.decoder_channels,
+                          hp);
+}
+
+ggml_tensor *Estimator::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *conditioning,
+                                   ggml_tensor *sinusoid, EstimatorAttention attention) const {
+    if (x->ne[1] != conditioning->ne[1] || x->ne[2] != conditioning->ne[2])
+        fail("Estimator: sample [", x->ne[0], ", ", x->ne[1], ", ", x->ne[2], "] and conditioning [",
+             conditioning->ne[0], ", ", conditioning->ne[1], ", ", conditioning->ne[2], "] differ in frames or rows");
+    // Every resnet block adds Linear(Mish(temb)); the Mish is shared.
+    ggml_tensor *time_features = nn::mish(ctx, time_mlp_(ctx, sinusoid));
+
+    ggml_tensor *h = ggml_concat(ctx, x, conditioning, 0); // [x | mu | speaker | prompt], ggml [320, T, R]
+    ggml_tensor *skip = down_(ctx, h, time_features, attention);
+    h = down_conv_(ctx, skip);
+    for (const ResnetStage &stage : mid_) h = stage(ctx, h, time_features, attention);
+    // The down level keeps the length, so the reference's x[:, :, :skip_len] takes every frame.
+    h = up_(ctx, ggml_concat(ctx, h, skip, 0), time_features, attention);
+    h = up_conv_(ctx, h);
+    return final_proj_(ctx, final_block_(ctx, h));
+}
+
+} // namespace chatterbox::s3gen

@@ -1,0 +1,48 @@
+#include "models/chatterbox/s3gen/frame_conv.h"
+
+#include "core/error.h"
+
+namespace chatterbox::s3gen {
+
+FrameConv1d::FrameConv1d(ModuleWeights &w, const std::string &prefix, int64_t in_, int64_t out_, int kernel_,
+                         int pad_left_, int pad_right_)
+    : in(in_), out(out_), kernel(kernel_), pad_left(pad_left_), pad_right(pad_right_) {
+    if (in <= 0 || out <= 0 || kernel <= 0 || pad_left < 0 || pad_right < 0)
+        fail("FrameConv1d ", prefix, ": bad configuration (in ", in, ", out ", out, ", kernel ", kernel, ", padding ",
+             pad_left, "/", pad_right, ")");
+    const std::string weight_name = prefix + ".weight";
+    const TensorView *stored = w.stored(weight_name);
+    const bool flattened = stored && stored->shape == Shape{out, in * kernel};
+    weight = w.get(weight_name, flattened ? Shape{out, in * kernel} : Shape{out, in, kernel});
+    bias = w.get_f32(prefix + ".bias", {out});
+}
+
+ggml_tensor *FrameConv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
+    if (!weight) fail("FrameConv1d used before it was bound");
+    if (x->type != GGML_TYPE_F32 || x->ne[0] != in || x->ne[3] != 1)
+        fail("FrameConv1d ", ggml_get_name(weight), ": input must be f32 ggml [", in, ", T, B], got ",
+             ggml_type_name(x->type), " [", x->ne[0], ", ", x->ne[1], ", ", x->ne[2], ", ", x->ne[3], "]");
+    const int64_t frames = x->ne[1];
+    const int64_t out_frames = frames + pad_left + pad_right - kernel + 1;
+    if (out_frames <= 0)
+        fail("FrameConv1d ", ggml_get_name(weight), ": ", frames, " frames are fewer than the kernel (", kernel,
+             ") needs");
+    ggml_tensor *matrix = ggml_reshape_2d(ctx, weight, int64_t(kernel) * in, out);
+
+    ggml_tensor *columns = x; // ggml [K*C_in, out_frames, B], row index c*K + k (PyTorch's weight order)
+    if (kernel > 1 || pad_left > 0 || pad_right > 0) {
+        // One pass gives the padded time-major copy im2col reads (ggml's pad reads strided sources);
+        // the columns stay contiguous, which keeps the matrix product on the fast GEMM path.
+        ggml_tensor *time_major = ggml_transpose(ctx, x); // view ggml [T, C_in, B]
+        time_major = pad_left > 0 || pad_right > 0
+                         ? ggml_pad_ext(ctx, time_major, pad_left, pad_right, 0, 0, 0, 0, 0, 0)
+                         : ggml_cont(ctx, time_major);
+        // im2col reads only the kernel's shape (K, C_in) from its first argument.
+        ggml_tensor *shape = weight;
+        if (weight->ne[0] != kernel || weight->ne[1] != in) shape = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, kernel, in);
+        columns = ggml_im2col(ctx, shape, time_major, 1, 0, 0, 0, 1, 0, false, GGML_TYPE_F32);
+    }
+    return ggml_add(ctx, ggml_mul_mat(ctx, matrix, columns), bias);
+}
+
+} // namespace chatterbox::s3gen

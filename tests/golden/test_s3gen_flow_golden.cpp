@@ -1,0 +1,168 @@
+// needs: synthetic-weights
+// The S3Gen flow on the main golden case, full-size synthetic weights: every flow_* stage against
+// the official implementation (speaker projection, encoder, mu, estimator at the first Euler step,
+// the full CFM result and the generated mel), fed the recorded inputs and noise; then input
+// validation and seeded determinism.
+
+#include "core/backend.h"
+#include "core/error.h"
+#include "core/npy.h"
+#include "core/weight_store.h"
+#include "models/chatterbox/s3gen/flow.h"
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+using namespace chatterbox;
+using namespace chatterbox::s3gen;
+using namespace chatterbox::test;
+
+namespace {
+
+std::vector<int32_t> read_tokens(const std::string &name) {
+    std::vector<int32_t> out;
+    for (int64_t id : read_npy(golden_path(name + ".npy")).i64()) out.push_back(int32_t(id));
+    return out;
+}
+
+std::vector<float> read_f32(const std::string &name) { return read_npy(golden_path(name + ".npy")).f32(); }
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Compares with the golden array's index.json tolerance and prints the error.
+void expect_golden(const std::vector<float> &actual, const std::string &name) {
+    const NpyArray expected = read_npy(golden_path(name + ".npy"));
+    ASSERT_EQ(actual.size(), size_t(expected.numel())) << name;
+    const std::vector<float> reference = expected.f32();
+    double reference_max = 0;
+    for (float v : reference) reference_max = std::max(reference_max, double(std::fabs(v)));
+    const Diff diff = compare(actual, reference);
+    const Tolerance tolerance = golden_tolerance(name);
+    std::printf("%-28s max abs error %.3g (tolerance %s, reference max %.3g)\n", name.c_str(), diff.max_abs,
+                tolerance.str().c_str(), reference_max);
+    EXPECT_TRUE(tolerance.accepts(diff, reference_max))
+        << name << ": max abs error " << diff.max_abs << " at " << diff.worst_index << ", tolerance "
+        << tolerance.str();
+}
+
+class S3GenFlowGolden : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
+        store_ = std::make_unique<WeightStore>();
+        store_->add_safetensors(synthetic_dir() + "/s3gen.safetensors", "s3gen.");
+        const auto start = std::chrono::steady_clock::now();
+        model_ = std::make_unique<FlowModel>(*store_, *backend_);
+        std::printf("flow weights bound and uploaded in %.2f s (%.1f MB)\n", seconds_since(start),
+                    double(model_->weight_bytes()) / 1e6);
+        reference_.prompt_tokens = read_tokens("s3gen_prompt_tokens");
+        reference_.prompt_mel = read_f32("s3gen_prompt_feat");
+        reference_.xvector = read_f32("campplus_xvector");
+        tokens_ = read_tokens("s3gen_input_tokens");
+    }
+    static void TearDownTestSuite() {
+        model_.reset();
+        store_.reset();
+        backend_.reset();
+    }
+
+    static std::unique_ptr<Backend> backend_;
+    static std::unique_ptr<WeightStore> store_;
+    static std::unique_ptr<FlowModel> model_;
+    static FlowReference reference_;
+    static std::vector<int32_t> tokens_;
+};
+
+std::unique_ptr<Backend> S3GenFlowGolden::backend_;
+std::unique_ptr<WeightStore> S3GenFlowGolden::store_;
+std::unique_ptr<FlowModel> S3GenFlowGolden::model_;
+FlowReference S3GenFlowGolden::reference_;
+std::vector<int32_t> S3GenFlowGolden::tokens_;
+
+} // namespace
+
+TEST_F(S3GenFlowGolden, EveryStageMatchesTheOfficialImplementation) {
+    FlowSession session(*model_);
+    auto start = std::chrono::steady_clock::now();
+    const FlowEncoding encoding = session.encode(tokens_, reference_);
+    std::printf("encoder: %lld tokens -> %lld frames in %.2f s\n", (long long)encoding.tokens,
+                (long long)encoding.frames, seconds_since(start));
+    expect_golden(encoding.speaker, "flow_spk_emb");
+    expect_golden(encoding.hidden, "flow_encoder_out");
+    expect_golden(encoding.mu, "flow_mu");
+
+    const std::vector<float> noise = read_f32("flow_noise");
+    EstimatorGraph &graph = session.estimator_graph(encoding.frames);
+    graph.set_conditioning(encoding.mu, encoding.speaker, session.prompt_condition(reference_, encoding.frames));
+    start = std::chrono::steady_clock::now();
+    expect_golden(graph.velocity(noise, 0.0f), "flow_estimator_step0_out");
+    std::printf("estimator step (CFG pair, %lld frames): %.2f s\n", (long long)encoding.frames, seconds_since(start));
+
+    start = std::chrono::steady_clock::now();
+    const std::vector<float> full = session.solve(encoding, reference_, noise);
+    std::printf("CFM, %d steps: %.2f s\n", model_->hparams().cfm_steps, seconds_since(start));
+    expect_golden(full, "flow_cfm_out_full");
+    const int64_t prompt_frames = int64_t(reference_.prompt_mel.size()) / model_->hparams().mel_bins;
+    const Mel mel = generated_part(full, model_->hparams().mel_bins, encoding.frames, prompt_frames);
+    EXPECT_EQ(mel.frames, 2 * int64_t(tokens_.size()));
+    expect_golden(mel.values, "flow_mel");
+}
+
+TEST_F(S3GenFlowGolden, InvalidInputsGiveClearErrors) {
+    FlowSession session(*model_);
+    auto expect_error = [&](const std::vector<int32_t> &tokens, const FlowReference &reference,
+                            const std::string &fragment) {
+        try {
+            session.validate(tokens, reference);
+            ADD_FAILURE() << "no error; expected one mentioning '" << fragment << "'";
+        } catch (const Error &e) {
+            EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+        }
+    };
+    expect_error({}, reference_, "empty");
+    expect_error({1, 2, 6561}, reference_, "id 6561 at position 2");
+    expect_error({5, -1}, reference_, "id -1 at position 1");
+    FlowReference bad_prompt = reference_;
+    bad_prompt.prompt_tokens[3] = 7000;
+    expect_error(tokens_, bad_prompt, "prompt token id 7000 at position 3");
+    expect_error(std::vector<int32_t>(size_t(model_->hparams().max_total_tokens), 1), reference_, "exceed the limit");
+    FlowReference short_xvector = reference_;
+    short_xvector.xvector.pop_back();
+    expect_error(tokens_, short_xvector, "x-vector has 191 values");
+    FlowReference ragged_mel = reference_;
+    ragged_mel.prompt_mel.pop_back();
+    expect_error(tokens_, ragged_mel, "whole number");
+    FlowReference long_prompt = reference_;
+    long_prompt.prompt_tokens.resize(2);
+    expect_error({7}, long_prompt, "nothing would be generated");
+    FlowReference nan_xvector = reference_;
+    nan_xvector.xvector[0] = NAN;
+    expect_error(tokens_, nan_xvector, "non-finite");
+    // generate() checks before it computes anything
+    EXPECT_THROW(session.generate({}, reference_, std::vector<float>()), Error);
+    EXPECT_THROW(session.solve(session.encode(tokens_, reference_), reference_, std::vector<float>(5, 0.0f)), Error);
+}
+
+TEST_F(S3GenFlowGolden, SameSeedGivesIdenticalMel) {
+    // A short utterance without prompt keeps this quick.
+    FlowSession session(*model_);
+    FlowReference voice;
+    voice.xvector = reference_.xvector;
+    const std::vector<int32_t> tokens(tokens_.begin(), tokens_.begin() + 6);
+    std::mt19937_64 rng_a(42), rng_b(42), rng_c(43);
+    const Mel a = session.generate(tokens, voice, rng_a);
+    const Mel b = session.generate(tokens, voice, rng_b);
+    const Mel c = session.generate(tokens, voice, rng_c);
+    ASSERT_EQ(a.frames, 12);
+    EXPECT_EQ(a.values, b.values);
+    EXPECT_NE(a.values, c.values);
+    for (float v : a.values) ASSERT_TRUE(std::isfinite(v));
+}
