@@ -1,0 +1,228 @@
+// Building blocks of the S3Gen flow against naive double-precision references on random inputs:
+// the frame-major convolution, ESPnet relative-position attention and its table, the CFM time
+// grid, the timestep sinusoid and the seeded noise.
+
+#include "nn_harness.h"
+
+#include "core/error.h"
+#include "models/chatterbox/s3gen/estimator_blocks.h"
+#include "models/chatterbox/s3gen/flow_cfm.h"
+#include "models/chatterbox/s3gen/frame_conv.h"
+#include "modules/rel_pos_attention.h"
+
+#include <cmath>
+#include <map>
+#include <random>
+
+namespace chatterbox {
+namespace {
+
+using test::expect_close;
+using test::NnHarness;
+
+// x: (B, T, C_in) frame-major; w: (C_out, C_in, K); result (B, T_out, C_out).
+std::vector<double> naive_conv(const std::vector<float> &x, int64_t batch, int64_t frames, int64_t in,
+                               const std::vector<float> &w, const std::vector<float> &bias, int64_t out, int kernel,
+                               int pad_left, int pad_right) {
+    const int64_t out_frames = frames + pad_left + pad_right - kernel + 1;
+    std::vector<double> y(size_t(batch * out_frames * out));
+    for (int64_t b = 0; b < batch; ++b)
+        for (int64_t t = 0; t < out_frames; ++t)
+            for (int64_t o = 0; o < out; ++o) {
+                double sum = bias[size_t(o)];
+                for (int64_t c = 0; c < in; ++c)
+                    for (int k = 0; k < kernel; ++k) {
+                        const int64_t source = t + k - pad_left;
+                        if (source < 0 || source >= frames) continue;
+                        sum += double(w[size_t((o * in + c) * kernel + k)]) * x[size_t((b * frames + source) * in + c)];
+                    }
+                y[size_t((b * out_frames + t) * out + o)] = sum;
+            }
+    return y;
+}
+
+struct ConvCase {
+    int kernel, pad_left, pad_right;
+    ggml_type type;
+    bool flattened;
+};
+
+class FrameConvTest : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(FrameConvTest, MatchesNaiveConvolution) {
+    const ConvCase c = GetParam();
+    NnHarness h;
+    const int64_t batch = 2, frames = 9, in = 6, out = 5;
+    const Shape stored = c.flattened ? Shape{out, in * c.kernel} : Shape{out, in, c.kernel};
+    const std::vector<float> w = h.add("conv.weight", stored, c.type);
+    const std::vector<float> bias = h.add("conv.bias", {out});
+    ModuleWeights weights(h.store(), "", h.backend());
+    s3gen::FrameConv1d conv(weights, "conv", in, out, c.kernel, c.pad_left, c.pad_right);
+    weights.load();
+
+    const std::vector<float> x = h.input(size_t(batch * frames * in));
+    Shape shape;
+    const std::vector<float> y =
+        h.run({batch, frames, in}, x, [&](ggml_context *ctx, ggml_tensor *t) { return conv(ctx, t); }, &shape);
+    const int64_t out_frames = frames + c.pad_left + c.pad_right - c.kernel + 1;
+    EXPECT_EQ(shape, (Shape{1, batch, out_frames, out}));
+    // f16 weights: ggml rounds the activations to f16 as well
+    const double tolerance = c.type == GGML_TYPE_F32 ? 1e-5 : 2e-3;
+    expect_close(y, naive_conv(x, batch, frames, in, w, bias, out, c.kernel, c.pad_left, c.pad_right), tolerance,
+                 "frame conv");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FrameConvTest,
+                         ::testing::Values(ConvCase{3, 2, 0, GGML_TYPE_F32, false},   // causal (estimator)
+                                           ConvCase{4, 0, 3, GGML_TYPE_F32, false},   // pre-lookahead conv1
+                                           ConvCase{5, 4, 0, GGML_TYPE_F32, false},   // encoder upsample
+                                           ConvCase{1, 0, 0, GGML_TYPE_F32, false},   // res_conv / final_proj
+                                           ConvCase{3, 1, 1, GGML_TYPE_F16, false},   // f16 weights
+                                           ConvCase{3, 2, 0, GGML_TYPE_F32, true}));  // flattened (out, in*k)
+
+TEST(FrameConv, TooFewFramesIsAnError) {
+    NnHarness h;
+    h.add("conv.weight", {4, 3, 5});
+    h.add("conv.bias", {4});
+    ModuleWeights weights(h.store(), "", h.backend());
+    s3gen::FrameConv1d conv(weights, "conv", 3, 4, 5, 0, 0);
+    weights.load();
+    GraphRunner graph(h.backend());
+    ggml_tensor *x = graph.input("x", GGML_TYPE_F32, {3, 3});
+    EXPECT_THROW(conv(graph.ctx(), x), Error);
+}
+
+TEST(EspnetRelPosTable, RowsRunFromLargestOffsetToMostNegative) {
+    const int64_t length = 6, dim = 8;
+    const std::vector<float> table = nn::espnet_rel_pos_table(length, dim);
+    ASSERT_EQ(table.size(), size_t((2 * length - 1) * dim));
+    for (int64_t n = 0; n < 2 * length - 1; ++n) {
+        const double r = double(length - 1 - n);
+        for (int64_t k = 0; k < dim / 2; ++k) {
+            const double w = std::exp(-2.0 * double(k) * std::log(10000.0) / double(dim));
+            EXPECT_NEAR(table[size_t(n * dim + 2 * k)], std::sin(r * w), 1e-6) << "row " << n;
+            EXPECT_NEAR(table[size_t(n * dim + 2 * k + 1)], std::cos(r * w), 1e-6) << "row " << n;
+        }
+    }
+    EXPECT_THROW(nn::espnet_rel_pos_table(0, 8), Error);
+    EXPECT_THROW(nn::espnet_rel_pos_table(4, 7), Error);
+}
+
+TEST(RelPositionAttention, MatchesNaiveReference) {
+    NnHarness h;
+    const int64_t batch = 2, frames = 7, dim = 16;
+    const int heads = 2;
+    const int64_t head_dim = dim / heads;
+    std::map<std::string, std::vector<float>> p;
+    for (const char *name : {"linear_q", "linear_k", "linear_v", "linear_out"}) {
+        p[std::string(name) + ".weight"] = h.add(std::string("attn.") + name + ".weight", {dim, dim}, GGML_TYPE_F32,
+                                                 -0.3f, 0.3f);
+        p[std::string(name) + ".bias"] = h.add(std::string("attn.") + name + ".bias", {dim});
+    }
+    p["linear_pos.weight"] = h.add("attn.linear_pos.weight", {dim, dim}, GGML_TYPE_F32, -0.3f, 0.3f);
+    p["pos_bias_u"] = h.add("attn.pos_bias_u", {heads, head_dim});
+    p["pos_bias_v"] = h.add("attn.pos_bias_v", {heads, head_dim});
+    ModuleWeights weights(h.store(), "", h.backend());
+    nn::RelPositionAttention attention(weights, "attn", dim, heads);
+    weights.load();
+
+    const std::vector<float> x = h.input(size_t(batch * frames * dim));
+    const std::vector<float> table = nn::espnet_rel_pos_table(frames, dim);
+    GraphRunner graph(h.backend());
+    ggml_tensor *in = graph.input("x", GGML_TYPE_F32, {batch, frames, dim});
+    ggml_tensor *pos = graph.input("pos", GGML_TYPE_F32, {2 * frames - 1, dim});
+    ggml_tensor *out = attention(graph.ctx(), in, pos);
+    graph.build({out});
+    graph.set_input(in, x);
+    graph.set_input(pos, table);
+    graph.compute();
+    const std::vector<float> y = graph.read_f32(out);
+
+    // y = W x + b over rows of n_in values
+    auto linear = [&](const std::vector<float> &input, size_t rows, const std::string &name, bool bias) {
+        const std::vector<float> &w = p[name + ".weight"];
+        std::vector<double> result(rows * size_t(dim));
+        for (size_t r = 0; r < rows; ++r)
+            for (int64_t o = 0; o < dim; ++o) {
+                double s = bias ? p[name + ".bias"][size_t(o)] : 0.0;
+                for (int64_t i = 0; i < dim; ++i) s += double(w[size_t(o * dim + i)]) * input[r * size_t(dim) + size_t(i)];
+                result[r * size_t(dim) + size_t(o)] = s;
+            }
+        return result;
+    };
+    const size_t rows = size_t(batch * frames);
+    const std::vector<double> q = linear(x, rows, "linear_q", true), k = linear(x, rows, "linear_k", true),
+                              v = linear(x, rows, "linear_v", true);
+    const std::vector<double> pe = linear(table, size_t(2 * frames - 1), "linear_pos", false);
+    std::vector<float> mixed(rows * size_t(dim));
+    for (int64_t b = 0; b < batch; ++b)
+        for (int hd = 0; hd < heads; ++hd)
+            for (int64_t i = 0; i < frames; ++i) {
+                std::vector<double> s(static_cast<size_t>(frames));
+                double top = -INFINITY;
+                for (int64_t j = 0; j < frames; ++j) {
+                    const int64_t row = frames - 1 - (i - j); // table row of offset i - j
+                    double score = 0;
+                    for (int64_t d = 0; d < head_dim; ++d) {
+                        const size_t at = size_t(hd * head_dim + d);
+                        const double qi = q[size_t(b * frames + i) * size_t(dim) + at];
+                        score += (qi + p["pos_bias_u"][at]) * k[size_t(b * frames + j) * size_t(dim) + at] +
+                                 (qi + p["pos_bias_v"][at]) * pe[size_t(row) * size_t(dim) + at];
+                    }
+                    s[size_t(j)] = score / std::sqrt(double(head_dim));
+                    top = std::max(top, s[size_t(j)]);
+                }
+                double total = 0;
+                for (double &e : s) total += (e = std::exp(e - top));
+                for (int64_t d = 0; d < head_dim; ++d) {
+                    double acc = 0;
+                    for (int64_t j = 0; j < frames; ++j)
+                        acc += s[size_t(j)] / total * v[size_t(b * frames + j) * size_t(dim) + size_t(hd * head_dim + d)];
+                    mixed[size_t(b * frames + i) * size_t(dim) + size_t(hd * head_dim + d)] = float(acc);
+                }
+            }
+    expect_close(y, linear(mixed, rows, "linear_out", true), 2e-5, "relative-position attention");
+}
+
+TEST(CosineTimeGrid, FollowsOneMinusCosine) {
+    const std::vector<float> grid = s3gen::cosine_time_grid(10);
+    ASSERT_EQ(grid.size(), 11u);
+    EXPECT_EQ(grid.front(), 0.0f);
+    EXPECT_NEAR(grid.back(), 1.0f, 1e-7);
+    for (int k = 0; k <= 10; ++k) EXPECT_NEAR(grid[size_t(k)], 1.0 - std::cos(M_PI / 2 * k / 10.0), 2e-7) << k;
+    EXPECT_THROW(s3gen::cosine_time_grid(0), Error);
+}
+
+TEST(TimestepSinusoid, SinesThenCosinesOfScaledTime) {
+    const std::vector<float> at_zero = s3gen::timestep_sinusoid(0.0f, 320, 1000.0f);
+    for (size_t k = 0; k < 160; ++k) {
+        EXPECT_EQ(at_zero[k], 0.0f);
+        EXPECT_EQ(at_zero[160 + k], 1.0f);
+    }
+    const float t = 0.37f;
+    const std::vector<float> e = s3gen::timestep_sinusoid(t, 320, 1000.0f);
+    for (size_t k = 0; k < 160; ++k) {
+        const double angle = 1000.0 * t * std::exp(-double(k) * std::log(10000.0) / 159.0);
+        EXPECT_NEAR(e[k], std::sin(angle), 5e-5) << k; // f32 angles of up to 370 rad
+        EXPECT_NEAR(e[160 + k], std::cos(angle), 5e-5) << k;
+    }
+}
+
+TEST(StandardNormal, SeededAndDistributedAsN01) {
+    std::mt19937_64 a(7), b(7), c(8);
+    const std::vector<float> x = s3gen::standard_normal(100001, a);
+    EXPECT_EQ(x, s3gen::standard_normal(100001, b));
+    EXPECT_NE(x, s3gen::standard_normal(100001, c));
+    double mean = 0, square = 0;
+    for (float v : x) {
+        ASSERT_TRUE(std::isfinite(v));
+        mean += v;
+        square += double(v) * v;
+    }
+    mean /= double(x.size());
+    EXPECT_NEAR(mean, 0.0, 0.01);
+    EXPECT_NEAR(square / double(x.size()) - mean * mean, 1.0, 0.02);
+}
+
+} // namespace
+} // namespace chatterbox
