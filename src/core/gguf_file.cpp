@@ -84,19 +84,27 @@ bool is_integer_type(gguf_type t) {
 // Reads element i of integer type t at p; u64 values beyond int64 are refused by the caller's check.
 int64_t integer_at(const void *p, gguf_type t, size_t i, const std::string &what) {
     switch (t) {
-    case GGUF_TYPE_UINT8: return static_cast<const uint8_t *>(p)[i];
-    case GGUF_TYPE_INT8: return static_cast<const int8_t *>(p)[i];
-    case GGUF_TYPE_UINT16: return static_cast<const uint16_t *>(p)[i];
-    case GGUF_TYPE_INT16: return static_cast<const int16_t *>(p)[i];
-    case GGUF_TYPE_UINT32: return static_cast<const uint32_t *>(p)[i];
-    case GGUF_TYPE_INT32: return static_cast<const int32_t *>(p)[i];
-    case GGUF_TYPE_INT64: return static_cast<const int64_t *>(p)[i];
+    case GGUF_TYPE_UINT8:
+        return static_cast<const uint8_t *>(p)[i];
+    case GGUF_TYPE_INT8:
+        return static_cast<const int8_t *>(p)[i];
+    case GGUF_TYPE_UINT16:
+        return static_cast<const uint16_t *>(p)[i];
+    case GGUF_TYPE_INT16:
+        return static_cast<const int16_t *>(p)[i];
+    case GGUF_TYPE_UINT32:
+        return static_cast<const uint32_t *>(p)[i];
+    case GGUF_TYPE_INT32:
+        return static_cast<const int32_t *>(p)[i];
+    case GGUF_TYPE_INT64:
+        return static_cast<const int64_t *>(p)[i];
     case GGUF_TYPE_UINT64: {
         const uint64_t v = static_cast<const uint64_t *>(p)[i];
         if (v > uint64_t(std::numeric_limits<int64_t>::max())) fail(what, ": value ", v, " does not fit in int64");
         return int64_t(v);
     }
-    default: fail(what, ": ", gguf_type_name(t), " is not an integer type");
+    default:
+        fail(what, ": ", gguf_type_name(t), " is not an integer type");
     }
 }
 
@@ -112,8 +120,9 @@ GgufFile::GgufFile(const std::string &path) {
 
     // Sharper messages than ggml's generic failure for the two common cases.
     if (size < 4 || std::memcmp(bytes, GGUF_MAGIC, 4) != 0)
-        fail(path, ": not a GGUF file (bad magic: expected \"GGUF\", got \"", printable_magic(bytes, std::min<size_t>(size, 4)),
-             "\"", size < 4 ? concat(", file has only ", size, " bytes") : std::string(), ")");
+        fail(path, ": not a GGUF file (bad magic: expected \"GGUF\", got \"",
+             printable_magic(bytes, std::min<size_t>(size, 4)), "\"",
+             size < 4 ? concat(", file has only ", size, " bytes") : std::string(), ")");
     if (size >= 8) {
         uint32_t version;
         std::memcpy(&version, bytes + 4, 4);
@@ -173,8 +182,8 @@ GgufFile::GgufFile(const std::string &path) {
         const size_t offset = gguf_get_tensor_offset(ctx_, i);
         if (offset > size || data_offset > size - offset || view.nbytes > size - offset - data_offset)
             fail(path, ": tensor ", name, " (", ggml_type_name(view.type), " ", shape_str(view.shape), ", ",
-                 view.nbytes, " bytes at offset ", data_offset + offset, ") extends past the end of the file (",
-                 size, " bytes; file truncated?)");
+                 view.nbytes, " bytes at offset ", data_offset + offset, ") extends past the end of the file (", size,
+                 " bytes; file truncated?)");
         view.data = bytes + data_offset + offset;
         if (!index_.emplace(name, tensors_.size()).second) fail(path, ": tensor name ", name, " appears twice");
         tensors_.push_back(std::move(view));

@@ -60,8 +60,7 @@ public:
     void set_string_array(const std::string &key, const std::vector<std::string> &values);
     void set_int_array(const std::string &key, const std::vector<int64_t> &values);
     // Adds a tensor; its bytes (tensor_nbytes(type, shape)) come from `fill` at write time.
-    void add_tensor(const std::string &name, ggml_type type, const Shape &shape,
-                    std::function<void(void *dst)> fill);
+    void add_tensor(const std::string &name, ggml_type type, const Shape &shape, std::function<void(void *dst)> fill);
     // Streams header and data to a temporary file, then renames it to `path`.
     void write(const std::string &path);
 

@@ -17,7 +17,7 @@ class WeightStore {
 public:
     void add_safetensors(const std::string &path, const std::string &prefix);
     void add_gguf(const std::string &path); // also keeps the file for metadata (gguf())
-    void add_tensor(HostTensor tensor);      // an in-memory tensor under its own name
+    void add_tensor(HostTensor tensor);     // an in-memory tensor under its own name
 
     const TensorView *find(const std::string &name) const; // nullptr when absent
     // Throws Error "model has no tensor NAME" when absent.

@@ -102,12 +102,12 @@ void check_quantized(ggml_type requested, double max_error) {
             }
             const int64_t inner = want.shape.back();
             const ggml_type expected = inner % ggml_blck_size(requested) == 0 ? requested
-                                       : inner % 32 == 0                        ? GGML_TYPE_Q8_0
-                                                                                : GGML_TYPE_F16;
+                                       : inner % 32 == 0                      ? GGML_TYPE_Q8_0
+                                                                              : GGML_TYPE_F16;
             ASSERT_EQ(got.type, expected) << name;
             const double err = relative_rms_error(to_f32(got), to_f32(want));
             worst = std::max(worst, err);
-            const double tolerance = got.type == requested       ? max_error
+            const double tolerance = got.type == requested        ? max_error
                                      : got.type == GGML_TYPE_Q8_0 ? kQ8Tolerance
                                                                   : 1e-3; // f16
             EXPECT_LT(err, tolerance) << name;
@@ -141,13 +141,13 @@ TEST(Convert, ToolConvertsAndRejectsBadArguments) {
     EXPECT_EQ(run_tool(dir + " -o " + out + "/ve.gguf --type f16 --components ve"), 0);
     EXPECT_EQ(ModelFiles::open(out + "/ve.gguf").components(), std::vector<std::string>{"ve"});
 
-    EXPECT_NE(run_tool(dir + " -o " + out + "/x.gguf --type q5_1"), 0);           // unknown type
-    EXPECT_NE(run_tool(dir + " -o " + out + "/x.gguf --components vocoder"), 0);  // unknown component
-    EXPECT_NE(run_tool(dir + "/absent -o " + out + "/x.gguf"), 0);                // no model
-    EXPECT_NE(run_tool(dir), 0);                                                  // no output
-    EXPECT_NE(run_tool("--synthetic --seed 0xZZ --out " + out + "/syn"), 0);     // bad seed
+    EXPECT_NE(run_tool(dir + " -o " + out + "/x.gguf --type q5_1"), 0);               // unknown type
+    EXPECT_NE(run_tool(dir + " -o " + out + "/x.gguf --components vocoder"), 0);      // unknown component
+    EXPECT_NE(run_tool(dir + "/absent -o " + out + "/x.gguf"), 0);                    // no model
+    EXPECT_NE(run_tool(dir), 0);                                                      // no output
+    EXPECT_NE(run_tool("--synthetic --seed 0xZZ --out " + out + "/syn"), 0);          // bad seed
     EXPECT_NE(run_tool("--synthetic --seed 12 --type f16 --out " + out + "/syn"), 0); // --type needs a model
-    EXPECT_NE(run_tool(dir + " --synthetic --out " + out + "/syn"), 0);          // both modes
+    EXPECT_NE(run_tool(dir + " --synthetic --out " + out + "/syn"), 0);               // both modes
     EXPECT_FALSE(fs::exists(out + "/x.gguf"));
     EXPECT_FALSE(fs::exists(out + "/syn"));
 }

@@ -22,8 +22,10 @@ namespace {
 namespace fs = std::filesystem;
 
 // Two long names that share their first 22 and last 23 bytes: the shortened names must still differ.
-const std::string kLongA = "s3gen.flow.decoder.estimator.down_blocks.0.1.0.attn1.to_q.parametrizations.weight.original1";
-const std::string kLongB = "s3gen.flow.decoder.estimator.mid_blocks.11.1.3.attn1.to_q.parametrizations.weight.original1";
+const std::string kLongA =
+    "s3gen.flow.decoder.estimator.down_blocks.0.1.0.attn1.to_q.parametrizations.weight.original1";
+const std::string kLongB =
+    "s3gen.flow.decoder.estimator.mid_blocks.11.1.3.attn1.to_q.parametrizations.weight.original1";
 
 std::vector<uint8_t> read_bytes(const std::string &path) {
     std::ifstream in(path, std::ios::binary);
@@ -62,8 +64,8 @@ struct Sample {
     Sample() {
         tensors.push_back(HostTensor::from_f32(kLongA, {3, 64}, test::random_values(192, 1)));
         tensors.push_back(quantized(kLongB, GGML_TYPE_F16, {2, 64}, test::random_values(128, 2)));
-        tensors.push_back(quantized("t3.tfmr.layers.0.mlp.up_proj.weight", GGML_TYPE_Q8_0, {4, 64},
-                                    test::random_values(256, 3)));
+        tensors.push_back(
+            quantized("t3.tfmr.layers.0.mlp.up_proj.weight", GGML_TYPE_Q8_0, {4, 64}, test::random_values(256, 3)));
         tensors.push_back(HostTensor::from_f32("conds.t3.speaker_emb", {1, 256}, test::random_values(256, 4)));
         tensors.push_back(HostTensor::from_f32("mel2wav.conv_pre.parametrizations.weight.original0", {5, 1, 1},
                                                test::random_values(5, 5)));
@@ -182,7 +184,8 @@ TEST(Gguf, ReadsEveryKeyTypeAndFilesFromOtherWriters) {
     expect_error([&] { file.get_int("k.bool"); }, {"k.bool", "expected an integer"});
     expect_error([&] { file.get_float("k.str"); }, {"k.str", "expected a number"});
     expect_error([&] { file.get_string("k.u8"); }, {"k.u8", "expected a string"});
-    expect_error([&] { file.get_string_array("k.arr_u16"); }, {"k.arr_u16", "is an array of u16", "expected an array of strings"});
+    expect_error([&] { file.get_string_array("k.arr_u16"); },
+                 {"k.arr_u16", "is an array of u16", "expected an array of strings"});
     expect_error([&] { file.get_int_array("k.arr_f32"); }, {"k.arr_f32", "expected an array of integers"});
     expect_error([&] { file.get_int_array("k.i32"); }, {"k.i32", "expected an array of integers"});
     expect_error([&] { file.get_string("k.missing"); }, {path, "no metadata key k.missing"});

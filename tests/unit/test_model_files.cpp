@@ -89,9 +89,11 @@ void write_tiny_folder(const std::string &dir, bool tokenizer, bool conds) {
         for (const auto &t : tensors)
             entries.push_back({t.name, t.type, t.shape, [t](void *dst) {
                                    const auto values = tiny_values(t.name, t.shape);
-                                   if (t.type == I64) std::memset(dst, 0, 8);
-                                   else ggml_quantize_chunk(t.type, values.data(), dst, 0, 1, int64_t(values.size()),
-                                                            nullptr);
+                                   if (t.type == I64)
+                                       std::memset(dst, 0, 8);
+                                   else
+                                       ggml_quantize_chunk(t.type, values.data(), dst, 0, 1, int64_t(values.size()),
+                                                           nullptr);
                                }});
         write_safetensors(dir + "/" + file, entries);
     }
@@ -300,7 +302,8 @@ void write_voice_gguf(const std::string &path, const std::vector<HostTensor> &vo
     ModelHparams::english().write_metadata(writer);
     writer.set_string_array(model_keys::kComponents, {});
     for (const HostTensor &t : voice)
-        writer.add_tensor(t.name, t.type, t.shape, [&t](void *dst) { std::memcpy(dst, t.bytes.data(), t.bytes.size()); });
+        writer.add_tensor(t.name, t.type, t.shape,
+                          [&t](void *dst) { std::memcpy(dst, t.bytes.data(), t.bytes.size()); });
     writer.write(path);
 }
 

@@ -27,7 +27,8 @@ uint64_t parse_seed(const std::string &text) {
     } catch (const std::exception &) {
         used = 0;
     }
-    if (used != digits.size()) chatterbox::fail("--seed: \"", text, "\" is not a 64-bit number (decimal, or hex with 0x)");
+    if (used != digits.size())
+        chatterbox::fail("--seed: \"", text, "\" is not a 64-bit number (decimal, or hex with 0x)");
     return value;
 }
 
@@ -51,8 +52,9 @@ int main(int argc, char **argv) {
     std::string input, output, type_name = "f32", seed_text = "0x5EEDC0DE";
     std::vector<std::string> components;
     bool synthetic = false;
-    app.add_option("model", input, "official model folder (ve/t3_cfg/s3gen .safetensors, tokenizer.json, conds.pt) "
-                                   "or a GGUF from chatterbox-convert");
+    app.add_option("model", input,
+                   "official model folder (ve/t3_cfg/s3gen .safetensors, tokenizer.json, conds.pt) "
+                   "or a GGUF from chatterbox-convert");
     app.add_option("-o,--out,--output", output, "output GGUF file (or folder, with --synthetic)")->required();
     auto *type_opt = app.add_option("-t,--type", type_name, "type of the weight matrices: f32, f16, q8_0, q4_k")
                          ->capture_default_str();

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <set>
 
 namespace chatterbox {
 
@@ -41,9 +40,12 @@ bool is_float_type(ggml_type t) {
 // The next wider type when a matrix's rows are not whole blocks of `t`.
 ggml_type fallback_of(ggml_type t) {
     switch (t) {
-    case GGML_TYPE_Q4_K: return GGML_TYPE_Q8_0;
-    case GGML_TYPE_Q8_0: return GGML_TYPE_F16;
-    default: return GGML_TYPE_F32;
+    case GGML_TYPE_Q4_K:
+        return GGML_TYPE_Q8_0;
+    case GGML_TYPE_Q8_0:
+        return GGML_TYPE_F16;
+    default:
+        return GGML_TYPE_F32;
     }
 }
 
@@ -141,8 +143,8 @@ ConvertSummary convert_model(const std::string &input, const std::string &output
     const ModelFiles model = ModelFiles::open(input);
     std::vector<std::string> components;
     for (const ModelComponent &c : model_components()) {
-        const bool wanted = options.components.empty() || std::count(options.components.begin(),
-                                                                     options.components.end(), c.name) > 0;
+        const bool wanted =
+            options.components.empty() || std::count(options.components.begin(), options.components.end(), c.name) > 0;
         if (wanted && model.has_component(c.name)) components.push_back(c.name);
     }
     for (const std::string &name : options.components) {

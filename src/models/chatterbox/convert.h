@@ -48,7 +48,7 @@ struct ConvertSummary {
         size_t bytes = 0;
     };
     std::map<ggml_type, Total> by_type;
-    size_t fallbacks = 0; // matrices stored in a wider type than requested (block size)
+    size_t fallbacks = 0;     // matrices stored in a wider type than requested (block size)
     std::string text() const; // "q8_0: 412 tensors, 251.3 MiB\n..."
 };
 

@@ -91,7 +91,19 @@ std::string read_text_file(const std::string &path) {
     return text.str();
 }
 
-// conds.pt field `key` of dict `group` ("t3"/"gen") as an in-memory tensor named conds.<group>.<key>.
+// The built-in voice fields in conds.pt ({"t3": {...}, "gen": {...}}), in BuiltinVoice order;
+// the store names them conds.<group>.<key>.
+struct VoiceField {
+    const char *group;
+    const char *key;
+};
+constexpr VoiceField kVoiceFields[] = {
+    {"t3", "speaker_emb"},  {"t3", "cond_prompt_speech_tokens"},
+    {"t3", "emotion_adv"},  {"gen", "prompt_token"},
+    {"gen", "prompt_feat"}, {"gen", "embedding"},
+};
+
+// conds.pt field `key` of dict `group` as an in-memory tensor named conds.<group>.<key>.
 HostTensor conds_tensor(const PtValue &root, const std::string &path, const std::string &group,
                         const std::string &key) {
     const PtValue *dict = root.find(group);
@@ -100,7 +112,8 @@ HostTensor conds_tensor(const PtValue &root, const std::string &path, const std:
              dict ? dict->kind_name() : std::string("nothing"));
     const PtValue *value = dict->find(key);
     if (!value || value->kind != PtValue::Kind::Tensor || !value->tensor)
-        fail(path, ": ", group, ".", key, " should be a tensor, got ", value ? value->kind_name() : std::string("nothing"));
+        fail(path, ": ", group, ".", key, " should be a tensor, got ",
+             value ? value->kind_name() : std::string("nothing"));
     HostTensor t = *value->tensor;
     t.name = "conds." + group + "." + key;
     return t;
@@ -132,9 +145,12 @@ void ModelHparams::write_metadata(GgufWriter &writer) const {
     writer.set_string(kVariant, variant);
     visit_fields(*this, [&](const char *key, const auto &value) {
         using T = std::decay_t<decltype(value)>;
-        if constexpr (std::is_same_v<T, int64_t>) writer.set_int(key, value);
-        else if constexpr (std::is_same_v<T, double>) writer.set_float(key, value);
-        else writer.set_int_array(key, value);
+        if constexpr (std::is_same_v<T, int64_t>)
+            writer.set_int(key, value);
+        else if constexpr (std::is_same_v<T, double>)
+            writer.set_float(key, value);
+        else
+            writer.set_int_array(key, value);
     });
 }
 
@@ -143,9 +159,12 @@ ModelHparams ModelHparams::from_metadata(const GgufFile &file) {
     h.variant = file.get_string(kVariant);
     visit_fields(h, [&](const char *key, auto &value) {
         using T = std::decay_t<decltype(value)>;
-        if constexpr (std::is_same_v<T, int64_t>) value = file.get_int(key);
-        else if constexpr (std::is_same_v<T, double>) value = file.get_float(key);
-        else value = file.get_int_array(key);
+        if constexpr (std::is_same_v<T, int64_t>)
+            value = file.get_int(key);
+        else if constexpr (std::is_same_v<T, double>)
+            value = file.get_float(key);
+        else
+            value = file.get_int_array(key);
     });
     return h;
 }
@@ -160,10 +179,11 @@ const std::vector<ModelComponent> &model_components() {
 }
 
 const std::vector<std::string> &builtin_voice_tensor_names() {
-    static const std::vector<std::string> names = {
-        "conds.t3.speaker_emb",   "conds.t3.cond_prompt_speech_tokens", "conds.t3.emotion_adv",
-        "conds.gen.prompt_token", "conds.gen.prompt_feat",              "conds.gen.embedding",
-    };
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> out;
+        for (const VoiceField &f : kVoiceFields) out.push_back(concat("conds.", f.group, ".", f.key));
+        return out;
+    }();
     return names;
 }
 
@@ -175,8 +195,10 @@ ModelFiles ModelFiles::open(const std::string &path) {
     if (ec || !fs::exists(status))
         fail(path, ": no such file or folder — expected the official Chatterbox folder (ve/t3_cfg/s3gen "
                    ".safetensors, tokenizer.json, conds.pt) or a .gguf from chatterbox-convert");
-    if (fs::is_directory(status)) files.open_folder(path);
-    else files.open_gguf(path);
+    if (fs::is_directory(status))
+        files.open_folder(path);
+    else
+        files.open_gguf(path);
     files.read_builtin_voice();
     return files;
 }
@@ -208,11 +230,7 @@ void ModelFiles::open_folder(const std::string &dir) {
         const PtValue root = load_torch_pt(conds.string());
         if (root.kind != PtValue::Kind::Dict)
             fail(conds.string(), ": expected a dict {t3, gen} (the built-in voice), got ", root.kind_name());
-        for (const std::string &name : builtin_voice_tensor_names()) {
-            const size_t group_end = name.find('.', 6); // after "conds."
-            store_.add_tensor(conds_tensor(root, conds.string(), name.substr(6, group_end - 6),
-                                           name.substr(group_end + 1)));
-        }
+        for (const VoiceField &f : kVoiceFields) store_.add_tensor(conds_tensor(root, conds.string(), f.group, f.key));
     }
     hparams_ = ModelHparams::english();
 }
@@ -232,8 +250,8 @@ void ModelFiles::open_gguf(const std::string &file) {
         if (known == known_components.end())
             fail(file, ": unknown component \"", component, "\" in ", kComponents, " (known: ve, t3, s3gen)");
         if (store_.names_with_prefix(known->prefix).empty())
-            fail(file, ": component ", component, " is listed in ", kComponents, " but the file has no ",
-                 known->prefix, "* tensors");
+            fail(file, ": component ", component, " is listed in ", kComponents, " but the file has no ", known->prefix,
+                 "* tensors");
     }
     if (gguf.has_key(kTokenizerJson)) tokenizer_json_ = gguf.get_string(kTokenizerJson);
 }

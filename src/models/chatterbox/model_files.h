@@ -109,7 +109,7 @@ struct ModelHparams {
 // GGUF metadata keys written by chatterbox-convert (besides ModelHparams' own).
 namespace model_keys {
 constexpr const char *kVariant = "chatterbox.variant";
-constexpr const char *kComponents = "chatterbox.components";       // string array: "ve", "t3", "s3gen"
+constexpr const char *kComponents = "chatterbox.components";         // string array: "ve", "t3", "s3gen"
 constexpr const char *kTokenizerJson = "tokenizer.huggingface.json"; // GGUF's standard key for tokenizer.json
 } // namespace model_keys
 
