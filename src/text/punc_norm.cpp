@@ -1,0 +1,62 @@
+#include "text/punc_norm.h"
+
+#include "text/unicode.h"
+
+#include <utility>
+
+namespace chatterbox::text {
+
+namespace {
+
+// Applied one after the other to the whole text, like the reference's sequence of str.replace calls.
+constexpr std::pair<std::string_view, std::string_view> kReplacements[] = {
+    {"...", ", "},   {"\u2026", ", "}, {":", ","},       {" - ", ", "},    {";", ", "},     {"\u2014", "-"},
+    {"\u2013", "-"}, {" ,", ","},      {"\u201C", "\""}, {"\u201D", "\""}, {"\u2018", "'"}, {"\u2019", "'"},
+};
+
+constexpr std::string_view kSentenceEnders[] = {".", "!", "?", "-", ","};
+
+bool ends_with(std::string_view text, std::string_view suffix) {
+    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+// " ".join(text.split()): words separated by Python whitespace, joined by single spaces.
+std::string collapse_whitespace(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    bool pending_space = false;
+    for (size_t offset = 0; offset < text.size();) {
+        const CodePoint cp = decode_utf8_at(text, offset, "punc_norm");
+        if (is_python_space(cp.value)) {
+            pending_space = !out.empty();
+        } else {
+            if (pending_space) out.push_back(' ');
+            pending_space = false;
+            out.append(text, offset, cp.size);
+        }
+        offset += cp.size;
+    }
+    return out;
+}
+
+} // namespace
+
+std::string punc_norm(std::string_view text) {
+    if (text.empty()) return std::string(kEmptyTextFallback);
+    validate_utf8(text, "punc_norm");
+
+    const CodePoint first = decode_utf8_at(text, 0, "punc_norm");
+    std::string capitalised = python_upper_if_lower(first.value);
+    capitalised.append(text.substr(first.size));
+
+    std::string out = collapse_whitespace(capitalised);
+    for (const auto &[from, to] : kReplacements) out = replace_all(out, from, to);
+
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    bool ended = false;
+    for (std::string_view ender : kSentenceEnders) ended = ended || ends_with(out, ender);
+    if (!ended) out.push_back('.');
+    return out;
+}
+
+} // namespace chatterbox::text
