@@ -6,6 +6,7 @@
 #include <zip.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -77,6 +78,22 @@ struct StorageRef {
 };
 
 std::string describe(const Object &o) { return o.kind == Kind::Custom ? "storage" : o.kind_name(); }
+
+// A name from the file, safe to print: control and non-ASCII bytes as \xNN, at most 200 characters.
+std::string printable(const std::string &name) {
+    std::string out;
+    for (size_t i = 0; i < name.size() && i < 200; ++i) {
+        const auto c = static_cast<unsigned char>(name[i]);
+        if (c >= 0x20 && c < 0x7f) {
+            out += char(c);
+        } else {
+            char hex[5];
+            std::snprintf(hex, sizeof hex, "\\x%02x", c);
+            out += hex;
+        }
+    }
+    return name.size() > 200 ? out + "..." : out;
+}
 
 // ---- the zip archive ------------------------------------------------------------------------------------------------
 
@@ -280,7 +297,7 @@ class TorchResolver : public pickle::Resolver {
         if (global == kRebuildTensor || global == kRebuildParameter || global == kOrderedDict ||
             find_storage_type(global))
             return;
-        throw Refusal(concat("pickle global '", global,
+        throw Refusal(concat("pickle global '", printable(global),
                              "' is not allowed (only tensors, dicts, lists, tuples, None, numbers and strings)"));
     }
 

@@ -219,6 +219,7 @@ TEST(TorchPickle, RefusesCodeExecution) {
                    {"refusing to load", "pickle global 'os.system' is not allowed (only tensors, dicts, "
                                         "lists, tuples, None, numbers and strings)"});
     expect_refused("malicious_stack_global.pt", {"refusing to load", "pickle global 'builtins.eval' is not allowed"});
+    expect_refused("escape_global.pt", {"refusing to load", "pickle global 'os\\x1b[2J.system' is not allowed"});
     expect_refused("call_storage_class.pt", {"refusing to load", "'torch.FloatStorage'", "cannot be called"});
 }
 

@@ -244,6 +244,8 @@ def hostile():
                 b"\x80\x02cos\nsystem\nq\x00X\n\x00\x00\x00echo pwnedq\x01\x85q\x02Rq\x03.")
     pickle_only(os.path.join(OUT_DIR, "malicious_stack_global.pt"),
                 b"\x80\x04\x8c\x08builtins\x8c\x04eval\x93\x8c\x041+1\x85R.")
+    # A global whose name carries a terminal escape sequence: the error message must not replay it.
+    pickle_only(os.path.join(OUT_DIR, "escape_global.pt"), b"\x80\x02cos\x1b[2J\nsystem\n.")
     # A class that is allowed to be named but must never be called: OrderedDict with arguments is fine in
     # Python, but a storage class called like a function is not.
     pickle_only(os.path.join(OUT_DIR, "call_storage_class.pt"), b"\x80\x02ctorch\nFloatStorage\n)R.")
