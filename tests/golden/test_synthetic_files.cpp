@@ -1,0 +1,88 @@
+// needs: synthetic-weights
+// The generated synthetic checkpoints: exactly the official tensors (names, shapes, dtypes), the byte sizes of
+// shared/golden/WEIGHTS.md, and the WEIGHTS.md test-vector values.
+
+#include "core/safetensors.h"
+#include "models/chatterbox/synthetic_weights.h"
+#include "support/synthetic_test_vectors.h"
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+namespace chatterbox::synthetic {
+namespace {
+
+std::string checkpoint_path(const std::string &file) { return test::synthetic_dir() + "/" + file; }
+
+TEST(SyntheticFiles, SizesMatchWeightsMd) {
+    struct Expected {
+        const char *file;
+        size_t tensors;
+        uint64_t bytes;
+    };
+    const Expected expected[] = {{"ve.safetensors", 16, 5'695'784},
+                                 {"t3_cfg.safetensors", 292, 2'129'653'744},
+                                 {"s3gen.safetensors", 2488, 1'056'381'612}};
+    for (const Expected &e : expected) {
+        SCOPED_TRACE(e.file);
+        EXPECT_EQ(std::filesystem::file_size(checkpoint_path(e.file)), e.bytes);
+        EXPECT_EQ(SafetensorsFile(checkpoint_path(e.file)).tensors().size(), e.tensors);
+    }
+}
+
+TEST(SyntheticFiles, ExactlyTheManifestTensors) {
+    for (const ManifestCheckpoint &checkpoint : official_manifest()) {
+        SCOPED_TRACE(checkpoint.file);
+        const SafetensorsFile file(checkpoint_path(checkpoint.file));
+        size_t stored = 0;
+        for (const ManifestTensor &tensor : checkpoint.tensors) {
+            const TensorView *view = file.find(tensor.name);
+            if (!tensor.stored) {
+                EXPECT_EQ(view, nullptr) << tensor.name << " is a computed constant and must not be stored";
+                continue;
+            }
+            ++stored;
+            ASSERT_NE(view, nullptr) << tensor.name << " is missing";
+            EXPECT_EQ(view->shape, tensor.shape) << tensor.name;
+            EXPECT_EQ(view->type, tensor.type) << tensor.name;
+        }
+        EXPECT_EQ(file.tensors().size(), stored) << "the file holds tensors the manifest does not list";
+        EXPECT_TRUE(file.metadata().empty());
+    }
+}
+
+TEST(SyntheticFiles, TestVectorTensorsHoldTheRuleValues) {
+    for (const auto &v : test::synthetic_test_vectors()) {
+        SCOPED_TRACE(v.name);
+        const SafetensorsFile file(checkpoint_path(v.file));
+        const TensorView *view = file.find(v.name);
+        ASSERT_NE(view, nullptr);
+        ASSERT_EQ(view->shape, Shape(v.shape));
+        const std::vector<float> values = to_f32(*view);
+        for (int i = 0; i < 4; ++i) {
+            uint32_t bits;
+            std::memcpy(&bits, &values[i], sizeof bits);
+            EXPECT_EQ(bits, v.first_bits[i]) << "value " << i;
+        }
+        std::vector<float> expected(values.size());
+        fill_tensor(v.name, view->shape, kDefaultSeed, expected.data());
+        EXPECT_EQ(std::memcmp(values.data(), expected.data(), values.size() * sizeof(float)), 0);
+    }
+}
+
+TEST(SyntheticFiles, BatchNormCountersAreZero) {
+    const SafetensorsFile file(checkpoint_path("s3gen.safetensors"));
+    size_t counters = 0;
+    for (const TensorView &view : file.tensors()) {
+        if (view.type != GGML_TYPE_I64) continue;
+        ++counters;
+        EXPECT_EQ(to_i64(view), std::vector<int64_t>{0}) << view.name;
+    }
+    EXPECT_EQ(counters, 122u);
+}
+
+} // namespace
+} // namespace chatterbox::synthetic

@@ -1,0 +1,157 @@
+// The synthetic-weights rule of shared/golden/WEIGHTS.md: primitives, test vectors bit for bit, the rule table
+// against the manifest, and the compiled-in manifest against tests/data/manifest.json.
+
+#include "models/chatterbox/synthetic_weights.h"
+#include "support/synthetic_test_vectors.h"
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+namespace chatterbox::synthetic {
+namespace {
+
+uint32_t float_bits(float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    return bits;
+}
+
+nlohmann::ordered_json load_manifest_json() { // ordered: the checkpoints keep their file order
+    std::ifstream in(test::data_path("manifest.json"));
+    EXPECT_TRUE(in.good()) << "cannot open " << test::data_path("manifest.json");
+    return nlohmann::ordered_json::parse(in);
+}
+
+Shape json_shape(const nlohmann::ordered_json &shape) { return shape.get<Shape>(); }
+
+TEST(SyntheticRule, PrimitivesKnownAnswers) {
+    EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ull);
+    EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cull);
+    SplitMix64 rng{0};
+    EXPECT_EQ(rng.next(), 0xe220a8397b1dcdafull);
+}
+
+TEST(SyntheticRule, TestVectorsBitForBit) {
+    for (const auto &v : test::synthetic_test_vectors()) {
+        SCOPED_TRACE(v.name);
+        EXPECT_EQ(fnv1a64(v.name), v.fnv);
+        EXPECT_EQ(kDefaultSeed ^ v.fnv, v.seed);
+        SplitMix64 rng{v.seed};
+        EXPECT_EQ(rng.next(), v.first_output);
+        EXPECT_EQ(rule_for(v.name, v.shape), v.rule);
+
+        std::vector<float> values(size_t(shape_numel(v.shape)));
+        fill_tensor(v.name, v.shape, kDefaultSeed, values.data());
+        for (int i = 0; i < 4; ++i) {
+            EXPECT_EQ(float_bits(values[i]), v.first_bits[i]) << "value " << i << " = " << values[i];
+            EXPECT_EQ(values[i], v.first_values[i]) << "value " << i; // the decimal form names the same float
+        }
+    }
+}
+
+// The whole stream of a tensor big enough to be filled by several threads equals the sequential SplitMix64 stream.
+TEST(SyntheticRule, ParallelFillEqualsSequentialStream) {
+    const std::string name = "decoder.some_linear.weight";
+    const Shape shape = {1536, 1000};
+    ASSERT_EQ(rule_for(name, shape), "fan_in");
+    std::vector<float> values(size_t(shape_numel(shape)));
+    fill_tensor(name, shape, kDefaultSeed, values.data());
+    SplitMix64 rng{kDefaultSeed ^ fnv1a64(name)};
+    size_t mismatches = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+        const double u = double(rng.next() >> 40) / 16777216.0 * 2.0 - 1.0;
+        mismatches += float_bits(values[i]) != float_bits(float(u / std::sqrt(1000.0)));
+    }
+    EXPECT_EQ(mismatches, 0u);
+}
+
+TEST(SyntheticRule, ValueRangesPerRule) {
+    struct Case {
+        std::string name;
+        Shape shape;
+        double lo, hi;
+    };
+    const Case cases[] = {
+        {"speaker_encoder.head.bn1.running_mean", {32}, -0.1, 0.1},
+        {"speaker_encoder.head.bn1.running_var", {32}, 1.0, 1.5},
+        {"mel2wav.conv_post.bias", {18}, -3.02, -2.98},
+        {"mel2wav.conv_pre.parametrizations.weight.original0", {512, 1, 1}, 0.9, 1.1},
+        {"text_emb.weight", {704, 1024}, -1.0, 1.0},
+        {"flow.encoder.encoders.0.self_attn.pos_bias_u", {8, 64}, -0.1, 0.1},
+        {"mel2wav.resblocks.0.activations1.0.alpha", {256}, 0.9, 1.1},
+        {"speaker_encoder.xvector.dense.linear.weight", {192, 512, 1}, -std::sqrt(6.0 / 512), std::sqrt(6.0 / 512)},
+        {"flow.decoder.up.weight", {256, 80, 3}, -1 / std::sqrt(240.0), 1 / std::sqrt(240.0)},
+        {"tfmr.norm.weight", {1024}, 0.9, 1.1},
+        {"similarity_bias", {1}, -0.02, 0.02},
+    };
+    for (const Case &c : cases) {
+        SCOPED_TRACE(c.name);
+        std::vector<float> values(size_t(shape_numel(c.shape)));
+        fill_tensor(c.name, c.shape, kDefaultSeed, values.data());
+        double lo = values[0], hi = values[0];
+        for (float v : values) lo = std::min(lo, double(v)), hi = std::max(hi, double(v));
+        EXPECT_GE(lo, float(c.lo));
+        EXPECT_LE(hi, float(c.hi));
+        if (values.size() >= 256) {
+            EXPECT_GT(hi - lo, 0.9 * (c.hi - c.lo)); // the draws span the range
+        }
+    }
+}
+
+TEST(SyntheticRule, BatchNormCounterIsInt64Zero) {
+    const std::string name = "speaker_encoder.head.bn1.num_batches_tracked";
+    EXPECT_EQ(rule_for(name, {}), "zero_int64");
+    int64_t value = -1;
+    fill_tensor(name, {}, kDefaultSeed, &value);
+    EXPECT_EQ(value, 0);
+}
+
+TEST(SyntheticRule, RuleForAgreesWithManifest) {
+    const nlohmann::ordered_json manifest = load_manifest_json();
+    size_t checked = 0;
+    for (const auto &[file, checkpoint] : manifest.at("checkpoints").items()) {
+        for (const auto &tensor : checkpoint.at("tensors")) {
+            const std::string rule = tensor.at("rule");
+            if (rule == "computed_constant_not_saved") continue;
+            const std::string name = tensor.at("name");
+            EXPECT_EQ(rule_for(name, json_shape(tensor.at("shape"))), rule) << file << ": " << name;
+            ++checked;
+        }
+    }
+    EXPECT_EQ(checked, 16u + 292u + 2488u);
+}
+
+TEST(SyntheticRule, EmbeddedManifestEqualsJson) {
+    const nlohmann::ordered_json manifest = load_manifest_json();
+    const auto &embedded = official_manifest();
+    const auto &checkpoints = manifest.at("checkpoints");
+    ASSERT_EQ(embedded.size(), checkpoints.size());
+    size_t index = 0;
+    for (const auto &[file, checkpoint] : checkpoints.items()) {
+        const ManifestCheckpoint &ours = embedded[index++];
+        SCOPED_TRACE(file);
+        EXPECT_EQ(ours.file, file);
+        const auto &tensors = checkpoint.at("tensors");
+        ASSERT_EQ(ours.tensors.size(), tensors.size());
+        size_t stored = 0;
+        for (size_t i = 0; i < tensors.size(); ++i) {
+            const ManifestTensor &t = ours.tensors[i];
+            const auto &expected = tensors[i];
+            EXPECT_EQ(t.name, expected.at("name").get<std::string>());
+            EXPECT_EQ(t.shape, json_shape(expected.at("shape"))) << t.name;
+            EXPECT_EQ(t.type, expected.at("dtype") == "int64" ? GGML_TYPE_I64 : GGML_TYPE_F32) << t.name;
+            EXPECT_EQ(t.rule, expected.at("rule").get<std::string>());
+            EXPECT_EQ(t.stored, expected.at("rule") != "computed_constant_not_saved") << t.name;
+            stored += t.stored;
+        }
+        EXPECT_EQ(stored, checkpoint.at("n_tensors").get<size_t>());
+    }
+}
+
+} // namespace
+} // namespace chatterbox::synthetic
