@@ -1,0 +1,64 @@
+#include "stages_s3gen_flow.h"
+
+#include "core/backend.h"
+#include "core/error.h"
+#include "models/chatterbox/model_files.h"
+#include "models/chatterbox/s3gen/flow.h"
+
+#include <limits>
+
+namespace chatterbox::golden {
+
+namespace {
+
+std::vector<int32_t> token_ids(const NpyArray &array, const char *name) {
+    std::vector<int32_t> ids;
+    for (int64_t id : array.i64()) {
+        if (id < std::numeric_limits<int32_t>::min() || id > std::numeric_limits<int32_t>::max())
+            fail(name, ": token id ", id, " does not fit 32 bits");
+        ids.push_back(int32_t(id));
+    }
+    return ids;
+}
+
+void run_flow(GoldenRun &run) {
+    using namespace s3gen;
+    const ModelFiles files = ModelFiles::open(run.model_path());
+    Backend backend(BackendOptions{"cpu", run.threads()});
+    const FlowModel model(files.weights(), backend, FlowHParams::from_model(files.hparams().s3gen));
+    const FlowHParams &hp = model.hparams();
+
+    FlowReference reference;
+    reference.prompt_tokens = token_ids(run.input("s3gen_prompt_tokens"), "s3gen_prompt_tokens");
+    reference.prompt_mel = run.input("s3gen_prompt_feat").f32();
+    reference.xvector = run.input("campplus_xvector").f32();
+    const std::vector<int32_t> tokens = token_ids(run.input("s3gen_input_tokens"), "s3gen_input_tokens");
+    const std::vector<float> noise = run.input("flow_noise").f32();
+
+    FlowSession session(model);
+    const FlowEncoding encoding = session.encode(tokens, reference);
+    const int64_t frames = encoding.frames, mel = hp.mel_bins;
+    run.write("flow_spk_emb", NpyArray::from_f32({1, mel}, encoding.speaker));
+    run.write("flow_encoder_out", NpyArray::from_f32({1, frames, hp.encoder_dim}, encoding.hidden));
+    run.write("flow_mu", NpyArray::from_f32({1, mel, frames}, encoding.mu));
+
+    EstimatorGraph &graph = session.estimator_graph(frames);
+    graph.set_conditioning(encoding.mu, encoding.speaker, session.prompt_condition(reference, frames));
+    run.write("flow_estimator_step0_out", NpyArray::from_f32({2, mel, frames}, graph.velocity(noise, 0.0f)));
+
+    const std::vector<float> full = session.solve(encoding, reference, noise);
+    run.write("flow_cfm_out_full", NpyArray::from_f32({1, mel, frames}, full));
+    const Mel generated = generated_part(full, mel, frames, int64_t(reference.prompt_mel.size()) / mel);
+    run.write("flow_mel", NpyArray::from_f32({1, mel, generated.frames}, generated.values));
+}
+
+} // namespace
+
+Stage s3gen_flow_stage() {
+    return {"s3gen_flow",
+            {"flow_spk_emb", "flow_encoder_out", "flow_mu", "flow_estimator_step0_out", "flow_cfm_out_full",
+             "flow_mel"},
+            run_flow};
+}
+
+} // namespace chatterbox::golden
