@@ -6,7 +6,6 @@ namespace chatterbox::golden {
 const std::vector<Stage> &all_stages() {
     static const std::vector<Stage> stages = [] {
         std::vector<Stage> s;
-        add_t3_stages(s);
         s.push_back(s3gen_flow_stage());
         return s;
     }();
