@@ -1,0 +1,50 @@
+#pragma once
+// The neural-source-filter excitation of HiFT (SineGen + SourceModuleHnNSF, spec hift.md §3),
+// computed on the host: f0 per mel frame -> source s (480 samples per frame) in [-1, 1].
+//
+//   f0_up    = nearest-upsample(f0, x480)
+//   theta_h  = 2 pi (cumsum(f0_up h / 24000) mod 1),                 h = 1..9
+//   sine_h   = 0.1 sin(theta_h + phi_h)   (phi_1 = 0)
+//   sine_h   = sine_h uv + (uv 0.003 + (1 - uv) 0.1/3) n_h,          uv = f0_up > 10 Hz, n_h ~ N(0, 1)
+//   s        = tanh(l_linear(sine_1..9))
+//
+// The random draws (phi, n) are a SourceNoise: recorded by a golden run, or drawn from the
+// engine's seeded generator.
+
+#include "core/module_weights.h"
+#include "models/chatterbox/hift/hift_hparams.h"
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace chatterbox::hift {
+
+// The random inputs of SineGen for one call of `samples` output samples.
+struct SourceNoise {
+    std::vector<float> phases; // (harmonics) initial phase per harmonic, U(-pi, pi); phases[0] is not used (0)
+    std::vector<float> noise;  // (harmonics, samples) harmonic-major, N(0, 1) before scaling by the noise amplitude
+
+    int64_t samples(int harmonics) const { return harmonics > 0 ? int64_t(noise.size()) / harmonics : 0; }
+};
+
+// Draws a SourceNoise from rng: first the phases of harmonics 2..9 (std::uniform_real_distribution
+// over [-pi, pi)), then the noise harmonic by harmonic, sample by sample (std::normal_distribution).
+// The distributions are the standard library's: the same seed gives the same draws on one build.
+SourceNoise draw_source_noise(std::mt19937_64 &rng, int harmonics, int64_t samples);
+
+// l_linear (Linear 9 -> 1), kept on the host: the merge runs per sample in the source loop.
+struct SourceMerge {
+    std::vector<float> weight; // (harmonics)
+    float bias = 0.0f;
+
+    SourceMerge() = default;
+    SourceMerge(ModuleWeights &w, const std::string &prefix, const HiftHParams &hp);
+};
+
+// The source s (f0.size() * 480 samples). Throws when the noise does not match the length.
+std::vector<float> sine_source(const std::vector<float> &f0, const SourceNoise &noise, const SourceMerge &merge,
+                               const HiftHParams &hp);
+
+} // namespace chatterbox::hift

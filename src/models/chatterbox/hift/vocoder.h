@@ -1,0 +1,86 @@
+#pragma once
+// The HiFT vocoder: 80-bin mel (80, T) at 50 Hz -> 24 kHz waveform of 480 T samples
+// (HiFTGenerator.inference + S3Gen's trim_fade, spec hift.md, s3gen.md §7):
+//
+//   f0     = F0Predictor(mel)                                  graph, (T)
+//   s      = sine_source(f0, noise)                            host, (480 T)
+//   heads  = Generator(mel, source_stft(s))                    graph, (18, 120 T + 1)
+//   raw    = clamp(istft(min(exp(mag), 100), sin(phase)))      host, (480 T)
+//   wave   = trim_fade(raw)                                    first 20 ms zero, next 20 ms fade in
+//
+//   hift::Vocoder vocoder(store, backend);                    // binds every `s3gen.mel2wav.*` tensor
+//   std::vector<float> wave = vocoder.synthesize(mel, nullptr, seed);
+//
+// Tensors: every `mel2wav.*` tensor of the official s3gen.safetensors is used; none is ignored.
+// Graphs are built for a mel length on first use and reused while the length repeats. A Vocoder
+// is not safe for concurrent calls (the graphs are its state); the weights are immutable.
+
+#include "core/backend.h"
+#include "core/graph.h"
+#include "core/module_weights.h"
+#include "core/weight_store.h"
+#include "models/chatterbox/hift/f0_predictor.h"
+#include "models/chatterbox/hift/generator.h"
+#include "models/chatterbox/hift/hift_hparams.h"
+#include "models/chatterbox/hift/sine_source.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace chatterbox::hift {
+
+// What a golden run taps along the way.
+struct VocoderTaps {
+    std::vector<float> f0;     // (T) Hz
+    std::vector<float> source; // (480 T)
+    std::vector<float> raw;    // (480 T) before trim_fade
+};
+
+// S3Gen's trim_fade in place: samples [0, n) times 0, [n, 2n) times (cos(linspace(pi, 0, n)) + 1) / 2.
+void apply_trim_fade(std::vector<float> &wave, int64_t fade_samples);
+
+class Vocoder {
+  public:
+    // prefix: where mel2wav lives in the store ("s3gen.mel2wav."). Every problem with the tensors
+    // (missing, mis-shaped, unexpected) is reported in one Error.
+    Vocoder(const WeightStore &store, Backend &backend, const HiftHParams &hp = HiftHParams::standard(),
+            const std::string &prefix = "s3gen.mel2wav.");
+    ~Vocoder();
+    Vocoder(const Vocoder &) = delete;
+    Vocoder &operator=(const Vocoder &) = delete;
+
+    const HiftHParams &hparams() const { return hp_; }
+    size_t weight_bytes() const { return weights_.bytes(); }
+
+    // mel: (80, T) channel-major. Throws Error for an empty mel, a size that is not whole 80-bin
+    // frames, more than max_frames frames or a non-finite value. Returns T.
+    int64_t validate(const std::vector<float> &mel) const;
+
+    // The whole vocoder with trim_fade: 480 T samples in [-0.99, 0.99]. The source noise is the
+    // injected one (golden runs; it must cover 480 T samples), or drawn from std::mt19937_64(seed)
+    // by draw_source_noise. Same seed, same mel -> bit-identical output.
+    std::vector<float> synthesize(const std::vector<float> &mel, const SourceNoise *injected = nullptr,
+                                  uint64_t seed = 0, VocoderTaps *taps = nullptr);
+
+    // The stages, for golden runs and tests.
+    std::vector<float> predict_f0(const std::vector<float> &mel);                               // (T)
+    std::vector<float> source(const std::vector<float> &f0, const SourceNoise &noise) const;    // (480 T)
+    std::vector<float> decode(const std::vector<float> &mel, const std::vector<float> &source); // raw wave
+
+  private:
+    struct F0Graph;
+    struct DecoderGraph;
+
+    HiftHParams hp_;
+    Backend &backend_;
+    ModuleWeights weights_;
+    F0Predictor f0_predictor_;
+    SourceMerge source_merge_;
+    Generator generator_;
+    std::unique_ptr<F0Graph> f0_graph_;           // for the last mel length used
+    std::unique_ptr<DecoderGraph> decoder_graph_; // for the last mel length used
+};
+
+} // namespace chatterbox::hift
