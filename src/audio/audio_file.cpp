@@ -1,0 +1,138 @@
+#include "audio/audio_file.h"
+
+#include "core/error.h"
+
+#include <sndfile.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <iterator>
+#include <memory>
+#include <system_error>
+
+namespace chatterbox::audio {
+namespace {
+
+struct SndfileCloser {
+    void operator()(SNDFILE *file) const { sf_close(file); }
+};
+using SndfilePtr = std::unique_ptr<SNDFILE, SndfileCloser>;
+
+std::string lowercase_extension(const std::string &path) {
+    std::string ext = std::filesystem::path(path).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return ext;
+}
+
+// The libsndfile format code for an output path, from its extension.
+int output_format(const std::string &path, const WriteOptions &options) {
+    const std::string ext = lowercase_extension(path);
+    if (ext == ".wav")
+        return SF_FORMAT_WAV | (options.wav_encoding == WavEncoding::float32 ? SF_FORMAT_FLOAT : SF_FORMAT_PCM_16);
+    if (ext == ".flac") return SF_FORMAT_FLAC | SF_FORMAT_PCM_16;
+    if (ext == ".ogg") return SF_FORMAT_OGG | SF_FORMAT_VORBIS;
+    if (ext == ".mp3") return SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III;
+    fail("write_audio: cannot choose a format for '", path, "': extension '", ext,
+         "' is not one of .wav, .flac, .ogg, .mp3");
+}
+
+// Averages interleaved channels in float32, in channel order, as numpy's mean over the channel axis does.
+void append_mono(const std::vector<float> &interleaved, sf_count_t frames, int channels, std::vector<float> &out) {
+    if (channels == 1) {
+        out.insert(out.end(), interleaved.begin(), interleaved.begin() + frames);
+        return;
+    }
+    for (sf_count_t f = 0; f < frames; ++f) {
+        const float *frame = interleaved.data() + f * channels;
+        float sum = 0.0f;
+        for (int c = 0; c < channels; ++c) sum += frame[c];
+        out.push_back(sum / float(channels));
+    }
+}
+
+} // namespace
+
+Audio read_audio(const std::string &path, const ReadOptions &options) {
+    if (!(options.max_seconds > 0)) fail("read_audio: max_seconds must be positive, got ", options.max_seconds);
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (ec || !std::filesystem::exists(status)) fail("read_audio: cannot open '", path, "': no such file");
+    if (!std::filesystem::is_regular_file(status)) fail("read_audio: '", path, "' is not a regular file");
+    if (std::filesystem::file_size(path, ec) == 0 && !ec) fail("read_audio: '", path, "' is empty (0 bytes)");
+
+    SF_INFO info{};
+    SndfilePtr file(sf_open(path.c_str(), SFM_READ, &info));
+    if (!file)
+        fail("read_audio: '", path,
+             "' is not an audio file libsndfile can decode (wav, flac, ogg, opus, mp3 ...): ", sf_strerror(nullptr));
+    if (info.samplerate <= 0 || info.channels <= 0)
+        fail("read_audio: '", path, "' reports ", info.samplerate, " Hz and ", info.channels, " channels");
+
+    const double max_frames = options.max_seconds * info.samplerate;
+    if (info.frames > max_frames && info.frames != SF_COUNT_MAX)
+        fail("read_audio: '", path, "' is ", double(info.frames) / info.samplerate, " s long; the limit is ",
+             options.max_seconds, " s");
+
+    Audio audio;
+    audio.sample_rate = info.samplerate;
+    const int channels = info.channels;
+    const sf_count_t block_frames = std::max<sf_count_t>(1, (1 << 18) / channels); // ~1 MB per block
+    std::vector<float> block(static_cast<size_t>(block_frames) * channels);
+    for (;;) {
+        const sf_count_t got = sf_readf_float(file.get(), block.data(), block_frames);
+        if (got <= 0) break;
+        for (size_t i = 0; i < size_t(got) * channels; ++i)
+            if (!std::isfinite(block[i]))
+                fail("read_audio: '", path, "' holds a non-finite sample (NaN or infinity) at frame ",
+                     audio.samples.size() + i / channels);
+        append_mono(block, got, channels, audio.samples);
+        if (double(audio.samples.size()) > max_frames)
+            fail("read_audio: '", path, "' is longer than the limit of ", options.max_seconds, " s");
+    }
+    if (sf_error(file.get()) != SF_ERR_NO_ERROR)
+        fail("read_audio: decoding '", path, "' failed after ", audio.samples.size(),
+             " frames: ", sf_strerror(file.get()));
+    if (audio.samples.empty()) fail("read_audio: '", path, "' holds no audio samples (0 frames)");
+    return audio;
+}
+
+void write_audio(const std::string &path, const std::vector<float> &samples, int sample_rate,
+                 const WriteOptions &options) {
+    if (sample_rate <= 0) fail("write_audio: '", path, "': sample rate must be positive, got ", sample_rate);
+    if (samples.empty()) fail("write_audio: '", path, "': no samples to write");
+    for (size_t i = 0; i < samples.size(); ++i)
+        if (!std::isfinite(samples[i]))
+            fail("write_audio: '", path, "': sample ", i, " is not finite (", samples[i], ")");
+
+    SF_INFO info{};
+    info.samplerate = sample_rate;
+    info.channels = 1;
+    info.format = output_format(path, options);
+    // libsndfile leaks its LAME encoder when it refuses an MPEG sample rate, so check the rate first.
+    constexpr int mpeg_rates[] = {8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000};
+    if ((info.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_MPEG &&
+        std::find(std::begin(mpeg_rates), std::end(mpeg_rates), sample_rate) == std::end(mpeg_rates))
+        fail("write_audio: '", path,
+             "': MP3 only supports sample rates of 8000, 11025, 12000, 16000, 22050, 24000, "
+             "32000, 44100 and 48000 Hz, got ",
+             sample_rate);
+    if (!sf_format_check(&info))
+        fail("write_audio: '", path, "': libsndfile cannot encode this format at ", sample_rate, " Hz");
+
+    SndfilePtr file(sf_open(path.c_str(), SFM_WRITE, &info));
+    if (!file) fail("write_audio: cannot create '", path, "': ", sf_strerror(nullptr));
+    // Integer encoders wrap out-of-range floats unless clipping is switched on.
+    sf_command(file.get(), SFC_SET_CLIPPING, nullptr, SF_TRUE);
+
+    const sf_count_t frames = sf_count_t(samples.size());
+    const sf_count_t written = sf_writef_float(file.get(), samples.data(), frames);
+    if (written != frames)
+        fail("write_audio: writing '", path, "' stopped after ", written, " of ", frames,
+             " frames: ", sf_strerror(file.get()));
+    SNDFILE *raw = file.release();
+    if (sf_close(raw) != 0) fail("write_audio: finishing '", path, "' failed");
+}
+
+} // namespace chatterbox::audio
