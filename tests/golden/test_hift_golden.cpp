@@ -17,8 +17,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <numeric>
 #include <memory>
+#include <numeric>
 
 using namespace chatterbox;
 using namespace chatterbox::hift;
@@ -128,9 +128,8 @@ TEST_F(HiftGolden, SameSeedGivesIdenticalAudio) {
     // Statistically like the reference: the recorded draws are one sample of the same distributions.
     const double rms = std::sqrt(std::inner_product(a.begin(), a.end(), a.begin(), 0.0) / double(a.size()));
     const std::vector<float> reference = read_f32("pipeline_wav");
-    const double reference_rms =
-        std::sqrt(std::inner_product(reference.begin(), reference.end(), reference.begin(), 0.0) /
-                  double(reference.size()));
+    const double reference_rms = std::sqrt(
+        std::inner_product(reference.begin(), reference.end(), reference.begin(), 0.0) / double(reference.size()));
     std::printf("[hift] seeded RMS %.4f vs reference RMS %.4f\n", rms, reference_rms);
     EXPECT_NEAR(rms, reference_rms, 0.2 * reference_rms);
 }

@@ -114,7 +114,7 @@ TEST(HiftSpectral, SourceStftMatchesADirectDft) {
 TEST(HiftSpectral, HeadClipsMagnitudeAndClampsTheWave) {
     const int64_t frames = 41;
     std::vector<float> heads(size_t(18 * frames), 0.0f);
-    for (int64_t i = 0; i < 9 * frames; ++i) heads[size_t(i)] = 1000.0f; // exp overflows: clipped at 100
+    for (int64_t i = 0; i < 9 * frames; ++i) heads[size_t(i)] = 1000.0f;        // exp overflows: clipped at 100
     for (int64_t i = 9 * frames; i < 18 * frames; ++i) heads[size_t(i)] = 1.5f; // phase sin(1.5)
     const std::vector<float> wave = heads_to_wave(heads, frames, kHp);
     ASSERT_EQ(wave.size(), size_t(4 * (frames - 1)));

@@ -54,15 +54,15 @@ Generator::Generator(ModuleWeights &w, const HiftHParams &hparams) : hp(hparams)
         // stride = the upsampling still to come; the last stage is a 1x1 convolution.
         int remaining = 1;
         for (int j = i + 1; j < 3; ++j) remaining *= hp.upsample_rates[size_t(j)];
-        const nn::ConvOptions down = remaining == 1 ? nn::ConvOptions()
-                                                    : nn::ConvOptions().with_stride(remaining).with_padding(remaining / 2);
+        const nn::ConvOptions down =
+            remaining == 1 ? nn::ConvOptions() : nn::ConvOptions().with_stride(remaining).with_padding(remaining / 2);
         source_downs[size_t(i)] =
             nn::Conv1d(w, "source_downs." + n, stft_channels, out, remaining == 1 ? 1 : 2 * remaining, down);
-        source_resblocks[size_t(i)] = ResBlock(w, "source_resblocks." + n, out,
-                                               hp.source_resblock_kernels[size_t(i)], hp.dilations);
+        source_resblocks[size_t(i)] =
+            ResBlock(w, "source_resblocks." + n, out, hp.source_resblock_kernels[size_t(i)], hp.dilations);
         for (size_t j = 0; j < hp.resblock_kernels.size(); ++j)
-            resblocks.emplace_back(w, "resblocks." + std::to_string(3 * i + int(j)), out,
-                                   hp.resblock_kernels[j], hp.dilations);
+            resblocks.emplace_back(w, "resblocks." + std::to_string(3 * i + int(j)), out, hp.resblock_kernels[j],
+                                   hp.dilations);
     }
     conv_post = nn::Conv1d(w, "conv_post", hp.channels(2), stft_channels, hp.conv_post_kernel,
                            nn::ConvOptions().with_padding(hp.conv_post_kernel / 2).with_weight_norm());

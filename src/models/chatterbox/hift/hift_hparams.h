@@ -30,7 +30,7 @@ struct HiftHParams {
     std::array<int, 3> dilations = {1, 3, 5}; // every resblock and source resblock
     int conv_pre_kernel = 7;
     int conv_post_kernel = 7;
-    float lrelu_slope = 0.1f;       // before each upsampling
+    float lrelu_slope = 0.1f;        // before each upsampling
     float final_lrelu_slope = 0.01f; // F.leaky_relu default before conv_post
 
     // iSTFT head.
@@ -46,10 +46,12 @@ struct HiftHParams {
     // upsampling stage holds 120 T + 1 samples x 64 channels and an im2col 11 times that.
     int64_t max_frames = 3000;
 
-    int64_t spectrum_bins() const { return n_fft / 2 + 1; }                                          // 9
-    int64_t upsample_factor() const { return int64_t(upsample_rates[0]) * upsample_rates[1] * upsample_rates[2]; } // 120
-    int64_t samples_per_frame() const { return upsample_factor() * hop; }                               // 480
-    int64_t channels(int stage) const { return base_channels >> (stage + 1); }                        // 256, 128, 64
+    int64_t spectrum_bins() const { return n_fft / 2 + 1; } // 9
+    int64_t upsample_factor() const {
+        return int64_t(upsample_rates[0]) * upsample_rates[1] * upsample_rates[2];
+    }                                                                          // 120
+    int64_t samples_per_frame() const { return upsample_factor() * hop; }      // 480
+    int64_t channels(int stage) const { return base_channels >> (stage + 1); } // 256, 128, 64
 
     static HiftHParams standard() { return {}; }
 };

@@ -32,8 +32,8 @@ std::vector<float> sine_source(const std::vector<float> &f0, const SourceNoise &
     if (noise.phases.size() != size_t(harmonics))
         fail("HiFT source: ", noise.phases.size(), " initial phases given, expected ", harmonics);
     if (noise.noise.size() != size_t(harmonics * samples))
-        fail("HiFT source: noise of ", noise.noise.size(), " values given, expected ", harmonics, " x ", samples,
-             " (", f0.size(), " mel frames x ", upsample, " samples)");
+        fail("HiFT source: noise of ", noise.noise.size(), " values given, expected ", harmonics, " x ", samples, " (",
+             f0.size(), " mel frames x ", upsample, " samples)");
     if (merge.weight.size() != size_t(harmonics)) fail("HiFT source: l_linear has ", merge.weight.size(), " weights");
 
     // Accumulated per sample across harmonics: sum_h w_h sine_h, in double, rounded once.
