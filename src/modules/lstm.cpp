@@ -1,0 +1,120 @@
+#include "modules/lstm.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace chatterbox::nn {
+
+namespace {
+
+std::vector<float> transposed(const std::vector<float> &m, int64_t rows, int64_t cols) {
+    std::vector<float> t(m.size());
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) t[size_t(c * rows + r)] = m[size_t(r * cols + c)];
+    return t;
+}
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+// out (rows, n) = bias + x (rows, k_count) m (k_count, n), all row-major. Rows are taken in blocks so
+// that each weight row is read once per block while it is in cache.
+void project_rows(float *out, const float *x, const float *m, const float *bias, int64_t rows, int64_t k_count,
+                  int64_t n) {
+    constexpr int64_t kBlock = 32;
+    for (int64_t r = 0; r < rows; ++r) std::copy(bias, bias + n, out + r * n);
+    for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
+        const int64_t r1 = std::min(rows, r0 + kBlock);
+        for (int64_t k = 0; k < k_count; ++k) {
+            const float *row = m + k * n;
+            for (int64_t r = r0; r < r1; ++r) {
+                const float s = x[r * k_count + k];
+                float *o = out + r * n;
+                for (int64_t j = 0; j < n; ++j) o[j] += s * row[j];
+            }
+        }
+    }
+}
+
+} // namespace
+
+Lstm::Lstm(ModuleWeights &w, const std::string &prefix, int64_t input, int64_t hidden, int n_layers)
+    : input(input), hidden(hidden) {
+    if (input <= 0 || hidden <= 0 || n_layers <= 0)
+        fail("nn::Lstm ", prefix, ": sizes must be positive (input ", input, ", hidden ", hidden, ", layers ",
+             n_layers, ")");
+    const int64_t gates = 4 * hidden;
+    for (int k = 0; k < n_layers; ++k) {
+        const std::string suffix = "_l" + std::to_string(k);
+        Layer layer;
+        layer.input = k == 0 ? input : hidden;
+        layer.input_weight_t =
+            transposed(w.host_f32(prefix + ".weight_ih" + suffix, {gates, layer.input}), gates, layer.input);
+        layer.hidden_weight_t = transposed(w.host_f32(prefix + ".weight_hh" + suffix, {gates, hidden}), gates, hidden);
+        layer.bias = w.host_f32(prefix + ".bias_ih" + suffix, {gates});
+        const std::vector<float> bias_hh = w.host_f32(prefix + ".bias_hh" + suffix, {gates});
+        for (int64_t j = 0; j < gates; ++j) layer.bias[size_t(j)] += bias_hh[size_t(j)];
+        layers.push_back(std::move(layer));
+    }
+}
+
+std::vector<float> Lstm::run_layer(const Layer &layer, const std::vector<float> &x, int64_t batch,
+                                   int64_t steps) const {
+    const int64_t H = hidden, G = 4 * hidden;
+    // Input projections of every step at once (no dependency between steps), bias included.
+    std::vector<float> projected(size_t(batch * steps * G));
+    project_rows(projected.data(), x.data(), layer.input_weight_t.data(), layer.bias.data(), batch * steps,
+                 layer.input, G);
+    std::vector<float> h(size_t(batch * H), 0.0f), c(size_t(batch * H), 0.0f);
+    std::vector<float> output(size_t(batch * steps * H));
+    std::vector<float> gates(size_t(batch * G));
+    for (int64_t t = 0; t < steps; ++t) {
+        for (int64_t b = 0; b < batch; ++b) {
+            const float *pre = projected.data() + (b * steps + t) * G;
+            std::copy(pre, pre + G, gates.begin() + b * G);
+        }
+        // Recurrent term, weight row outermost: each row is read once per step for the whole batch.
+        for (int64_t k = 0; k < H; ++k) {
+            const float *row = layer.hidden_weight_t.data() + k * G;
+            for (int64_t b = 0; b < batch; ++b) {
+                const float s = h[size_t(b * H + k)];
+                float *g = gates.data() + b * G;
+                for (int64_t j = 0; j < G; ++j) g[j] += s * row[j];
+            }
+        }
+        for (int64_t b = 0; b < batch; ++b) {
+            const float *g = gates.data() + b * G;
+            float *hb = h.data() + b * H;
+            float *cb = c.data() + b * H;
+            float *out = output.data() + (b * steps + t) * H;
+            for (int64_t u = 0; u < H; ++u) {
+                const float i = sigmoid(g[u]);
+                const float f = sigmoid(g[H + u]);
+                const float cell = std::tanh(g[2 * H + u]);
+                const float o = sigmoid(g[3 * H + u]);
+                cb[u] = f * cb[u] + i * cell;
+                hb[u] = o * std::tanh(cb[u]);
+                out[u] = hb[u];
+            }
+        }
+    }
+    return output;
+}
+
+std::vector<float> Lstm::final_hidden(const std::vector<float> &x, int64_t batch, int64_t steps) const {
+    if (layers.empty()) fail("nn::Lstm: not initialised");
+    if (batch <= 0 || steps <= 0) fail("nn::Lstm: empty input (batch ", batch, ", steps ", steps, ")");
+    if (int64_t(x.size()) != batch * steps * input)
+        fail("nn::Lstm: input has ", x.size(), " values, expected batch ", batch, " x steps ", steps, " x input ",
+             input, " = ", batch * steps * input);
+    std::vector<float> sequence = x;
+    for (const Layer &layer : layers) sequence = run_layer(layer, sequence, batch, steps);
+    std::vector<float> last(size_t(batch * hidden));
+    for (int64_t b = 0; b < batch; ++b)
+        for (int64_t u = 0; u < hidden; ++u)
+            last[size_t(b * hidden + u)] = sequence[size_t((b * steps + steps - 1) * hidden + u)];
+    return last;
+}
+
+} // namespace chatterbox::nn

@@ -1,0 +1,117 @@
+// needs: synthetic-weights
+// The VoiceEncoder from the golden 40-bin mel (ve_mel), full-size synthetic weights: per-partial
+// embeddings and the speaker embedding against the official implementation; input validation.
+
+#include "core/backend.h"
+#include "core/error.h"
+#include "core/npy.h"
+#include "core/weight_store.h"
+#include "models/chatterbox/voice_encoder/voice_encoder.h"
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+
+using namespace chatterbox;
+using namespace chatterbox::test;
+
+namespace {
+
+double max_abs(const std::vector<float> &v) {
+    double m = 0;
+    for (float x : v) m = std::max(m, double(std::fabs(x)));
+    return m;
+}
+
+void expect_golden(const std::vector<float> &actual, const std::string &name) {
+    const std::vector<float> expected = read_npy(golden_path(name + ".npy")).f32();
+    ASSERT_EQ(actual.size(), expected.size()) << name;
+    const Diff diff = compare(actual, expected);
+    const Tolerance tolerance = golden_tolerance(name);
+    std::printf("[voice_encoder] %-18s max abs %.3g  max rel %.3g  (tolerance %s)\n", name.c_str(), diff.max_abs,
+                diff.max_rel, tolerance.str().c_str());
+    EXPECT_TRUE(tolerance.accepts(diff, max_abs(expected)))
+        << name << ": max abs " << diff.max_abs << " at " << diff.worst_index << ", tolerance " << tolerance.str();
+}
+
+class VoiceEncoderGolden : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        store_ = std::make_unique<WeightStore>();
+        store_->add_safetensors(synthetic_dir() + "/ve.safetensors", "ve.");
+        backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
+        encoder_ = std::make_unique<voice_encoder::VoiceEncoder>(*store_, *backend_);
+        const NpyArray mel = read_npy(golden_path("ve_mel.npy"));
+        frames_ = mel.shape.at(0);
+        mel_ = mel.f32();
+    }
+    static void TearDownTestSuite() {
+        encoder_.reset();
+        backend_.reset();
+        store_.reset();
+    }
+    static std::unique_ptr<WeightStore> store_;
+    static std::unique_ptr<Backend> backend_;
+    static std::unique_ptr<voice_encoder::VoiceEncoder> encoder_;
+    static std::vector<float> mel_;
+    static int64_t frames_;
+};
+
+std::unique_ptr<WeightStore> VoiceEncoderGolden::store_;
+std::unique_ptr<Backend> VoiceEncoderGolden::backend_;
+std::unique_ptr<voice_encoder::VoiceEncoder> VoiceEncoderGolden::encoder_;
+std::vector<float> VoiceEncoderGolden::mel_;
+int64_t VoiceEncoderGolden::frames_ = 0;
+
+TEST_F(VoiceEncoderGolden, PartialAndSpeakerEmbeddings) {
+    ASSERT_EQ(frames_, 697);
+    const voice_encoder::Embedding e = encoder_->embed(mel_, frames_);
+    EXPECT_EQ(e.partials, 8);
+    expect_golden(e.partial_embeds, "ve_partial_embeds");
+    expect_golden(e.speaker_emb, "ve_speaker_emb");
+}
+
+TEST_F(VoiceEncoderGolden, ShortMelIsOnePaddedPartial) {
+    // 10 frames: one partial, zero-padded to 160 frames; still a unit vector.
+    const std::vector<float> head(mel_.begin(), mel_.begin() + 10 * voice_encoder::kMelBins);
+    const voice_encoder::Embedding e = encoder_->embed(head, 10);
+    ASSERT_EQ(e.partials, 1);
+    double norm = 0;
+    for (float v : e.speaker_emb) norm += double(v) * v;
+    EXPECT_NEAR(norm, 1.0, 1e-5);
+    // The mean of one unit vector, renormalised: the same vector up to rounding.
+    ASSERT_EQ(e.partial_embeds.size(), e.speaker_emb.size());
+    EXPECT_LT(compare(e.speaker_emb, e.partial_embeds).max_abs, 1e-6);
+}
+
+TEST_F(VoiceEncoderGolden, RejectsBadInput) {
+    EXPECT_THROW(encoder_->embed({}, 0), Error);
+    EXPECT_THROW(encoder_->embed(mel_, frames_ - 1), Error);
+    std::vector<float> bad = mel_;
+    bad[4321] = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_THROW(encoder_->embed(bad, frames_), Error);
+    voice_encoder::PartialOptions options;
+    options.min_coverage = 0.0;
+    EXPECT_THROW(encoder_->embed(mel_, frames_, options), Error);
+}
+
+TEST(VoiceEncoderWeights, ReportsMissingAndUnexpectedTensors) {
+    WeightStore store;
+    store.add_safetensors(synthetic_dir() + "/ve.safetensors", "ve.");
+    store.add_tensor(HostTensor("ve.extra.weight", GGML_TYPE_F32, {3}));
+    Backend backend(BackendOptions{"cpu", 1});
+    try {
+        voice_encoder::VoiceEncoder encoder(store, backend);
+        FAIL() << "an unexpected tensor was accepted";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("ve.extra.weight"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(voice_encoder::VoiceEncoder(store, backend, "missing."), Error);
+}
+
+} // namespace
