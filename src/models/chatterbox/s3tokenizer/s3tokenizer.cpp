@@ -1,0 +1,124 @@
+#include "models/chatterbox/s3tokenizer/s3tokenizer.h"
+
+#include "core/error.h"
+#include "core/graph.h"
+#include "modules/activations.h"
+#include "modules/attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace chatterbox::s3tokenizer {
+
+namespace {
+
+constexpr int kFsmnKernel = 31;
+constexpr float kRopeBase = 10000.0f;
+constexpr float kFsqScale = 0.999f; // 0.9990000128746033 in the reference: the float32 value
+
+ggml_tensor *transpose(ggml_context *ctx, ggml_tensor *x) {
+    return ggml_cont(ctx, ggml_transpose(ctx, ggml_reshape_2d(ctx, x, x->ne[0], x->ne[1])));
+}
+
+} // namespace
+
+int32_t fsq_token(const float *projection) {
+    int32_t token = 0, power = 1;
+    for (int64_t i = 0; i < kFsqDims; ++i) {
+        // torch.round: half to even, as std::nearbyint in the default rounding mode.
+        const float digit = std::nearbyint(std::tanh(projection[i]) * kFsqScale) + 1.0f;
+        token += int32_t(digit) * power;
+        power *= 3;
+    }
+    return token;
+}
+
+AttentionBlock::AttentionBlock(ModuleWeights &w, const std::string &prefix)
+    : attn_ln(w, prefix + ".attn_ln", kState, 1e-6f), mlp_ln(w, prefix + ".mlp_ln", kState, 1e-5f),
+      query(w, prefix + ".attn.query", kState, kState), key(w, prefix + ".attn.key", kState, kState, false),
+      value(w, prefix + ".attn.value", kState, kState), out(w, prefix + ".attn.out", kState, kState),
+      fsmn(w, prefix + ".attn.fsmn_block", kState, kState, kFsmnKernel,
+           nn::ConvOptions().with_groups(int(kState)).with_padding(kFsmnKernel / 2).without_bias()),
+      mlp(nn::Linear(w, prefix + ".mlp.0", kState, 4 * kState), nn::Linear(w, prefix + ".mlp.2", 4 * kState, kState),
+          nn::Activation::gelu_erf) {}
+
+ggml_tensor *AttentionBlock::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *positions) const {
+    const int64_t frames = x->ne[1];
+    const int64_t head_dim = kState / kHeads;
+    ggml_tensor *h = attn_ln(ctx, x);
+    auto rope = [&](ggml_tensor *projected) {
+        ggml_tensor *heads = ggml_reshape_4d(ctx, projected, head_dim, kHeads, frames, 1);
+        return ggml_rope_ext(ctx, heads, positions, nullptr, int(head_dim), GGML_ROPE_TYPE_NEOX, 0, kRopeBase, 1.0f,
+                             0.0f, 1.0f, 0.0f, 0.0f);
+    };
+    ggml_tensor *v = value(ctx, h); // [1280, T, 1]
+    ggml_tensor *q = rope(query(ctx, h));
+    ggml_tensor *k = rope(key(ctx, h));
+    ggml_tensor *wv = nn::attention(ctx, q, k, ggml_reshape_4d(ctx, v, head_dim, kHeads, frames, 1));
+    // FSMN memory: depthwise conv over time of the values, plus the values.
+    ggml_tensor *v_time = transpose(ctx, v); // [T, 1280]
+    ggml_tensor *memory = ggml_add(ctx, fsmn(ctx, ggml_reshape_3d(ctx, v_time, frames, kState, 1)),
+                                   ggml_reshape_3d(ctx, v_time, frames, kState, 1));
+    memory = ggml_reshape_3d(ctx, transpose(ctx, memory), kState, frames, 1);
+    x = ggml_add(ctx, x, ggml_add(ctx, out(ctx, wv), memory));
+    return ggml_add(ctx, x, mlp(ctx, mlp_ln(ctx, x)));
+}
+
+S3Tokenizer::S3Tokenizer(const WeightStore &store, Backend &backend, const std::string &prefix)
+    : backend_(backend), weights_(std::make_unique<ModuleWeights>(store, prefix, backend)) {
+    ModuleWeights &w = *weights_;
+    conv1_ = nn::Conv1d(w, "encoder.conv1", kMelBins, kState, 3, nn::ConvOptions().with_stride(2).with_padding(1));
+    conv2_ = nn::Conv1d(w, "encoder.conv2", kState, kState, 3, nn::ConvOptions().with_stride(2).with_padding(1));
+    for (int b = 0; b < kLayers; ++b) blocks_.emplace_back(w, "encoder.blocks." + std::to_string(b));
+    project_down_ = nn::Linear(w, "quantizer._codebook.project_down", kState, kFsqDims);
+    w.ignore("_mel_filters");
+    w.ignore("window");
+    w.load();
+}
+
+S3Tokenizer::~S3Tokenizer() = default;
+
+Tokens S3Tokenizer::tokenize(const std::vector<float> &log_mel, int64_t frames, int64_t max_len) const {
+    if (frames < 1) fail("S3Tokenizer: the log-mel has ", frames, " frames, expected at least 1");
+    if (int64_t(log_mel.size()) != kMelBins * frames)
+        fail("S3Tokenizer: the log-mel has ", log_mel.size(), " values, expected ", kMelBins, " x frames ", frames,
+             " = ", kMelBins * frames);
+    if (max_len < 0) fail("S3Tokenizer: max_len ", max_len, " is negative (0: no limit)");
+    const int64_t kept = max_len > 0 ? std::min(frames, 4 * max_len) : frames;
+    if (kept > kMaxFrames)
+        fail("S3Tokenizer: ", kept, " mel frames (", kept / 100.0,
+             " s) exceed one 30 s window (", kMaxFrames, " frames); longer audio is not supported");
+    // (128, frames) -> ggml [kept, 128]: the first `kept` frames of every bin.
+    std::vector<float> input(size_t(kMelBins * kept));
+    for (int64_t m = 0; m < kMelBins; ++m)
+        for (int64_t t = 0; t < kept; ++t) {
+            const float v = log_mel[size_t(m * frames + t)];
+            if (!std::isfinite(v)) fail("S3Tokenizer: log-mel value ", v, " at bin ", m, ", frame ", t, " is not finite");
+            input[size_t(m * kept + t)] = v;
+        }
+    const int64_t n_tokens = conv2_.output_length(conv1_.output_length(kept));
+
+    GraphRunner graph(backend_);
+    ggml_context *ctx = graph.ctx();
+    ggml_tensor *mel = graph.input("log_mel", GGML_TYPE_F32, {1, kMelBins, kept});
+    ggml_tensor *positions = graph.input("positions", GGML_TYPE_I32, {n_tokens});
+    ggml_tensor *x = nn::gelu_erf(ctx, conv1_(ctx, mel));
+    x = nn::gelu_erf(ctx, conv2_(ctx, x)); // [T', 1280, 1]
+    x = ggml_reshape_3d(ctx, transpose(ctx, x), kState, n_tokens, 1);
+    for (const AttentionBlock &block : blocks_) x = block(ctx, x, positions);
+    ggml_tensor *projection = project_down_(ctx, x); // [8, T', 1]
+    graph.build({projection});
+    graph.set_input(mel, input);
+    std::vector<int32_t> position_values(static_cast<size_t>(n_tokens));
+    for (int64_t t = 0; t < n_tokens; ++t) position_values[size_t(t)] = int32_t(t);
+    graph.set_input(positions, position_values);
+    graph.compute();
+
+    Tokens result;
+    result.projection = graph.read_f32(projection);
+    result.tokens.resize(static_cast<size_t>(n_tokens));
+    for (int64_t t = 0; t < n_tokens; ++t) result.tokens[size_t(t)] = fsq_token(result.projection.data() + t * kFsqDims);
+    return result;
+}
+
+} // namespace chatterbox::s3tokenizer

@@ -1,0 +1,78 @@
+#pragma once
+// S3TokenizerV2 (spec s3tokenizer.md): 128-bin log-mel at 100 frames/s -> 25 Hz speech tokens.
+// Two stride-2 convolutions, 6 pre-norm transformer blocks whose attention (RoPE, 20 heads) carries an
+// FSMN memory (depthwise conv over the values), then FSQ: 8 tanh-bounded values rounded to 3 levels,
+// read as base-3 digits of a token in 0..6560.
+//
+//   WeightStore store;  store.add_safetensors(dir + "/s3gen.safetensors", "s3gen.");
+//   s3tokenizer::S3Tokenizer tokenizer(store, backend);                   // s3gen.tokenizer.*
+//   s3tokenizer::Tokens t = tokenizer.tokenize(log_mel, frames, 150);    // log_mel: (128, frames) row-major
+
+#include "core/backend.h"
+#include "core/module_weights.h"
+#include "core/weight_store.h"
+#include "modules/conv1d.h"
+#include "modules/feed_forward.h"
+#include "modules/linear.h"
+#include "modules/norm.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace chatterbox::s3tokenizer {
+
+constexpr int64_t kMelBins = 128;
+constexpr int64_t kState = 1280;
+constexpr int kHeads = 20;
+constexpr int kLayers = 6;
+constexpr int64_t kFsqDims = 8;
+constexpr int32_t kVocabSize = 6561; // 3^8
+// One 30 s window. Longer inputs go through the reference's sliding windows, which this engine
+// does not implement: they are refused.
+constexpr int64_t kMaxFrames = 3000;
+
+struct Tokens {
+    std::vector<float> projection; // (T', 8): project_down output, before tanh
+    std::vector<int32_t> tokens;   // (T'), T' = ceil(ceil(frames / 2) / 2)
+};
+
+// FSQ of one frame's 8 projected values: digits round(tanh(h) * 0.999) + 1, token = sum digit_i 3^i.
+int32_t fsq_token(const float *projection);
+
+struct AttentionBlock {
+    nn::LayerNorm attn_ln, mlp_ln;
+    nn::Linear query, key, value, out;
+    nn::Conv1d fsmn; // depthwise, kernel 31, padding 15 / 15
+    nn::FeedForward mlp;
+
+    AttentionBlock() = default;
+    AttentionBlock(ModuleWeights &w, const std::string &prefix);
+    // x: ggml [1280, T, 1]; positions: i32 [T] (0..T-1).
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *positions) const;
+};
+
+class S3Tokenizer {
+  public:
+    // Weights under `prefix` ("s3gen.tokenizer." when s3gen.safetensors was added as "s3gen."). The
+    // mel filter bank and window buffers some checkpoints carry are constants of the front end, ignored here.
+    S3Tokenizer(const WeightStore &store, Backend &backend, const std::string &prefix = "s3gen.tokenizer.");
+    ~S3Tokenizer();
+    S3Tokenizer(const S3Tokenizer &) = delete;
+    S3Tokenizer &operator=(const S3Tokenizer &) = delete;
+
+    // log_mel: (128, frames) row-major (S3Tokenizer.log_mel_spectrogram). max_len > 0 keeps the first
+    // 4 * max_len frames (the official forward's max_len). Throws Error for a wrong size, no frames, more
+    // than kMaxFrames frames (after truncation), a negative max_len or non-finite values.
+    Tokens tokenize(const std::vector<float> &log_mel, int64_t frames, int64_t max_len = 0) const;
+
+  private:
+    Backend &backend_;
+    std::unique_ptr<ModuleWeights> weights_;
+    nn::Conv1d conv1_, conv2_;
+    std::vector<AttentionBlock> blocks_;
+    nn::Linear project_down_;
+};
+
+} // namespace chatterbox::s3tokenizer
