@@ -279,6 +279,22 @@ TEST(TextTokenizer, RandomBytesNeverCrash) {
         EXPECT_NO_THROW(tokenizer.decode(ids));
     }
     EXPECT_GT(valid, 300);
+    // Unbiased bytes: encoding succeeds exactly when the bytes are valid UTF-8.
+    for (int iteration = 0; iteration < 2000; ++iteration) {
+        std::string text(rng() % 12, '\0');
+        for (char &byte : text) byte = static_cast<char>(rng() % 256);
+        bool is_valid = true;
+        try {
+            validate_utf8(text, "fuzz");
+        } catch (const Error &) {
+            is_valid = false;
+        }
+        if (is_valid) {
+            EXPECT_NO_THROW(tokenizer.text_to_tokens(text));
+        } else {
+            EXPECT_THROW(tokenizer.text_to_tokens(text), Error);
+        }
+    }
 }
 
 TEST(TextTokenizer, ConcurrentEncodingAgrees) {
