@@ -42,8 +42,8 @@ void project_rows(float *out, const float *x, const float *m, const float *bias,
 Lstm::Lstm(ModuleWeights &w, const std::string &prefix, int64_t input, int64_t hidden, int n_layers)
     : input(input), hidden(hidden) {
     if (input <= 0 || hidden <= 0 || n_layers <= 0)
-        fail("nn::Lstm ", prefix, ": sizes must be positive (input ", input, ", hidden ", hidden, ", layers ",
-             n_layers, ")");
+        fail("nn::Lstm ", prefix, ": sizes must be positive (input ", input, ", hidden ", hidden, ", layers ", n_layers,
+             ")");
     const int64_t gates = 4 * hidden;
     for (int k = 0; k < n_layers; ++k) {
         const std::string suffix = "_l" + std::to_string(k);
@@ -64,8 +64,8 @@ std::vector<float> Lstm::run_layer(const Layer &layer, const std::vector<float> 
     const int64_t H = hidden, G = 4 * hidden;
     // Input projections of every step at once (no dependency between steps), bias included.
     std::vector<float> projected(size_t(batch * steps * G));
-    project_rows(projected.data(), x.data(), layer.input_weight_t.data(), layer.bias.data(), batch * steps,
-                 layer.input, G);
+    project_rows(projected.data(), x.data(), layer.input_weight_t.data(), layer.bias.data(), batch * steps, layer.input,
+                 G);
     std::vector<float> h(size_t(batch * H), 0.0f), c(size_t(batch * H), 0.0f);
     std::vector<float> output(size_t(batch * steps * H));
     std::vector<float> gates(size_t(batch * G));

@@ -38,8 +38,7 @@ struct Lstm {
     std::vector<float> final_hidden(const std::vector<float> &x, int64_t batch, int64_t steps) const;
 
     // One layer over the whole sequence: (batch, steps, layer.input) -> (batch, steps, hidden).
-    std::vector<float> run_layer(const Layer &layer, const std::vector<float> &x, int64_t batch,
-                                 int64_t steps) const;
+    std::vector<float> run_layer(const Layer &layer, const std::vector<float> &x, int64_t batch, int64_t steps) const;
 };
 
 } // namespace chatterbox::nn

@@ -91,8 +91,7 @@ TEST_F(S3TokenizerGolden, MaxLenTruncatesFrames) {
     ASSERT_EQ(cut.tokens.size(), size_t(20));
     // Odd frame counts round up: ceil(ceil(7 / 2) / 2) = 2.
     std::vector<float> seven(size_t(128 * 7));
-    for (int64_t m = 0; m < 128; ++m)
-        std::copy_n(mel.f32().begin() + m * mel.shape.at(1), 7, seven.begin() + m * 7);
+    for (int64_t m = 0; m < 128; ++m) std::copy_n(mel.f32().begin() + m * mel.shape.at(1), 7, seven.begin() + m * 7);
     EXPECT_EQ(tokenizer_->tokenize(seven, 7).tokens.size(), size_t(2));
 }
 
@@ -104,10 +103,10 @@ TEST_F(S3TokenizerGolden, RejectsBadInput) {
     bad[77] = std::numeric_limits<float>::quiet_NaN();
     EXPECT_THROW(tokenizer_->tokenize(bad, 10), Error);
     const int64_t too_long = s3tokenizer::kMaxFrames + 1;
-    EXPECT_THROW(tokenizer_->tokenize(std::vector<float>(size_t(128 * too_long), 0.0f), too_long), Error);
-    // ... unless max_len keeps it within one window.
-    EXPECT_EQ(tokenizer_->tokenize(std::vector<float>(size_t(128 * too_long), 0.0f), too_long, 10).tokens.size(),
-              size_t(10));
+    const std::vector<float> hour(size_t(128 * too_long), 0.0f);
+    EXPECT_THROW(tokenizer_->tokenize(hour, too_long), Error);
+    // ... unless max_len keeps it within the limit.
+    EXPECT_EQ(tokenizer_->tokenize(hour, too_long, 10).tokens.size(), size_t(10));
 }
 
 TEST(S3TokenizerFsq, DigitsAreBase3) {

@@ -23,8 +23,7 @@ ggml_tensor *Conv2d::operator()(ggml_context *ctx, ggml_tensor *x) const {
     if (x->ne[2] != in) fail("campplus Conv2d: input has ", x->ne[2], " channels, expected ", in);
     const int pad = kernel / 2;
     // im2col rows: (C_in, K_freq, K_time) with time fastest, as the PyTorch kernel is laid out.
-    ggml_tensor *columns =
-        ggml_im2col(ctx, weight, x, /*s0 time*/ 1, freq_stride, pad, pad, 1, 1, true, GGML_TYPE_F32);
+    ggml_tensor *columns = ggml_im2col(ctx, weight, x, /*s0 time*/ 1, freq_stride, pad, pad, 1, 1, true, GGML_TYPE_F32);
     const int64_t rows = columns->ne[0], out_time = columns->ne[1], out_freq = columns->ne[2];
     ggml_tensor *flat = ggml_reshape_2d(ctx, columns, rows, out_time * out_freq);
     ggml_tensor *kernel_rows = ggml_reshape_2d(ctx, weight, rows, out);
@@ -38,8 +37,9 @@ ggml_tensor *batch_norm_2d(ggml_context *ctx, const nn::BatchNorm1d &bn, ggml_te
 }
 
 BasicResBlock::BasicResBlock(ModuleWeights &w, const std::string &prefix, int64_t channels, int freq_stride)
-    : conv1(w, prefix + ".conv1", channels, channels, 3, freq_stride), conv2(w, prefix + ".conv2", channels, channels, 3, 1),
-      bn1(w, prefix + ".bn1", channels), bn2(w, prefix + ".bn2", channels), projected_shortcut(freq_stride != 1) {
+    : conv1(w, prefix + ".conv1", channels, channels, 3, freq_stride),
+      conv2(w, prefix + ".conv2", channels, channels, 3, 1), bn1(w, prefix + ".bn1", channels),
+      bn2(w, prefix + ".bn2", channels), projected_shortcut(freq_stride != 1) {
     if (projected_shortcut) {
         shortcut = Conv2d(w, prefix + ".shortcut.0", channels, channels, 1, freq_stride);
         shortcut_bn = nn::BatchNorm1d(w, prefix + ".shortcut.1", channels);
@@ -123,7 +123,8 @@ ggml_tensor *DenseTdnnBlock::operator()(ggml_context *ctx, ggml_tensor *x, const
 }
 
 TransitLayer::TransitLayer(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out)
-    : bn(w, prefix + ".nonlinear.batchnorm", in), linear(w, prefix + ".linear", in, out, 1, nn::ConvOptions().without_bias()) {}
+    : bn(w, prefix + ".nonlinear.batchnorm", in),
+      linear(w, prefix + ".linear", in, out, 1, nn::ConvOptions().without_bias()) {}
 
 ggml_tensor *TransitLayer::operator()(ggml_context *ctx, ggml_tensor *x) const {
     return linear(ctx, nn::relu(ctx, bn(ctx, x)));

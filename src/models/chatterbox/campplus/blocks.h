@@ -69,9 +69,9 @@ struct SegmentPooling {
 // CAMDenseTDNNLayer: BN-ReLU -> 1x1 conv (C_in -> 128) -> BN-ReLU -> CAM layer (-> 32 channels).
 struct CamDenseTdnnLayer {
     nn::BatchNorm1d bn1, bn2;
-    nn::Conv1d linear1;                                      // (128, C_in, 1), no bias
-    nn::Conv1d linear_local;                                 // (32, 128, 3), dilation d, no bias
-    nn::Conv1d context1, context2;                           // cam_layer.linear1 / linear2 (with bias)
+    nn::Conv1d linear1;            // (128, C_in, 1), no bias
+    nn::Conv1d linear_local;       // (32, 128, 3), dilation d, no bias
+    nn::Conv1d context1, context2; // cam_layer.linear1 / linear2 (with bias)
 
     CamDenseTdnnLayer() = default;
     CamDenseTdnnLayer(ModuleWeights &w, const std::string &prefix, int64_t in, int dilation);

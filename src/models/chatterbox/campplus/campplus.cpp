@@ -54,7 +54,7 @@ ggml_tensor *CampPlus::build(ggml_context *ctx, ggml_tensor *x, const SegmentPoo
     ggml_tensor *variance = ggml_scale(ctx, ggml_sum_rows(ctx, ggml_sqr(ctx, centred)), 1.0f / float(frames - 1));
     ggml_tensor *stats = ggml_concat(ctx, ggml_reshape_1d(ctx, mean, mean->ne[1]),
                                      ggml_reshape_1d(ctx, ggml_sqrt(ctx, variance), variance->ne[1]), 0); // [1024]
-    ggml_tensor *embedding = dense_(ctx, ggml_reshape_3d(ctx, stats, 1, stats->ne[0], 1)); // [1, 192, 1]
+    ggml_tensor *embedding = dense_(ctx, ggml_reshape_3d(ctx, stats, 1, stats->ne[0], 1));                // [1, 192, 1]
     return dense_bn_(ctx, embedding);
 }
 

@@ -22,6 +22,34 @@ ggml_tensor *transpose(ggml_context *ctx, ggml_tensor *x) {
 
 } // namespace
 
+int64_t token_count(int64_t frames) { return ((frames + 1) / 2 + 1) / 2; }
+
+std::vector<Window> sliding_windows(int64_t frames) {
+    std::vector<Window> windows;
+    if (frames <= kWindowFrames) return {Window{0, frames}};
+    // Padded, length-masked windows in the reference compute exactly what an unpadded window does:
+    // every conv input, attention key and FSMN input past the length is masked to zero.
+    for (int64_t start = 0; start < frames; start += kWindowStride)
+        windows.push_back(Window{start, std::min(kWindowFrames, frames - start)});
+    return windows;
+}
+
+std::vector<std::pair<int64_t, int64_t>> merged_ranges(const std::vector<int64_t> &window_tokens) {
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    const size_t n = window_tokens.size();
+    for (size_t w = 0; w < n; ++w) {
+        const int64_t count = window_tokens[w];
+        if (n == 1) {
+            ranges.emplace_back(0, count);
+            continue;
+        }
+        const int64_t begin = w == 0 ? 0 : std::min(kOverlapTokens, count);
+        const int64_t end = w + 1 == n ? count : std::max<int64_t>(0, count - kOverlapTokens);
+        ranges.emplace_back(begin, std::max(begin, end));
+    }
+    return ranges;
+}
+
 int32_t fsq_token(const float *projection) {
     int32_t token = 0, power = 1;
     for (int64_t i = 0; i < kFsqDims; ++i) {
@@ -78,6 +106,32 @@ S3Tokenizer::S3Tokenizer(const WeightStore &store, Backend &backend, const std::
 
 S3Tokenizer::~S3Tokenizer() = default;
 
+std::vector<float> S3Tokenizer::project_window(const std::vector<float> &mel, int64_t total,
+                                               const Window &window) const {
+    // (128, total) -> ggml [count, 128]: the window's frames of every bin.
+    std::vector<float> input(size_t(kMelBins * window.frames));
+    for (int64_t m = 0; m < kMelBins; ++m)
+        std::copy_n(mel.begin() + m * total + window.start, window.frames, input.begin() + m * window.frames);
+    const int64_t n_tokens = token_count(window.frames);
+
+    GraphRunner graph(backend_);
+    ggml_context *ctx = graph.ctx();
+    ggml_tensor *log_mel = graph.input("log_mel", GGML_TYPE_F32, {1, kMelBins, window.frames});
+    ggml_tensor *positions = graph.input("positions", GGML_TYPE_I32, {n_tokens});
+    ggml_tensor *x = nn::gelu_erf(ctx, conv1_(ctx, log_mel));
+    x = nn::gelu_erf(ctx, conv2_(ctx, x)); // [T', 1280, 1]
+    x = ggml_reshape_3d(ctx, transpose(ctx, x), kState, n_tokens, 1);
+    for (const AttentionBlock &block : blocks_) x = block(ctx, x, positions);
+    ggml_tensor *projection = project_down_(ctx, x); // [8, T', 1]
+    graph.build({projection});
+    graph.set_input(log_mel, input);
+    std::vector<int32_t> position_values(static_cast<size_t>(n_tokens));
+    for (int64_t t = 0; t < n_tokens; ++t) position_values[size_t(t)] = int32_t(t);
+    graph.set_input(positions, position_values);
+    graph.compute();
+    return graph.read_f32(projection);
+}
+
 Tokens S3Tokenizer::tokenize(const std::vector<float> &log_mel, int64_t frames, int64_t max_len) const {
     if (frames < 1) fail("S3Tokenizer: the log-mel has ", frames, " frames, expected at least 1");
     if (int64_t(log_mel.size()) != kMelBins * frames)
@@ -86,38 +140,31 @@ Tokens S3Tokenizer::tokenize(const std::vector<float> &log_mel, int64_t frames, 
     if (max_len < 0) fail("S3Tokenizer: max_len ", max_len, " is negative (0: no limit)");
     const int64_t kept = max_len > 0 ? std::min(frames, 4 * max_len) : frames;
     if (kept > kMaxFrames)
-        fail("S3Tokenizer: ", kept, " mel frames (", kept / 100.0,
-             " s) exceed one 30 s window (", kMaxFrames, " frames); longer audio is not supported");
-    // (128, frames) -> ggml [kept, 128]: the first `kept` frames of every bin.
-    std::vector<float> input(size_t(kMelBins * kept));
+        fail("S3Tokenizer: ", kept, " mel frames (", kept / 100.0, " s) exceed the limit of ", kMaxFrames, " (",
+             kMaxFrames / 100, " s)");
     for (int64_t m = 0; m < kMelBins; ++m)
         for (int64_t t = 0; t < kept; ++t) {
             const float v = log_mel[size_t(m * frames + t)];
-            if (!std::isfinite(v)) fail("S3Tokenizer: log-mel value ", v, " at bin ", m, ", frame ", t, " is not finite");
-            input[size_t(m * kept + t)] = v;
+            if (!std::isfinite(v))
+                fail("S3Tokenizer: log-mel value ", v, " at bin ", m, ", frame ", t, " is not finite");
         }
-    const int64_t n_tokens = conv2_.output_length(conv1_.output_length(kept));
 
-    GraphRunner graph(backend_);
-    ggml_context *ctx = graph.ctx();
-    ggml_tensor *mel = graph.input("log_mel", GGML_TYPE_F32, {1, kMelBins, kept});
-    ggml_tensor *positions = graph.input("positions", GGML_TYPE_I32, {n_tokens});
-    ggml_tensor *x = nn::gelu_erf(ctx, conv1_(ctx, mel));
-    x = nn::gelu_erf(ctx, conv2_(ctx, x)); // [T', 1280, 1]
-    x = ggml_reshape_3d(ctx, transpose(ctx, x), kState, n_tokens, 1);
-    for (const AttentionBlock &block : blocks_) x = block(ctx, x, positions);
-    ggml_tensor *projection = project_down_(ctx, x); // [8, T', 1]
-    graph.build({projection});
-    graph.set_input(mel, input);
-    std::vector<int32_t> position_values(static_cast<size_t>(n_tokens));
-    for (int64_t t = 0; t < n_tokens; ++t) position_values[size_t(t)] = int32_t(t);
-    graph.set_input(positions, position_values);
-    graph.compute();
-
+    const std::vector<Window> windows = sliding_windows(kept);
+    std::vector<std::vector<float>> projections;
+    std::vector<int64_t> counts;
+    for (const Window &window : windows) {
+        projections.push_back(project_window(log_mel, frames, window));
+        counts.push_back(token_count(window.frames));
+    }
+    const std::vector<std::pair<int64_t, int64_t>> ranges = merged_ranges(counts);
     Tokens result;
-    result.projection = graph.read_f32(projection);
+    for (size_t w = 0; w < windows.size(); ++w)
+        result.projection.insert(result.projection.end(), projections[w].begin() + ranges[w].first * kFsqDims,
+                                 projections[w].begin() + ranges[w].second * kFsqDims);
+    const int64_t n_tokens = int64_t(result.projection.size()) / kFsqDims;
     result.tokens.resize(static_cast<size_t>(n_tokens));
-    for (int64_t t = 0; t < n_tokens; ++t) result.tokens[size_t(t)] = fsq_token(result.projection.data() + t * kFsqDims);
+    for (int64_t t = 0; t < n_tokens; ++t)
+        result.tokens[size_t(t)] = fsq_token(result.projection.data() + t * kFsqDims);
     return result;
 }
 

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace chatterbox::s3tokenizer {
@@ -29,14 +30,31 @@ constexpr int kHeads = 20;
 constexpr int kLayers = 6;
 constexpr int64_t kFsqDims = 8;
 constexpr int32_t kVocabSize = 6561; // 3^8
-// One 30 s window. Longer inputs go through the reference's sliding windows, which this engine
-// does not implement: they are refused.
-constexpr int64_t kMaxFrames = 3000;
+// Inputs longer than one 30 s window are tokenised in windows of 3000 frames every 2600 frames
+// (4 s overlap), as the reference's quantize() does; an hour is the most accepted.
+constexpr int64_t kWindowFrames = 3000;
+constexpr int64_t kWindowStride = 2600;
+constexpr int64_t kOverlapTokens = 50; // (4 s overlap // 2) x 25 tokens/s dropped at each inner window edge
+constexpr int64_t kMaxFrames = 360000;
 
 struct Tokens {
     std::vector<float> projection; // (T', 8): project_down output, before tanh
-    std::vector<int32_t> tokens;   // (T'), T' = ceil(ceil(frames / 2) / 2)
+    std::vector<int32_t> tokens;   // (T'), T' = token_count(frames) for one window
 };
+
+// Tokens (T') of a window of `frames` mel frames: ceil(ceil(frames / 2) / 2).
+int64_t token_count(int64_t frames);
+
+struct Window {
+    int64_t start = 0, frames = 0; // mel frames [start, start + frames)
+};
+// The windows of a long input: starts 0, 2600, ... while < frames, each up to 3000 frames (the last
+// ones may be short). A single window for frames <= 3000.
+std::vector<Window> sliding_windows(int64_t frames);
+// merge_tokenized_segments: rows of window w are kept from kOverlapTokens (w > 0) to
+// count - kOverlapTokens (w < last), with Python slice semantics (an empty range when short).
+// Returns the kept [begin, end) row range of each window.
+std::vector<std::pair<int64_t, int64_t>> merged_ranges(const std::vector<int64_t> &window_tokens);
 
 // FSQ of one frame's 8 projected values: digits round(tanh(h) * 0.999) + 1, token = sum digit_i 3^i.
 int32_t fsq_token(const float *projection);
@@ -63,11 +81,15 @@ class S3Tokenizer {
     S3Tokenizer &operator=(const S3Tokenizer &) = delete;
 
     // log_mel: (128, frames) row-major (S3Tokenizer.log_mel_spectrogram). max_len > 0 keeps the first
-    // 4 * max_len frames (the official forward's max_len). Throws Error for a wrong size, no frames, more
-    // than kMaxFrames frames (after truncation), a negative max_len or non-finite values.
+    // 4 * max_len frames (the official forward's max_len); more than kWindowFrames frames are tokenised in
+    // sliding windows and merged (projection rows follow the kept tokens). Throws Error for a wrong size,
+    // no frames, more than kMaxFrames frames (after truncation), a negative max_len or non-finite values.
     Tokens tokenize(const std::vector<float> &log_mel, int64_t frames, int64_t max_len = 0) const;
 
   private:
+    // FSQ projection (T', 8) of one window; mel: (128, total) row-major, window frames [start, start + count).
+    std::vector<float> project_window(const std::vector<float> &mel, int64_t total, const Window &window) const;
+
     Backend &backend_;
     std::unique_ptr<ModuleWeights> weights_;
     nn::Conv1d conv1_, conv2_;
