@@ -70,8 +70,7 @@ TensorView parse_entry(const std::string &path, const std::string &name, const n
     if (!dtype.is_string()) fail(where, ": dtype is ", dtype.type_name(), ", expected a string");
     const DtypeName *known = find_dtype(dtype.get<std::string>());
     if (!known)
-        fail(where, ": dtype '", dtype.get<std::string>(), "' is not supported (supported: ", supported_dtypes(),
-             ")");
+        fail(where, ": dtype '", dtype.get<std::string>(), "' is not supported (supported: ", supported_dtypes(), ")");
 
     TensorView view;
     view.name = name;
@@ -96,7 +95,8 @@ TensorView parse_entry(const std::string &path, const std::string &name, const n
         fail(where, ": data_offsets ", offsets.dump(), " is not a pair of byte offsets");
     range.begin = offsets[0].get<uint64_t>();
     range.end = offsets[1].get<uint64_t>();
-    if (range.end < range.begin) fail(where, ": data_offsets [", range.begin, ", ", range.end, ") end before they begin");
+    if (range.end < range.begin)
+        fail(where, ": data_offsets [", range.begin, ", ", range.end, ") end before they begin");
     if (range.end - range.begin != expected_bytes)
         fail(where, ": data [", range.begin, ", ", range.end, ") is ", range.end - range.begin, " bytes but ",
              known->name, " ", shape_str(view.shape), " needs ", expected_bytes, " bytes");
@@ -180,8 +180,8 @@ SafetensorsFile::SafetensorsFile(const std::string &path) : file_(std::make_uniq
         if (range.begin == range.end) continue; // an empty tensor overlaps nothing
         if (previous && range.begin < previous->end)
             fail(path, ": tensor '", views[range.tensor].name, "' data [", range.begin, ", ", range.end,
-                 ") overlaps tensor '", views[previous->tensor].name, "' data [", previous->begin, ", ",
-                 previous->end, ")");
+                 ") overlaps tensor '", views[previous->tensor].name, "' data [", previous->begin, ", ", previous->end,
+                 ")");
         previous = &range;
     }
 
@@ -203,7 +203,7 @@ namespace {
 
 // Closes and deletes a temporary file unless released: no half-written file survives an error.
 class TemporaryFile {
-public:
+  public:
     explicit TemporaryFile(std::string path) : path_(std::move(path)) {
         file_ = std::fopen(path_.c_str(), "wb");
         if (!file_) fail("cannot create ", path_, ": ", std::strerror(errno));
@@ -228,7 +228,7 @@ public:
         committed_ = true;
     }
 
-private:
+  private:
     std::string path_;
     std::FILE *file_ = nullptr;
     bool committed_ = false;
@@ -261,9 +261,8 @@ void write_safetensors(const std::string &path, std::vector<SafetensorsEntry> en
     uint64_t offset = 0;
     for (const auto &e : entries) {
         sizes.push_back(tensor_nbytes(e.type, e.shape));
-        header[e.name] = {{"dtype", find_dtype(e.type)->name},
-                          {"shape", e.shape},
-                          {"data_offsets", {offset, offset + sizes.back()}}};
+        header[e.name] = {
+            {"dtype", find_dtype(e.type)->name}, {"shape", e.shape}, {"data_offsets", {offset, offset + sizes.back()}}};
         offset += sizes.back();
     }
     std::string header_text;
@@ -281,6 +280,7 @@ void write_safetensors(const std::string &path, std::vector<SafetensorsEntry> en
     out.write(header_text.data(), header_text.size());
     std::vector<uint8_t> buffer; // reused: holds one tensor at a time
     for (size_t i = 0; i < entries.size(); ++i) {
+        if (sizes[i] == 0) continue; // nothing to produce (and no buffer to hand out)
         buffer.resize(sizes[i]);
         entries[i].fill(buffer.data());
         out.write(buffer.data(), buffer.size());

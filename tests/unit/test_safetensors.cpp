@@ -51,7 +51,8 @@ void expect_open_error(const std::vector<uint8_t> &bytes, const std::vector<std:
 }
 
 SafetensorsEntry entry_from(const HostTensor &t) {
-    return {t.name, t.type, t.shape, [&t](void *dst) { std::memcpy(dst, t.bytes.data(), t.bytes.size()); }};
+    return {t.name, t.type, t.shape,
+            [&t](void *dst) { std::copy(t.bytes.begin(), t.bytes.end(), static_cast<uint8_t *>(dst)); }};
 }
 
 HostTensor patterned(const std::string &name, ggml_type type, const Shape &shape) {
@@ -78,8 +79,8 @@ TEST(Safetensors, RoundTripAllDtypesMetadataAndOrder) {
     EXPECT_EQ(file.path(), path);
     EXPECT_EQ(file.metadata(), metadata);
     // Element size descending, then name.
-    const std::vector<std::string> expected_order = {"count", "y.i64", "b.f32", "c.f32", "empty",
-                                                     "m.i32", "a.bf16", "z.f16"};
+    const std::vector<std::string> expected_order = {"count", "y.i64", "b.f32",  "c.f32",
+                                                     "empty", "m.i32", "a.bf16", "z.f16"};
     ASSERT_EQ(file.tensors().size(), expected_order.size());
     for (size_t i = 0; i < expected_order.size(); ++i) EXPECT_EQ(file.tensors()[i].name, expected_order[i]);
     for (const auto &t : tensors) {
@@ -89,7 +90,8 @@ TEST(Safetensors, RoundTripAllDtypesMetadataAndOrder) {
         EXPECT_EQ(view->type, t.type);
         EXPECT_EQ(view->shape, t.shape);
         ASSERT_EQ(view->nbytes, t.bytes.size());
-        EXPECT_EQ(std::memcmp(view->data, t.bytes.data(), t.bytes.size()), 0);
+        const auto *data = static_cast<const uint8_t *>(view->data);
+        EXPECT_EQ(std::vector<uint8_t>(data, data + view->nbytes), t.bytes);
         // Larger elements come first, so every tensor is aligned to its element size.
         EXPECT_EQ(reinterpret_cast<uintptr_t>(view->data) % ggml_type_size(t.type), 0u);
     }
@@ -162,8 +164,8 @@ TEST(Safetensors, TruncatedHeader) {
 }
 
 TEST(Safetensors, TruncatedData) {
-    const std::string header =
-        R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"x":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})";
+    const std::string header = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                               R"("x":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})";
     expect_open_error(raw_file(header, 20), {"tensor 'x'", "[8, 24)", "outside the file", "data section is 20 bytes"});
 }
 
@@ -177,8 +179,8 @@ TEST(Safetensors, UnknownDtype) {
 }
 
 TEST(Safetensors, OverlappingTensors) {
-    const std::string header =
-        R"({"p":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"q":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})";
+    const std::string header = R"({"p":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                               R"("q":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})";
     expect_open_error(raw_file(header, 12), {"tensor 'q'", "overlaps tensor 'p'"});
 }
 
@@ -199,14 +201,13 @@ TEST(Safetensors, MissingField) {
 TEST(Safetensors, BadShape) {
     expect_open_error(raw_file(R"({"neg":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4),
                       {"tensor 'neg'", "[-1]"});
-    expect_open_error(
-        raw_file(R"({"huge":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})", 4),
-        {"tensor 'huge'", "64 bits"});
+    expect_open_error(raw_file(R"({"huge":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})", 4),
+                      {"tensor 'huge'", "64 bits"});
 }
 
 TEST(Safetensors, DuplicateName) {
-    const std::string header =
-        R"({"twin":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"twin":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
+    const std::string header = R"({"twin":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                               R"("twin":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
     expect_open_error(raw_file(header, 8), {"'twin'", "twice"});
 }
 

@@ -133,8 +133,8 @@ std::vector<ManifestCheckpoint> parse_manifest(const char *text) {
         if (!(fields >> file >> name >> shape >> dtype >> rule) || (fields >> extra))
             fail("official manifest line ", line_number, ": expected 'file name shape dtype rule', got '", line, "'");
         if (checkpoints.empty() || checkpoints.back().file != file) checkpoints.push_back({file, {}});
-        checkpoints.back().tensors.push_back({name, parse_shape(shape, line_number), parse_dtype(dtype, line_number),
-                                              rule, rule != kNotSaved});
+        checkpoints.back().tensors.push_back(
+            {name, parse_shape(shape, line_number), parse_dtype(dtype, line_number), rule, rule != kNotSaved});
     }
     return checkpoints;
 }
@@ -205,9 +205,8 @@ void write_synthetic_model(const std::string &out_dir, uint64_t seed) {
             if ((rule_for(tensor.name, tensor.shape) == "zero_int64") != (tensor.type == GGML_TYPE_I64))
                 fail("official manifest: ", checkpoint.file, " tensor '", tensor.name, "' has type ",
                      ggml_type_name(tensor.type), ", which disagrees with its rule ", tensor.rule);
-            entries.push_back({tensor.name, tensor.type, tensor.shape, [&tensor, seed](void *dst) {
-                                   fill_tensor(tensor.name, tensor.shape, seed, dst);
-                               }});
+            entries.push_back({tensor.name, tensor.type, tensor.shape,
+                               [&tensor, seed](void *dst) { fill_tensor(tensor.name, tensor.shape, seed, dst); }});
         }
         write_safetensors((std::filesystem::path(out_dir) / checkpoint.file).string(), std::move(entries));
     }
