@@ -8,7 +8,13 @@ namespace chatterbox::golden {
 
 const std::vector<Stage> &all_stages();
 
-// Random draws the official run recorded; they are inputs to the engine, never outputs.
-bool is_recorded_input(const std::string &array_name);
+// Arrays of the golden set that the engine never produces: random draws the official run recorded
+// (inputs to the engine) and diagnostics of the reference run itself.
+bool is_reference_only(const std::string &array_name);
+
+void add_voice_stages(std::vector<Stage> &stages);
+void add_t3_stages(std::vector<Stage> &stages);
+void add_s3gen_flow_stages(std::vector<Stage> &stages);
+void add_hift_stages(std::vector<Stage> &stages);
 
 } // namespace chatterbox::golden

@@ -1,4 +1,7 @@
-#include "stages_s3gen_flow.h"
+// Golden stage of the S3Gen flow: flow_spk_emb, flow_encoder_out, flow_mu, flow_estimator_step0_out,
+// flow_cfm_out_full, flow_mel from the recorded tokens, prompt, x-vector and noise.
+
+#include "stages.h"
 
 #include "core/backend.h"
 #include "core/error.h"
@@ -54,11 +57,11 @@ void run_flow(GoldenRun &run) {
 
 } // namespace
 
-Stage s3gen_flow_stage() {
-    return {"s3gen_flow",
-            {"flow_spk_emb", "flow_encoder_out", "flow_mu", "flow_estimator_step0_out", "flow_cfm_out_full",
-             "flow_mel"},
-            run_flow};
+void add_s3gen_flow_stages(std::vector<Stage> &stages) {
+    stages.push_back({"s3gen_flow",
+                      {"flow_spk_emb", "flow_encoder_out", "flow_mu", "flow_estimator_step0_out", "flow_cfm_out_full",
+                       "flow_mel"},
+                      run_flow});
 }
 
 } // namespace chatterbox::golden

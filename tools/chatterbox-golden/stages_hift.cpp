@@ -1,0 +1,42 @@
+// Golden stage of the HiFT vocoder, fed the recorded flow mel and random draws (stage isolation):
+// f0, the source excitation, the raw wave and the faded pipeline wave.
+
+#include "stages.h"
+
+#include "core/backend.h"
+#include "models/chatterbox/hift/vocoder.h"
+#include "models/chatterbox/model_files.h"
+
+namespace chatterbox::golden {
+
+namespace {
+
+void run_hift(GoldenRun &run) {
+    const ModelFiles files = ModelFiles::open(run.model_path());
+    Backend backend(BackendOptions{"cpu", run.threads()});
+    hift::Vocoder vocoder(files.weights(), backend);
+
+    const NpyArray mel_array = run.input("flow_mel"); // (1, 80, T)
+    const std::vector<float> mel = mel_array.f32();
+    const int64_t frames = mel_array.shape.back();
+    const int64_t samples = vocoder.hparams().samples_per_frame() * frames;
+
+    const std::vector<float> f0 = vocoder.predict_f0(mel);
+    run.write("hift_f0", NpyArray::from_f32({1, frames}, f0));
+    const hift::SourceNoise noise{run.input("hift_phase_vec").f32(), run.input("hift_sine_noise").f32()};
+    run.write("hift_source", NpyArray::from_f32({1, 1, samples}, vocoder.source(f0, noise)));
+
+    // Decoded from the recorded source, so the wave is checked apart from the f0 stage.
+    std::vector<float> wave = vocoder.decode(mel, run.input("hift_source").f32());
+    run.write("hift_wav_raw", NpyArray::from_f32({1, samples}, wave));
+    hift::apply_trim_fade(wave, vocoder.hparams().fade_samples);
+    run.write("pipeline_wav", NpyArray::from_f32({1, samples}, wave));
+}
+
+} // namespace
+
+void add_hift_stages(std::vector<Stage> &stages) {
+    stages.push_back({"hift", {"hift_f0", "hift_source", "hift_wav_raw", "pipeline_wav"}, run_hift});
+}
+
+} // namespace chatterbox::golden
