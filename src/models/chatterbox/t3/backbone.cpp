@@ -12,11 +12,11 @@ ggml_tensor *rms_norm(ggml_context *ctx, ggml_tensor *x, ggml_tensor *weight, fl
     return ggml_mul(ctx, ggml_rms_norm(ctx, x, eps), weight);
 }
 
-// (hidden, n, n_rows) -> (head_dim, n_heads, n, n_rows), rotated: HF rotate-half pairs (d, d + 32)
+// (hidden, n * n_rows) -> (head_dim, n_heads, n, n_rows), rotated: HF rotate-half pairs (d, d + 32)
 // are ggml's NEOX mode; the llama3 scaling enters through the frequency factors.
-ggml_tensor *rope(ggml_context *ctx, const Model &model, ggml_tensor *x, ggml_tensor *positions) {
+ggml_tensor *rope(ggml_context *ctx, const Model &model, ggml_tensor *x, ggml_tensor *positions, int64_t n_rows) {
     const HParams &hp = model.hparams();
-    ggml_tensor *heads = ggml_reshape_4d(ctx, x, hp.head_dim, hp.n_heads, x->ne[1], x->ne[2]);
+    ggml_tensor *heads = ggml_reshape_4d(ctx, x, hp.head_dim, hp.n_heads, x->ne[1] / n_rows, n_rows);
     return ggml_rope_ext(ctx, heads, positions, model.rope_freq_factors(), hp.head_dim, GGML_ROPE_TYPE_NEOX,
                          hp.rope_original_max_positions, hp.rope_theta, /*freq_scale=*/1.0f, /*ext_factor=*/0.0f,
                          /*attn_factor=*/1.0f, /*beta_fast=*/32.0f, /*beta_slow=*/1.0f);
@@ -48,7 +48,7 @@ ggml_tensor *attention(ggml_context *ctx, const HParams &hp, ggml_tensor *q, ggm
         out = ggml_mul_mat(ctx, vt, scores);                                // (d, n, H, rows)
         out = ggml_cont(ctx, ggml_permute(ctx, out, 0, 2, 1, 3));           // (d, H, n, rows)
     }
-    return ggml_reshape_3d(ctx, out, hp.hidden, n, n_rows);
+    return ggml_reshape_2d(ctx, out, hp.hidden, n * n_rows);
 }
 
 } // namespace
@@ -73,13 +73,15 @@ ggml_tensor *build_decoder_layers(ggml_context *ctx, const Model &model, const K
     if (in.embeds->ne[2] != cache.n_rows())
         fail("T3 backbone: ", in.embeds->ne[2], " rows but the cache holds ", cache.n_rows());
     const int64_t n = in.n_tokens, n_rows = in.embeds->ne[2];
-    ggml_tensor *x = in.embeds;
+    // Tokens of every row side by side: each weight matrix is streamed once per step for all rows
+    // (a 3-D operand would make ggml run one matrix-vector product per row).
+    ggml_tensor *x = ggml_reshape_2d(ctx, in.embeds, hp.hidden, n * n_rows);
     for (int il = 0; il < hp.n_layers; ++il) {
         const LayerWeights &w = model.layers()[size_t(il)];
         ggml_tensor *h = rms_norm(ctx, x, w.attn_norm, hp.rms_eps);
-        ggml_tensor *q = rope(ctx, model, ggml_mul_mat(ctx, w.wq, h), in.positions);
-        ggml_tensor *k = rope(ctx, model, ggml_mul_mat(ctx, w.wk, h), in.positions);
-        ggml_tensor *v = ggml_mul_mat(ctx, w.wv, h);
+        ggml_tensor *q = rope(ctx, model, ggml_mul_mat(ctx, w.wq, h), in.positions, n_rows);
+        ggml_tensor *k = rope(ctx, model, ggml_mul_mat(ctx, w.wk, h), in.positions, n_rows);
+        ggml_tensor *v = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, w.wv, h), hp.hidden, n, n_rows);
         // The written caches (views of the cache tensors) carry the dependency to the attention reads.
         ggml_tensor *k_cache =
             ggml_set_rows(ctx, cache.k(il), ggml_reshape_3d(ctx, k, hp.hidden, n, n_rows), in.cache_slots);
@@ -91,12 +93,15 @@ ggml_tensor *build_decoder_layers(ggml_context *ctx, const Model &model, const K
         ggml_tensor *ffn = ggml_swiglu_split(ctx, ggml_mul_mat(ctx, w.w_gate, h), ggml_mul_mat(ctx, w.w_up, h));
         x = ggml_add(ctx, x, ggml_mul_mat(ctx, w.w_down, ffn));
     }
-    return x;
+    return ggml_reshape_3d(ctx, x, hp.hidden, n, n_rows);
 }
 
 ggml_tensor *build_speech_logits(ggml_context *ctx, const Model &model, ggml_tensor *hidden) {
-    ggml_tensor *normed = rms_norm(ctx, hidden, model.final_norm(), model.hparams().rms_eps);
-    return ggml_mul_mat(ctx, model.speech_head(), normed);
+    const int64_t n = hidden->ne[1], n_rows = hidden->ne[2];
+    ggml_tensor *flat = ggml_reshape_2d(ctx, hidden, hidden->ne[0], n * n_rows); // one pass over the head
+    ggml_tensor *normed = rms_norm(ctx, flat, model.final_norm(), model.hparams().rms_eps);
+    return ggml_reshape_3d(ctx, ggml_mul_mat(ctx, model.speech_head(), normed), model.hparams().speech_vocab, n,
+                           n_rows);
 }
 
 std::vector<ggml_fp16_t> causal_mask(int n_tokens, int n_kv, int first_query) {

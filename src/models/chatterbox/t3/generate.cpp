@@ -57,6 +57,13 @@ GenerationResult generate(Session &session, const CondEmbeddings &cond, const st
     return result;
 }
 
+GenerationResult generate(Session &session, const Conditioning &cond, const std::vector<int32_t> &text_tokens,
+                          const SamplingParams &params, const GenerationHooks &hooks) {
+    params.validate(session.model().hparams().max_new_tokens_limit());
+    validate_text_tokens(session.model().hparams(), text_tokens);
+    return generate(session, encode_conditioning(session.model(), cond), text_tokens, params, hooks);
+}
+
 std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t> &tokens, const HParams &hp) {
     auto begin = std::find(tokens.begin(), tokens.end(), hp.start_speech_token);
     begin = begin == tokens.end() ? tokens.begin() : begin + 1;

@@ -40,6 +40,11 @@ struct GenerationResult {
 GenerationResult generate(Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
                           const SamplingParams &params, const GenerationHooks &hooks = {});
 
+// The same from the voice inputs: encodes the conditioning (speaker embedding, prompt tokens,
+// exaggeration), then generates. Callers that reuse one voice can encode once and call the above.
+GenerationResult generate(Session &session, const Conditioning &cond, const std::vector<int32_t> &text_tokens,
+                          const SamplingParams &params, const GenerationHooks &hooks = {});
+
 // The tokens S3Gen gets (tts.py after T3, overview.md §2.3 step 8): the span after the first
 // start-of-speech token (if any) and before the first end-of-speech token (if any); for the English
 // model then only speech units (< 6561). The multilingual pipeline keeps every token of the span.
