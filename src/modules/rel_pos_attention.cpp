@@ -74,8 +74,10 @@ ggml_tensor *RelPositionAttention::operator()(ggml_context *ctx, ggml_tensor *x,
     ggml_tensor *shifted =
         ggml_view_4d(ctx, relative, frames, frames, n_heads, batch, relative->nb[1] - relative->nb[0], relative->nb[2],
                      relative->nb[3], size_t(frames - 1) * relative->nb[0]);
-    ggml_tensor *scores = ggml_add(ctx, content, shifted);
-    ggml_tensor *probs = ggml_soft_max_ext(ctx, scores, nullptr, float(1.0 / std::sqrt(double(head_dim))), 0.0f);
+    // In place: the score tensors are T x T per head and row, the largest of the graph.
+    ggml_tensor *scores = ggml_add_inplace(ctx, content, shifted);
+    ggml_tensor *probs =
+        ggml_soft_max_ext_inplace(ctx, scores, nullptr, float(1.0 / std::sqrt(double(head_dim))), 0.0f);
 
     ggml_tensor *value_t = ggml_cont(ctx, ggml_permute(ctx, value, 1, 2, 0, 3)); // [T_k, D, H, B]
     ggml_tensor *mixed = ggml_mul_mat(ctx, value_t, probs);                      // [D, T_q, H, B]

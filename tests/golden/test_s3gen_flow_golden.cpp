@@ -148,7 +148,13 @@ TEST_F(S3GenFlowGolden, InvalidInputsGiveClearErrors) {
     expect_error(tokens_, nan_xvector, "non-finite");
     // generate() checks before it computes anything
     EXPECT_THROW(session.generate({}, reference_, std::vector<float>()), Error);
-    EXPECT_THROW(session.solve(session.encode(tokens_, reference_), reference_, std::vector<float>(5, 0.0f)), Error);
+    FlowReference voice; // no prompt: a short encoding suffices for the noise checks
+    voice.xvector = reference_.xvector;
+    const FlowEncoding short_encoding = session.encode({1, 2, 3}, voice);
+    EXPECT_THROW(session.solve(short_encoding, voice, std::vector<float>(5, 0.0f)), Error);
+    std::vector<float> nan_noise(size_t(model_->hparams().mel_bins * short_encoding.frames), 0.0f);
+    nan_noise[7] = NAN;
+    EXPECT_THROW(session.solve(short_encoding, voice, nan_noise), Error);
 }
 
 TEST_F(S3GenFlowGolden, SameSeedGivesIdenticalMel) {

@@ -4,8 +4,9 @@
 // batch of two rows — row 0 conditional (mu, speaker, prompt mel), row 1 unconditional (those
 // zeroed; sample and time identical) — and combining v = (1 + r)·v_cond − r·v_uncond.
 //
-// The estimator graph is built once per frame count; between steps only the sample and the
-// time embedding inputs change.
+// The estimator graph is built once per frame count and reused by every step; per step the host
+// writes the sample and the time embedding (and re-writes the constant conditioning, since the
+// graph allocator may reuse an input's memory once it has been read).
 
 #include "core/backend.h"
 #include "core/graph.h"
