@@ -48,13 +48,12 @@ void expect_golden(const std::vector<float> &actual, const std::string &name) {
     const Tolerance tolerance = golden_tolerance(name);
     std::printf("%-28s max abs error %.3g (tolerance %s, reference max %.3g)\n", name.c_str(), diff.max_abs,
                 tolerance.str().c_str(), reference_max);
-    EXPECT_TRUE(tolerance.accepts(diff, reference_max))
-        << name << ": max abs error " << diff.max_abs << " at " << diff.worst_index << ", tolerance "
-        << tolerance.str();
+    EXPECT_TRUE(tolerance.accepts(diff, reference_max)) << name << ": max abs error " << diff.max_abs << " at "
+                                                        << diff.worst_index << ", tolerance " << tolerance.str();
 }
 
 class S3GenFlowGolden : public ::testing::Test {
-protected:
+  protected:
     static void SetUpTestSuite() {
         backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
         store_ = std::make_unique<WeightStore>();

@@ -62,8 +62,8 @@ TEST_P(FrameConvTest, MatchesNaiveConvolution) {
 
     const std::vector<float> x = h.input(size_t(batch * frames * in));
     Shape shape;
-    const std::vector<float> y =
-        h.run({batch, frames, in}, x, [&](ggml_context *ctx, ggml_tensor *t) { return conv(ctx, t); }, &shape);
+    const std::vector<float> y = h.run(
+        {batch, frames, in}, x, [&](ggml_context *ctx, ggml_tensor *t) { return conv(ctx, t); }, &shape);
     const int64_t out_frames = frames + c.pad_left + c.pad_right - c.kernel + 1;
     EXPECT_EQ(shape, (Shape{1, batch, out_frames, out}));
     // f16 weights: ggml rounds the activations to f16 as well
@@ -73,12 +73,12 @@ TEST_P(FrameConvTest, MatchesNaiveConvolution) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FrameConvTest,
-                         ::testing::Values(ConvCase{3, 2, 0, GGML_TYPE_F32, false},   // causal (estimator)
-                                           ConvCase{4, 0, 3, GGML_TYPE_F32, false},   // pre-lookahead conv1
-                                           ConvCase{5, 4, 0, GGML_TYPE_F32, false},   // encoder upsample
-                                           ConvCase{1, 0, 0, GGML_TYPE_F32, false},   // res_conv / final_proj
-                                           ConvCase{3, 1, 1, GGML_TYPE_F16, false},   // f16 weights
-                                           ConvCase{3, 2, 0, GGML_TYPE_F32, true}));  // flattened (out, in*k)
+                         ::testing::Values(ConvCase{3, 2, 0, GGML_TYPE_F32, false},  // causal (estimator)
+                                           ConvCase{4, 0, 3, GGML_TYPE_F32, false},  // pre-lookahead conv1
+                                           ConvCase{5, 4, 0, GGML_TYPE_F32, false},  // encoder upsample
+                                           ConvCase{1, 0, 0, GGML_TYPE_F32, false},  // res_conv / final_proj
+                                           ConvCase{3, 1, 1, GGML_TYPE_F16, false},  // f16 weights
+                                           ConvCase{3, 2, 0, GGML_TYPE_F32, true})); // flattened (out, in*k)
 
 TEST(FrameConv, TooFewFramesIsAnError) {
     NnHarness h;
@@ -115,8 +115,8 @@ TEST(RelPositionAttention, MatchesNaiveReference) {
     const int64_t head_dim = dim / heads;
     std::map<std::string, std::vector<float>> p;
     for (const char *name : {"linear_q", "linear_k", "linear_v", "linear_out"}) {
-        p[std::string(name) + ".weight"] = h.add(std::string("attn.") + name + ".weight", {dim, dim}, GGML_TYPE_F32,
-                                                 -0.3f, 0.3f);
+        p[std::string(name) + ".weight"] =
+            h.add(std::string("attn.") + name + ".weight", {dim, dim}, GGML_TYPE_F32, -0.3f, 0.3f);
         p[std::string(name) + ".bias"] = h.add(std::string("attn.") + name + ".bias", {dim});
     }
     p["linear_pos.weight"] = h.add("attn.linear_pos.weight", {dim, dim}, GGML_TYPE_F32, -0.3f, 0.3f);
@@ -145,7 +145,8 @@ TEST(RelPositionAttention, MatchesNaiveReference) {
         for (size_t r = 0; r < rows; ++r)
             for (int64_t o = 0; o < dim; ++o) {
                 double s = bias ? p[name + ".bias"][size_t(o)] : 0.0;
-                for (int64_t i = 0; i < dim; ++i) s += double(w[size_t(o * dim + i)]) * input[r * size_t(dim) + size_t(i)];
+                for (int64_t i = 0; i < dim; ++i)
+                    s += double(w[size_t(o * dim + i)]) * input[r * size_t(dim) + size_t(i)];
                 result[r * size_t(dim) + size_t(o)] = s;
             }
         return result;
@@ -177,7 +178,8 @@ TEST(RelPositionAttention, MatchesNaiveReference) {
                 for (int64_t d = 0; d < head_dim; ++d) {
                     double acc = 0;
                     for (int64_t j = 0; j < frames; ++j)
-                        acc += s[size_t(j)] / total * v[size_t(b * frames + j) * size_t(dim) + size_t(hd * head_dim + d)];
+                        acc +=
+                            s[size_t(j)] / total * v[size_t(b * frames + j) * size_t(dim) + size_t(hd * head_dim + d)];
                     mixed[size_t(b * frames + i) * size_t(dim) + size_t(hd * head_dim + d)] = float(acc);
                 }
             }

@@ -58,10 +58,10 @@ void run_flow(GoldenRun &run) {
 } // namespace
 
 void add_s3gen_flow_stages(std::vector<Stage> &stages) {
-    stages.push_back({"s3gen_flow",
-                      {"flow_spk_emb", "flow_encoder_out", "flow_mu", "flow_estimator_step0_out", "flow_cfm_out_full",
-                       "flow_mel"},
-                      run_flow});
+    stages.push_back(
+        {"s3gen_flow",
+         {"flow_spk_emb", "flow_encoder_out", "flow_mu", "flow_estimator_step0_out", "flow_cfm_out_full", "flow_mel"},
+         run_flow});
 }
 
 } // namespace chatterbox::golden

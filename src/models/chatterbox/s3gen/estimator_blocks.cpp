@@ -32,8 +32,7 @@ ggml_tensor *TimeEmbedding::operator()(ggml_context *ctx, ggml_tensor *sinusoid)
     return linear_2(ctx, nn::silu(ctx, linear_1(ctx, sinusoid)));
 }
 
-CausalBlock::CausalBlock(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out,
-                         const FlowHParams &hp)
+CausalBlock::CausalBlock(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, const FlowHParams &hp)
     : conv(w, prefix + ".block.0", in, out, hp.decoder_conv_kernel, hp.decoder_conv_kernel - 1, 0),
       norm(w, prefix + ".block.2", out, hp.decoder_norm_eps) {}
 
@@ -41,8 +40,7 @@ ggml_tensor *CausalBlock::operator()(ggml_context *ctx, ggml_tensor *x) const {
     return nn::mish(ctx, norm(ctx, conv(ctx, x)));
 }
 
-ResnetBlock::ResnetBlock(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out,
-                         const FlowHParams &hp)
+ResnetBlock::ResnetBlock(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, const FlowHParams &hp)
     : block1(w, prefix + ".block1", in, out, hp), block2(w, prefix + ".block2", out, out, hp),
       time_proj(w, prefix + ".mlp.1", hp.time_embed_dim(), out), res_conv(w, prefix + ".res_conv", in, out, 1, 0, 0) {}
 
@@ -58,11 +56,10 @@ TransformerBlock::TransformerBlock(ModuleWeights &w, const std::string &prefix, 
       to_k(w, prefix + ".attn1.to_k", hp.decoder_channels, hp.decoder_inner_dim(), false),
       to_v(w, prefix + ".attn1.to_v", hp.decoder_channels, hp.decoder_inner_dim(), false),
       to_out(w, prefix + ".attn1.to_out.0", hp.decoder_inner_dim(), hp.decoder_channels),
-      feed_forward(nn::Linear(w, prefix + ".ff.net.0.proj", hp.decoder_channels,
-                              hp.decoder_ffn_mult * hp.decoder_channels),
-                   nn::Linear(w, prefix + ".ff.net.2", hp.decoder_ffn_mult * hp.decoder_channels,
-                              hp.decoder_channels),
-                   nn::Activation::gelu_erf),
+      feed_forward(
+          nn::Linear(w, prefix + ".ff.net.0.proj", hp.decoder_channels, hp.decoder_ffn_mult * hp.decoder_channels),
+          nn::Linear(w, prefix + ".ff.net.2", hp.decoder_ffn_mult * hp.decoder_channels, hp.decoder_channels),
+          nn::Activation::gelu_erf),
       n_heads(hp.decoder_heads), head_dim(hp.decoder_head_dim) {}
 
 ggml_tensor *TransformerBlock::operator()(ggml_context *ctx, ggml_tensor *x, EstimatorAttention attention) const {
@@ -88,8 +85,7 @@ ggml_tensor *TransformerBlock::operator()(ggml_context *ctx, ggml_tensor *x, Est
     return ggml_add(ctx, x, feed_forward(ctx, norm3(ctx, x)));
 }
 
-ResnetStage::ResnetStage(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out,
-                         const FlowHParams &hp)
+ResnetStage::ResnetStage(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, const FlowHParams &hp)
     : resnet(w, prefix + ".0", in, out, hp) {
     for (int j = 0; j < hp.decoder_transformer_blocks; ++j)
         transformers.emplace_back(w, prefix + ".1." + std::to_string(j), hp);

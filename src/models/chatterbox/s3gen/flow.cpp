@@ -52,14 +52,12 @@ FlowModel::FlowModel(const WeightStore &store, Backend &backend, const FlowHPara
     : hp_(hp), backend_(backend), weights_(store, prefix, backend),
       token_embedding_(weights_, "input_embedding", hp.vocab, hp.encoder_dim),
       speaker_projection_(weights_, "spk_embed_affine_layer", hp.speaker_dim, hp.mel_bins),
-      encoder_(weights_, "encoder", hp),
-      encoder_projection_(weights_, "encoder_proj", hp.encoder_dim, hp.mel_bins),
+      encoder_(weights_, "encoder", hp), encoder_projection_(weights_, "encoder_proj", hp.encoder_dim, hp.mel_bins),
       estimator_(weights_, "decoder.estimator", hp) {
     weights_.load();
 }
 
-FlowSession::FlowSession(const FlowModel &model, EstimatorAttention attention)
-    : model_(model), attention_(attention) {}
+FlowSession::FlowSession(const FlowModel &model, EstimatorAttention attention) : model_(model), attention_(attention) {}
 
 void FlowSession::validate(const std::vector<int32_t> &tokens, const FlowReference &reference) const {
     const FlowHParams &hp = model_.hparams();

@@ -41,11 +41,11 @@ struct FlowReference {
 
 // The encoder side of one call.
 struct FlowEncoding {
-    int64_t tokens = 0;          // Tt = Np + N
-    int64_t frames = 0;          // 2·Tt
-    std::vector<float> speaker;  // (80) projected x-vector
-    std::vector<float> hidden;   // (frames, 512) encoder output, before encoder_proj
-    std::vector<float> mu;       // (80, frames)
+    int64_t tokens = 0;         // Tt = Np + N
+    int64_t frames = 0;         // 2·Tt
+    std::vector<float> speaker; // (80) projected x-vector
+    std::vector<float> hidden;  // (frames, 512) encoder output, before encoder_proj
+    std::vector<float> mu;      // (80, frames)
 };
 
 // A mel spectrogram, PyTorch order (80, frames).
@@ -59,7 +59,7 @@ struct Mel {
 Mel generated_part(const std::vector<float> &full, int64_t mel_bins, int64_t frames, int64_t prompt_frames);
 
 class FlowModel {
-public:
+  public:
     // Binds every tensor under prefix ("s3gen.flow."): all problems (missing, mis-shaped,
     // unexpected) in one Error. The store may be dropped afterwards.
     FlowModel(const WeightStore &store, Backend &backend, const FlowHParams &hp = FlowHParams::standard(),
@@ -77,19 +77,19 @@ public:
     const nn::Linear &encoder_projection() const { return encoder_projection_; }
     const Estimator &estimator() const { return estimator_; }
 
-private:
+  private:
     FlowHParams hp_;
     Backend &backend_;
     ModuleWeights weights_;
-    nn::Embedding token_embedding_;  // input_embedding
-    nn::Linear speaker_projection_;  // spk_embed_affine_layer
+    nn::Embedding token_embedding_; // input_embedding
+    nn::Linear speaker_projection_; // spk_embed_affine_layer
     ConformerEncoder encoder_;
-    nn::Linear encoder_projection_;  // encoder_proj
-    Estimator estimator_;            // decoder.estimator
+    nn::Linear encoder_projection_; // encoder_proj
+    Estimator estimator_;           // decoder.estimator
 };
 
 class FlowSession {
-public:
+  public:
     explicit FlowSession(const FlowModel &model, EstimatorAttention attention = EstimatorAttention::flash);
 
     // Throws Error for an empty token list, a token id outside [0, vocab) (generated or prompt),
@@ -113,7 +113,7 @@ public:
     // The same with the noise drawn from rng (N(0, 1), standard_normal).
     Mel generate(const std::vector<int32_t> &tokens, const FlowReference &reference, std::mt19937_64 &rng);
 
-private:
+  private:
     const FlowModel &model_;
     EstimatorAttention attention_;
     std::unique_ptr<EstimatorGraph> estimator_graph_; // the last length used

@@ -46,7 +46,7 @@ EstimatorGraph::EstimatorGraph(const Estimator &estimator, const FlowHParams &hp
     ggml_tensor *x = ggml_reshape_3d(ctx, ggml_cont(ctx, ggml_transpose(ctx, sample_)), mel, frames, 1);
     x = ggml_repeat_4d(ctx, x, mel, frames, 2, 1);
     ggml_tensor *v = estimator(ctx, x, conditioning_, sinusoid_, attention); // ggml [80, T, 2]
-    velocity_ = ggml_cont(ctx, ggml_permute(ctx, v, 1, 0, 2, 3));           // ggml [T, 80, 2] = (2, 80, T)
+    velocity_ = ggml_cont(ctx, ggml_permute(ctx, v, 1, 0, 2, 3));            // ggml [T, 80, 2] = (2, 80, T)
     graph_.build({velocity_});
 }
 

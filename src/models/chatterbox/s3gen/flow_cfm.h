@@ -27,7 +27,7 @@ std::vector<float> cosine_time_grid(int steps);
 std::vector<float> standard_normal(size_t n, std::mt19937_64 &rng);
 
 class EstimatorGraph {
-public:
+  public:
     EstimatorGraph(const Estimator &estimator, const FlowHParams &hp, Backend &backend, int64_t frames,
                    EstimatorAttention attention);
     EstimatorGraph(const EstimatorGraph &) = delete;
@@ -42,7 +42,7 @@ public:
     // Estimator output for sample x (80, T) at time t: (2, 80, T), conditional row first.
     std::vector<float> velocity(const std::vector<float> &x, float t);
 
-private:
+  private:
     const FlowHParams &hp_;
     int64_t frames_;
     std::vector<float> conditioning_values_; // (2, T, 240), set by set_conditioning

@@ -9,8 +9,7 @@ namespace chatterbox::s3gen {
 
 LinearEmbed::LinearEmbed(ModuleWeights &w, const std::string &prefix, const FlowHParams &hp)
     : linear(w, prefix + ".out.0", hp.encoder_dim, hp.encoder_dim),
-      norm(w, prefix + ".out.1", hp.encoder_dim, hp.embed_norm_eps),
-      scale(float(std::sqrt(double(hp.encoder_dim)))) {}
+      norm(w, prefix + ".out.1", hp.encoder_dim, hp.embed_norm_eps), scale(float(std::sqrt(double(hp.encoder_dim)))) {}
 
 ggml_tensor *LinearEmbed::operator()(ggml_context *ctx, ggml_tensor *x) const {
     return ggml_scale(ctx, norm(ctx, linear(ctx, x)), scale);
@@ -30,8 +29,7 @@ ConformerLayer::ConformerLayer(ModuleWeights &w, const std::string &prefix, cons
       norm_ff(w, prefix + ".norm_ff", hp.encoder_dim, hp.conformer_norm_eps),
       attention(w, prefix + ".self_attn", hp.encoder_dim, hp.encoder_heads),
       feed_forward(nn::Linear(w, prefix + ".feed_forward.w_1", hp.encoder_dim, hp.encoder_ffn),
-                   nn::Linear(w, prefix + ".feed_forward.w_2", hp.encoder_ffn, hp.encoder_dim),
-                   nn::Activation::silu) {}
+                   nn::Linear(w, prefix + ".feed_forward.w_2", hp.encoder_ffn, hp.encoder_dim), nn::Activation::silu) {}
 
 ggml_tensor *ConformerLayer::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *pos_table) const {
     x = ggml_add(ctx, x, attention(ctx, norm_mha(ctx, x), pos_table));
@@ -39,16 +37,16 @@ ggml_tensor *ConformerLayer::operator()(ggml_context *ctx, ggml_tensor *x, ggml_
 }
 
 EncoderUpsample::EncoderUpsample(ModuleWeights &w, const std::string &prefix, const FlowHParams &hp)
-    : conv(w, prefix + ".conv", hp.encoder_dim, hp.encoder_dim, 2 * hp.upsample_stride() + 1,
-           2 * hp.upsample_stride(), 0),
+    : conv(w, prefix + ".conv", hp.encoder_dim, hp.encoder_dim, 2 * hp.upsample_stride() + 1, 2 * hp.upsample_stride(),
+           0),
       stride(hp.upsample_stride()) {}
 
 ggml_tensor *EncoderUpsample::operator()(ggml_context *ctx, ggml_tensor *x) const {
     if (x->ne[2] != 1 || x->ne[3] != 1) fail("EncoderUpsample: expected one sequence ggml [C, T]");
     const int64_t channels = x->ne[0], frames = x->ne[1];
     // nearest neighbour: every frame repeated `stride` times in a row
-    ggml_tensor *repeated = ggml_repeat_4d(ctx, ggml_reshape_3d(ctx, x, channels, 1, frames), channels, stride,
-                                           frames, 1);
+    ggml_tensor *repeated =
+        ggml_repeat_4d(ctx, ggml_reshape_3d(ctx, x, channels, 1, frames), channels, stride, frames, 1);
     return conv(ctx, ggml_reshape_2d(ctx, repeated, channels, stride * frames));
 }
 
@@ -56,8 +54,7 @@ ConformerEncoder::ConformerEncoder(ModuleWeights &w, const std::string &prefix, 
     : embed_(w, prefix + ".embed", hp), up_embed_(w, prefix + ".up_embed", hp),
       pre_lookahead_(w, prefix + ".pre_lookahead_layer", hp), upsample_(w, prefix + ".up_layer", hp),
       after_norm_(w, prefix + ".after_norm", hp.encoder_dim, hp.embed_norm_eps) {
-    for (int i = 0; i < hp.encoder_blocks; ++i)
-        layers_.emplace_back(w, prefix + ".encoders." + std::to_string(i), hp);
+    for (int i = 0; i < hp.encoder_blocks; ++i) layers_.emplace_back(w, prefix + ".encoders." + std::to_string(i), hp);
     for (int i = 0; i < hp.encoder_up_blocks; ++i)
         up_layers_.emplace_back(w, prefix + ".up_encoders." + std::to_string(i), hp);
 }

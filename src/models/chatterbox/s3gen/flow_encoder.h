@@ -20,7 +20,7 @@ namespace chatterbox::s3gen {
 
 // LinearNoSubsampling + EspnetRelPositionalEncoding's input scaling: LayerNorm(Linear(x)) * sqrt(d).
 struct LinearEmbed {
-    nn::Linear linear; // out.0
+    nn::Linear linear;  // out.0
     nn::LayerNorm norm; // out.1
     float scale = 1.0f;
 
@@ -63,7 +63,7 @@ struct EncoderUpsample {
 };
 
 class ConformerEncoder {
-public:
+  public:
     ConformerEncoder() = default;
     // Binds every tensor under `<prefix>.` ("encoder").
     ConformerEncoder(ModuleWeights &w, const std::string &prefix, const FlowHParams &hp);
@@ -73,7 +73,7 @@ public:
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *tokens, ggml_tensor *token_positions,
                             ggml_tensor *frame_positions) const;
 
-private:
+  private:
     LinearEmbed embed_, up_embed_;
     PreLookahead pre_lookahead_;
     std::vector<ConformerLayer> layers_, up_layers_;

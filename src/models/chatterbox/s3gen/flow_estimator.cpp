@@ -16,12 +16,11 @@ Estimator::Estimator(ModuleWeights &w, const std::string &prefix, const FlowHPar
       final_block_(w, prefix + ".final_block", hp.decoder_channels, hp.decoder_channels, hp),
       final_proj_(w, prefix + ".final_proj", hp.decoder_channels, hp.mel_bins, 1, 0, 0) {
     for (int i = 0; i < hp.decoder_mid_blocks; ++i)
-        mid_.emplace_back(w, prefix + ".mid_blocks." + std::to_string(i), hp.decoder_channels, hp.decoder_channels,
-                          hp);
+        mid_.emplace_back(w, prefix + ".mid_blocks." + std::to_string(i), hp.decoder_channels, hp.decoder_channels, hp);
 }
 
-ggml_tensor *Estimator::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *conditioning,
-                                   ggml_tensor *sinusoid, EstimatorAttention attention) const {
+ggml_tensor *Estimator::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *conditioning, ggml_tensor *sinusoid,
+                                   EstimatorAttention attention) const {
     if (x->ne[1] != conditioning->ne[1] || x->ne[2] != conditioning->ne[2])
         fail("Estimator: sample [", x->ne[0], ", ", x->ne[1], ", ", x->ne[2], "] and conditioning [",
              conditioning->ne[0], ", ", conditioning->ne[1], ", ", conditioning->ne[2], "] differ in frames or rows");

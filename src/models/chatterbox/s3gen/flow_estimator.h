@@ -15,7 +15,7 @@
 namespace chatterbox::s3gen {
 
 class Estimator {
-public:
+  public:
     Estimator() = default;
     // Binds every tensor under `<prefix>.` ("decoder.estimator").
     Estimator(ModuleWeights &w, const std::string &prefix, const FlowHParams &hp);
@@ -26,7 +26,7 @@ public:
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *conditioning, ggml_tensor *sinusoid,
                             EstimatorAttention attention) const;
 
-private:
+  private:
     TimeEmbedding time_mlp_;
     ResnetStage down_;
     FrameConv1d down_conv_; // the last level's "downsample" is a causal conv (length kept)

@@ -36,21 +36,21 @@ struct FlowHParams {
     int64_t decoder_head_dim = 64;
     int decoder_transformer_blocks = 4; // after every resnet block
     int decoder_mid_blocks = 12;
-    int64_t decoder_ffn_mult = 4;       // diffusers FeedForward mult
-    int decoder_conv_kernel = 3;        // CausalConv1d kernel
+    int64_t decoder_ffn_mult = 4; // diffusers FeedForward mult
+    int decoder_conv_kernel = 3;  // CausalConv1d kernel
     float decoder_norm_eps = 1e-5f;
 
     // CFM solver (flow_matching.py, configs.py CFM_PARAMS).
     int cfm_steps = 10;
-    double cfg_rate = 0.7; // a Python float in the reference: 1 + rate and rate are rounded to f32 separately
+    double cfg_rate = 0.7;      // a Python float in the reference: 1 + rate and rate are rounded to f32 separately
     float time_scale = 1000.0f; // SinusoidalPosEmb scale
 
     // Longest prompt + generated token sequence accepted: the official pipelines stay below
     // 250 prompt + 1000 generated tokens; the encoder's relative-position scores grow with its square.
     int64_t max_total_tokens = 1500;
 
-    int64_t decoder_in() const { return 4 * mel_bins; }         // [x, mu, speaker, prompt condition]
-    int64_t time_sinusoid_dim() const { return decoder_in(); }  // SinusoidalPosEmb(in_channels)
+    int64_t decoder_in() const { return 4 * mel_bins; }        // [x, mu, speaker, prompt condition]
+    int64_t time_sinusoid_dim() const { return decoder_in(); } // SinusoidalPosEmb(in_channels)
     int64_t time_embed_dim() const { return 4 * decoder_channels; }
     int64_t decoder_inner_dim() const { return decoder_heads * decoder_head_dim; }
     int64_t conditioning_channels() const { return 3 * mel_bins; } // mu, speaker, prompt condition
