@@ -24,6 +24,9 @@ ggml_tensor *GraphRunner::input(const std::string &name, ggml_type type, const S
     ggml_tensor *t = new_tensor_torch(ctx_, type, torch_shape);
     ggml_set_name(t, name.c_str());
     ggml_set_input(t);
+    // Also an output: otherwise the allocator may reuse an input's memory once it has been read,
+    // and an input written once would be garbage on the next compute().
+    ggml_set_output(t);
     return t;
 }
 
