@@ -46,14 +46,7 @@ TEST(GoldenRunner, MainCaseStagesMatchTheOfficialImplementation) {
         const NpyArray actual = read_npy(entry.path().string());
         const NpyArray expected = read_npy(golden_path(name + ".npy"));
         ASSERT_EQ(actual.shape, expected.shape) << name;
-        const auto a = values_of(actual), e = values_of(expected);
-        double ref_max = 0;
-        for (float x : e) ref_max = std::max(ref_max, double(std::fabs(x)));
-        const Diff diff = compare(a, e);
-        const Tolerance tol = golden_tolerance(name);
-        EXPECT_TRUE(tol.accepts(diff, ref_max)) << name << ": max abs error " << diff.max_abs << " at "
-                                                << diff.worst_index << ", tolerance " << tol.str();
-        std::printf("%-32s max abs %.3g (tolerance %s)\n", name.c_str(), diff.max_abs, tol.str().c_str());
+        expect_matches_golden(values_of(actual), values_of(expected), name);
         ++compared;
     }
     std::printf("%d arrays compared\n", compared);

@@ -37,21 +37,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Compares with the golden array's index.json tolerance and prints the error.
-void expect_golden(const std::vector<float> &actual, const std::string &name) {
-    const NpyArray expected = read_npy(golden_path(name + ".npy"));
-    ASSERT_EQ(actual.size(), size_t(expected.numel())) << name;
-    const std::vector<float> reference = expected.f32();
-    double reference_max = 0;
-    for (float v : reference) reference_max = std::max(reference_max, double(std::fabs(v)));
-    const Diff diff = compare(actual, reference);
-    const Tolerance tolerance = golden_tolerance(name);
-    std::printf("%-28s max abs error %.3g (tolerance %s, reference max %.3g)\n", name.c_str(), diff.max_abs,
-                tolerance.str().c_str(), reference_max);
-    EXPECT_TRUE(tolerance.accepts(diff, reference_max)) << name << ": max abs error " << diff.max_abs << " at "
-                                                        << diff.worst_index << ", tolerance " << tolerance.str();
-}
-
 class S3GenFlowGolden : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
@@ -94,25 +79,25 @@ TEST_F(S3GenFlowGolden, EveryStageMatchesTheOfficialImplementation) {
     const FlowEncoding encoding = session.encode(tokens_, reference_);
     std::printf("encoder: %lld tokens -> %lld frames in %.2f s\n", (long long)encoding.tokens,
                 (long long)encoding.frames, seconds_since(start));
-    expect_golden(encoding.speaker, "flow_spk_emb");
-    expect_golden(encoding.hidden, "flow_encoder_out");
-    expect_golden(encoding.mu, "flow_mu");
+    expect_matches_golden(encoding.speaker, "flow_spk_emb");
+    expect_matches_golden(encoding.hidden, "flow_encoder_out");
+    expect_matches_golden(encoding.mu, "flow_mu");
 
     const std::vector<float> noise = read_f32("flow_noise");
     EstimatorGraph &graph = session.estimator_graph(encoding.frames);
     graph.set_conditioning(encoding.mu, encoding.speaker, session.prompt_condition(reference_, encoding.frames));
     start = std::chrono::steady_clock::now();
-    expect_golden(graph.velocity(noise, 0.0f), "flow_estimator_step0_out");
+    expect_matches_golden(graph.velocity(noise, 0.0f), "flow_estimator_step0_out");
     std::printf("estimator step (CFG pair, %lld frames): %.2f s\n", (long long)encoding.frames, seconds_since(start));
 
     start = std::chrono::steady_clock::now();
     const std::vector<float> full = session.solve(encoding, reference_, noise);
     std::printf("CFM, %d steps: %.2f s\n", model_->hparams().cfm_steps, seconds_since(start));
-    expect_golden(full, "flow_cfm_out_full");
+    expect_matches_golden(full, "flow_cfm_out_full");
     const int64_t prompt_frames = int64_t(reference_.prompt_mel.size()) / model_->hparams().mel_bins;
     const Mel mel = generated_part(full, model_->hparams().mel_bins, encoding.frames, prompt_frames);
     EXPECT_EQ(mel.frames, 2 * int64_t(tokens_.size()));
-    expect_golden(mel.values, "flow_mel");
+    expect_matches_golden(mel.values, "flow_mel");
 }
 
 TEST_F(S3GenFlowGolden, InvalidInputsGiveClearErrors) {

@@ -45,14 +45,7 @@ class S3TokenizerGolden : public ::testing::Test {
 
         const std::string projection_name = "s3tok_fsq_projection_" + call;
         const std::vector<float> expected = read_npy(golden_path(projection_name + ".npy")).f32();
-        ASSERT_EQ(t.projection.size(), expected.size());
-        const Diff diff = compare(t.projection, expected);
-        const Tolerance tolerance = golden_tolerance(projection_name);
-        double reference_max = 0;
-        for (float v : expected) reference_max = std::max(reference_max, double(std::fabs(v)));
-        std::printf("[s3tokenizer] %-32s max abs %.3g  (tolerance %s)\n", projection_name.c_str(), diff.max_abs,
-                    tolerance.str().c_str());
-        EXPECT_TRUE(tolerance.accepts(diff, reference_max)) << projection_name << ": max abs " << diff.max_abs;
+        expect_matches_golden(t.projection, expected, projection_name);
 
         const std::vector<int64_t> tokens = read_npy(golden_path("s3tok_tokens_" + call + ".npy")).i64();
         ASSERT_EQ(t.tokens.size(), tokens.size());

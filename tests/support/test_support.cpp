@@ -1,5 +1,7 @@
 #include "support/test_support.h"
 
+#include "core/npy.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -8,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <cstdio>
 #include <random>
 
 namespace chatterbox::test {
@@ -78,6 +81,28 @@ Tolerance golden_tolerance(const std::string &array_name) {
     else if (rest.rfind(" rel", 0) == 0) t.kind = Tolerance::Kind::Rel;
     else throw std::runtime_error("unreadable tolerance '" + text + "' for " + array_name);
     return t;
+}
+
+double max_magnitude(const std::vector<float> &values) {
+    double m = 0;
+    for (float x : values) m = std::max(m, double(std::fabs(x)));
+    return m;
+}
+
+void expect_matches_golden(const std::vector<float> &actual, const std::vector<float> &expected,
+                           const std::string &name) {
+    ASSERT_EQ(actual.size(), expected.size()) << name;
+    const Diff diff = compare(actual, expected);
+    const Tolerance tolerance = golden_tolerance(name);
+    const double reference_max = max_magnitude(expected);
+    std::printf("%-32s max abs %.3g  max rel %.3g  (tolerance %s, reference max %.3g)\n", name.c_str(), diff.max_abs,
+                diff.max_rel, tolerance.str().c_str(), reference_max);
+    EXPECT_TRUE(tolerance.accepts(diff, reference_max))
+        << name << ": max abs " << diff.max_abs << " at " << diff.worst_index << ", tolerance " << tolerance.str();
+}
+
+void expect_matches_golden(const std::vector<float> &actual, const std::string &name) {
+    expect_matches_golden(actual, read_npy(golden_path(name + ".npy")).f32(), name);
 }
 
 std::vector<float> random_values(size_t n, uint64_t seed, float lo, float hi) {

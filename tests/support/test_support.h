@@ -30,6 +30,15 @@ struct Tolerance {
 };
 Tolerance golden_tolerance(const std::string &array_name); // from tests/data/golden/index.json
 
+double max_magnitude(const std::vector<float> &values); // max |x|
+
+// Expects `actual` to match `expected` within the index.json tolerance of golden array `name`
+// and prints the error (the figures the issues' notes quote).
+void expect_matches_golden(const std::vector<float> &actual, const std::vector<float> &expected,
+                           const std::string &name);
+// The same against tests/data/golden/<name>.npy.
+void expect_matches_golden(const std::vector<float> &actual, const std::string &name);
+
 // Deterministic pseudo-random values in [lo, hi) for op tests.
 std::vector<float> random_values(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 

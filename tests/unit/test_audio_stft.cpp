@@ -62,12 +62,6 @@ std::vector<std::vector<ComplexD>> naive_stft(const std::vector<float> &x, int n
     return frames;
 }
 
-double max_magnitude(const std::vector<float> &x) {
-    double m = 0;
-    for (float v : x) m = std::max(m, double(std::fabs(v)));
-    return m;
-}
-
 } // namespace
 
 TEST(Stft, RealFftMatchesNaiveDft) {
