@@ -1,0 +1,74 @@
+#pragma once
+// Voice conditionals (spec overview.md §2.2, tts.py prepare_conditionals): what a voice is to the
+// engine, built once from a reference recording and reused for every synthesis.
+//
+//   T3 part:    speaker embedding (VoiceEncoder over the whole reference at 16 kHz),
+//               ≤ 150 prompt speech tokens (S3Tokenizer over the first 6 s), exaggeration
+//   S3Gen part: prompt tokens + prompt mel (first 10 s at 24 kHz), CAMPPlus x-vector
+//
+//   VoiceBuilder builder(files, backend);                  // binds VE, CAMPPlus, S3Tokenizer
+//   Voice voice = builder.from_file("ref.wav", 0.5f);
+//   save_voice(voice, "ref.voice");  Voice same = load_voice("ref.voice");   // bit-identical
+//   Voice builtin = builtin_voice(files);                  // conds.pt / the GGUF's conds.*
+
+#include "audio/audio_file.h"
+#include "core/backend.h"
+#include "models/chatterbox/model_files.h"
+#include "models/chatterbox/s3gen/flow.h"
+#include "models/chatterbox/t3/cond_encoder.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace chatterbox {
+
+struct Voice {
+    t3::Conditioning t3;         // speaker_emb (256), prompt_tokens (≤ 150), exaggeration
+    s3gen::FlowReference s3gen;  // prompt_tokens (Np), prompt_mel (2·Np, 80) frame-major, xvector (192)
+};
+
+// The intermediate results of one build, for golden runs and diagnostics (filled when asked for).
+struct VoiceTaps {
+    std::vector<float> ve_partial_embeds;        // (partials, 256)
+    int64_t ve_partials = 0;
+    std::vector<int32_t> s3tok_tokens_t3prompt;     // raw tokenizer output for the T3 prompt
+    std::vector<float> s3tok_projection_t3prompt;   // (tokens, 8)
+    std::vector<int32_t> s3tok_tokens_s3genprompt;  // raw tokenizer output for the S3Gen prompt
+    std::vector<float> s3tok_projection_s3genprompt; // (tokens, 8)
+};
+
+class VoiceBuilder {
+public:
+    // Binds the three voice models of `files` (ve, s3gen.speaker_encoder, s3gen.tokenizer); throws
+    // Error when the model lacks them.
+    VoiceBuilder(const ModelFiles &files, Backend &backend);
+    ~VoiceBuilder();
+    VoiceBuilder(const VoiceBuilder &) = delete;
+    VoiceBuilder &operator=(const VoiceBuilder &) = delete;
+
+    // From any audio file audio::read_audio accepts. Throws Error for unusable audio (too short to
+    // give the models their minimum input, silent, non-finite ...) with a message naming the file.
+    Voice from_file(const std::string &path, float exaggeration = 0.5f, VoiceTaps *taps = nullptr) const;
+    Voice from_audio(const audio::Audio &audio, float exaggeration = 0.5f, VoiceTaps *taps = nullptr) const;
+
+    // S3 speech tokens of a whole recording (16 kHz, no length cut): the source side of voice conversion.
+    std::vector<int32_t> speech_tokens(const audio::Audio &audio) const;
+
+private:
+    struct Models;
+    std::unique_ptr<Models> models_;
+};
+
+// The voice stored with the model (conds.pt or the GGUF's conds.* tensors). Throws Error when the model has none.
+Voice builtin_voice(const ModelFiles &files);
+
+// A voice as a small self-describing file (GGUF with the tensors of Voice); load_voice validates
+// every shape and value and reports what is wrong. Loading gives back bit-identical conditionals.
+void save_voice(const Voice &voice, const std::string &path);
+Voice load_voice(const std::string &path);
+// True when the file starts like a saved voice (so a CLI can accept either a recording or a voice file).
+bool is_voice_file(const std::string &path);
+
+} // namespace chatterbox
