@@ -30,6 +30,11 @@ std::string temp_dir(const std::string &tag) {
     return dir.string();
 }
 
+::testing::AssertionResult contains(const std::string &text, const std::string &part) {
+    if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "\"" << part << "\" is not in:\n" << text;
+}
+
 Diff compare(const std::vector<float> &actual, const std::vector<float> &expected) {
     Diff d;
     if (actual.size() != expected.size()) {

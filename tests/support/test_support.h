@@ -1,6 +1,8 @@
 #pragma once
 // Helpers shared by the tests: fixture paths and array comparisons.
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,6 +40,9 @@ void expect_matches_golden(const std::vector<float> &actual, const std::vector<f
                            const std::string &name);
 // The same against tests/data/golden/<name>.npy.
 void expect_matches_golden(const std::vector<float> &actual, const std::string &name);
+
+// EXPECT_TRUE(contains(message, "expected part")) prints the whole text when the part is missing.
+::testing::AssertionResult contains(const std::string &text, const std::string &part);
 
 // Deterministic pseudo-random values in [lo, hi) for op tests.
 std::vector<float> random_values(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f);

@@ -1,0 +1,56 @@
+#pragma once
+// Where the official model lives on this machine, and fetching it from the model hub.
+//
+// Default location: $CHATTERBOX_MODEL when set (a folder or a .gguf), else
+// $XDG_CACHE_HOME/chatterbox/models/chatterbox, else ~/.cache/chatterbox/models/chatterbox.
+// The files are those tts.py's from_pretrained fetches from the hub repository ResembleAI/chatterbox;
+// $HF_ENDPOINT replaces https://huggingface.co as huggingface_hub allows (a mirror, or a file:// folder).
+
+#include "io/http_download.h"
+
+#include <string>
+#include <vector>
+
+namespace chatterbox {
+
+// The environment variables the model location depends on ("" when unset).
+struct ModelEnvironment {
+    std::string chatterbox_model; // CHATTERBOX_MODEL
+    std::string xdg_cache_home;   // XDG_CACHE_HOME
+    std::string home;             // HOME
+    std::string hf_endpoint;      // HF_ENDPOINT
+
+    static ModelEnvironment from_process();
+};
+
+// The default model path for `env`; throws Error when no variable gives one.
+std::string default_model_path(const ModelEnvironment &env);
+
+// The official repository and its files, in download order (small ones first).
+constexpr const char *kOfficialRepo = "ResembleAI/chatterbox";
+constexpr const char *kOfficialRevision = "main";
+constexpr const char *kDefaultHubEndpoint = "https://huggingface.co";
+const std::vector<std::string> &official_model_files();
+
+// "<endpoint>/<repo>/resolve/<revision>/<file>"; endpoint "" means kDefaultHubEndpoint.
+std::string hub_file_url(const std::string &endpoint, const std::string &repo, const std::string &revision,
+                         const std::string &file);
+// The repository's page, for messages ("<endpoint>/<repo>/tree/<revision>").
+std::string hub_repo_page(const std::string &endpoint, const std::string &repo, const std::string &revision);
+
+// The official files missing from `dir` (all of them when it does not exist).
+std::vector<std::string> missing_model_files(const std::string &dir);
+
+struct ModelDownloadOptions {
+    std::string endpoint; // "" : kDefaultHubEndpoint
+    // Called before each file starts (index into the files being fetched, their count, name).
+    std::function<void(size_t index, size_t count, const std::string &file)> on_file;
+    io::DownloadOptions transfer; // progress of the current file, timeouts
+};
+
+// Downloads the missing official files into `dir` (created when needed), resuming partial ones.
+// On failure throws Error that says what to do without network access: fetch the files elsewhere
+// and copy them into `dir`, or pass a model with -m.
+void download_official_model(const std::string &dir, const ModelDownloadOptions &options);
+
+} // namespace chatterbox

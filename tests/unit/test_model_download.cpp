@@ -1,0 +1,201 @@
+// Model location and download, offline: URL building, the default folder, the resume decision, and
+// real transfers through libcurl from file:// URLs (a local folder laid out like the model hub).
+
+#include "core/error.h"
+#include "io/http_download.h"
+#include "models/chatterbox/model_download.h"
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace fs = std::filesystem;
+using namespace chatterbox;
+
+namespace {
+
+std::string read_bytes(const fs::path &path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const fs::path &path, const std::string &bytes) {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// 100 kB of varied bytes, so that a misplaced range shows in the content.
+std::string sample_content() {
+    std::string bytes(100000, '\0');
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 131 + i / 251) & 0xFF);
+    return bytes;
+}
+
+std::string file_url(const fs::path &path) { return "file://" + fs::absolute(path).string(); }
+
+std::string error_of(const std::function<void()> &action) {
+    try {
+        action();
+    } catch (const Error &e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+} // namespace
+
+TEST(ModelDownload, ResumePlan) {
+    EXPECT_EQ(io::plan_resume(0, 100), io::ResumeAction::start);
+    EXPECT_EQ(io::plan_resume(0, io::kUnknownSize), io::ResumeAction::start);
+    EXPECT_EQ(io::plan_resume(40, io::kUnknownSize), io::ResumeAction::start);
+    EXPECT_EQ(io::plan_resume(40, 100), io::ResumeAction::resume);
+    EXPECT_EQ(io::plan_resume(100, 100), io::ResumeAction::complete);
+    EXPECT_EQ(io::plan_resume(140, 100), io::ResumeAction::restart);
+}
+
+TEST(ModelDownload, HubUrls) {
+    EXPECT_EQ(hub_file_url("", kOfficialRepo, kOfficialRevision, "t3_cfg.safetensors"),
+              "https://huggingface.co/ResembleAI/chatterbox/resolve/main/t3_cfg.safetensors");
+    EXPECT_EQ(hub_file_url("https://mirror.example/", "a/b", "v1", "x.json"),
+              "https://mirror.example/a/b/resolve/v1/x.json");
+    EXPECT_EQ(hub_repo_page("", kOfficialRepo, kOfficialRevision),
+              "https://huggingface.co/ResembleAI/chatterbox/tree/main");
+}
+
+TEST(ModelDownload, OfficialFilesAreWhatTtsPyLoads) {
+    std::vector<std::string> files = official_model_files();
+    std::sort(files.begin(), files.end());
+    EXPECT_EQ(files, (std::vector<std::string>{"conds.pt", "s3gen.safetensors", "t3_cfg.safetensors", "tokenizer.json",
+                                               "ve.safetensors"}));
+}
+
+TEST(ModelDownload, DefaultModelPath) {
+    EXPECT_EQ(default_model_path({"/models/cb.gguf", "/xdg", "/home/u", ""}), "/models/cb.gguf");
+    EXPECT_EQ(default_model_path({"", "/xdg", "/home/u", ""}), "/xdg/chatterbox/models/chatterbox");
+    EXPECT_EQ(default_model_path({"", "relative/cache", "/home/u", ""}), "/home/u/.cache/chatterbox/models/chatterbox");
+    EXPECT_EQ(default_model_path({"", "", "/home/u", ""}), "/home/u/.cache/chatterbox/models/chatterbox");
+    EXPECT_TRUE(test::contains(error_of([] { default_model_path({}); }), "CHATTERBOX_MODEL"));
+}
+
+TEST(ModelDownload, MissingFiles) {
+    const fs::path dir = test::temp_dir("model-download");
+    EXPECT_EQ(missing_model_files((dir / "absent").string()), official_model_files());
+    write_bytes(dir / "tokenizer.json", "{}");
+    write_bytes(dir / "t3_cfg.safetensors.part", "partial"); // an unfinished download is not the file
+    const std::vector<std::string> missing = missing_model_files(dir.string());
+    EXPECT_EQ(missing,
+              (std::vector<std::string>{"conds.pt", "ve.safetensors", "s3gen.safetensors", "t3_cfg.safetensors"}));
+}
+
+TEST(ModelDownload, RemoteSizeOfALocalFile) {
+    const fs::path dir = test::temp_dir("model-download");
+    write_bytes(dir / "source.bin", sample_content());
+    EXPECT_EQ(io::remote_file_size(file_url(dir / "source.bin")), 100000);
+}
+
+TEST(ModelDownload, FreshDownloadWithProgress) {
+    const fs::path dir = test::temp_dir("model-download");
+    const std::string content = sample_content();
+    write_bytes(dir / "source.bin", content);
+    int64_t last_done = -1, last_total = -1;
+    io::DownloadOptions options;
+    options.progress = [&](int64_t done, int64_t total) {
+        last_done = done;
+        last_total = total;
+        return true;
+    };
+    io::download_file(file_url(dir / "source.bin"), (dir / "copy.bin").string(), options);
+    EXPECT_EQ(read_bytes(dir / "copy.bin"), content);
+    EXPECT_FALSE(fs::exists(dir / "copy.bin.part"));
+    EXPECT_EQ(last_done, 100000);
+    EXPECT_EQ(last_total, 100000);
+}
+
+TEST(ModelDownload, ResumesAPartialFile) {
+    const fs::path dir = test::temp_dir("model-download");
+    const std::string content = sample_content();
+    write_bytes(dir / "source.bin", content);
+    // A partial file whose bytes differ from the source: only a ranged request keeps them.
+    const std::string earlier(30000, 'x');
+    write_bytes(dir / "copy.bin.part", earlier);
+    io::download_file(file_url(dir / "source.bin"), (dir / "copy.bin").string());
+    EXPECT_EQ(read_bytes(dir / "copy.bin"), earlier + content.substr(30000));
+}
+
+TEST(ModelDownload, CompletePartialFileIsOnlyRenamed) {
+    const fs::path dir = test::temp_dir("model-download");
+    write_bytes(dir / "source.bin", sample_content());
+    const std::string earlier(100000, 'y');
+    write_bytes(dir / "copy.bin.part", earlier);
+    io::download_file(file_url(dir / "source.bin"), (dir / "copy.bin").string());
+    EXPECT_EQ(read_bytes(dir / "copy.bin"), earlier);
+}
+
+TEST(ModelDownload, OverlongPartialFileRestarts) {
+    const fs::path dir = test::temp_dir("model-download");
+    const std::string content = sample_content();
+    write_bytes(dir / "source.bin", content);
+    write_bytes(dir / "copy.bin.part", std::string(150000, 'z'));
+    io::download_file(file_url(dir / "source.bin"), (dir / "copy.bin").string());
+    EXPECT_EQ(read_bytes(dir / "copy.bin"), content);
+}
+
+TEST(ModelDownload, StoppedByProgressKeepsThePartialFile) {
+    const fs::path dir = test::temp_dir("model-download");
+    write_bytes(dir / "source.bin", sample_content());
+    io::DownloadOptions options;
+    options.progress = [](int64_t, int64_t) { return false; };
+    const std::string message =
+        error_of([&] { io::download_file(file_url(dir / "source.bin"), (dir / "copy.bin").string(), options); });
+    EXPECT_TRUE(test::contains(message, "stopped"));
+    EXPECT_FALSE(fs::exists(dir / "copy.bin"));
+    EXPECT_TRUE(fs::exists(dir / "copy.bin.part"));
+}
+
+TEST(ModelDownload, ErrorsNameTheUrlAndCause) {
+    const fs::path dir = test::temp_dir("model-download");
+    const std::string missing_url = file_url(dir / "absent.bin");
+    EXPECT_TRUE(
+        test::contains(error_of([&] { io::download_file(missing_url, (dir / "out.bin").string()); }), missing_url));
+    // Nothing listens on the discard port of this machine: the connection is refused at once.
+    EXPECT_TRUE(test::contains(error_of([&] { io::download_file("http://127.0.0.1:9/x", (dir / "out.bin").string()); }),
+                               "http://127.0.0.1:9/x failed"));
+    write_bytes(dir / "source.bin", "abc");
+    const std::string unwritable = (dir / "no-such-folder" / "out.bin").string();
+    EXPECT_TRUE(
+        test::contains(error_of([&] { io::download_file(file_url(dir / "source.bin"), unwritable); }), "cannot write"));
+}
+
+TEST(ModelDownload, OfficialModelFromALocalHub) {
+    const fs::path dir = test::temp_dir("model-download");
+    const fs::path hub = dir / "hub";
+    for (const std::string &file : official_model_files())
+        write_bytes(hub / kOfficialRepo / "resolve" / kOfficialRevision / file, "content of " + file);
+    const fs::path model = dir / "cache" / "chatterbox";
+    write_bytes(model / "tokenizer.json", "already here"); // present files are kept, not fetched again
+
+    ModelDownloadOptions options;
+    options.endpoint = file_url(hub);
+    std::vector<std::string> announced;
+    options.on_file = [&](size_t, size_t, const std::string &file) { announced.push_back(file); };
+    download_official_model(model.string(), options);
+
+    EXPECT_TRUE(missing_model_files(model.string()).empty());
+    EXPECT_EQ(read_bytes(model / "tokenizer.json"), "already here");
+    EXPECT_EQ(read_bytes(model / "ve.safetensors"), "content of ve.safetensors");
+    EXPECT_EQ(announced.size(), official_model_files().size() - 1);
+}
+
+TEST(ModelDownload, FailureSaysWhatToDoOffline) {
+    const fs::path dir = test::temp_dir("model-download");
+    ModelDownloadOptions options;
+    options.endpoint = "http://127.0.0.1:9";
+    const std::string message = error_of([&] { download_official_model((dir / "model").string(), options); });
+    EXPECT_TRUE(test::contains(message, "Without network access"));
+    EXPECT_TRUE(test::contains(message, "http://127.0.0.1:9/ResembleAI/chatterbox/tree/main"));
+    EXPECT_TRUE(test::contains(message, "copy them into " + (dir / "model").string()));
+    EXPECT_TRUE(test::contains(message, "t3_cfg.safetensors"));
+}
