@@ -12,6 +12,7 @@
 //   Voice builtin = builtin_voice(files);                  // conds.pt / the GGUF's conds.*
 
 #include "audio/audio_file.h"
+#include "audio/matrix.h"
 #include "core/backend.h"
 #include "models/chatterbox/model_files.h"
 #include "models/chatterbox/s3gen/flow.h"
@@ -25,22 +26,38 @@
 namespace chatterbox {
 
 struct Voice {
-    t3::Conditioning t3;         // speaker_emb (256), prompt_tokens (≤ 150), exaggeration
-    s3gen::FlowReference s3gen;  // prompt_tokens (Np), prompt_mel (2·Np, 80) frame-major, xvector (192)
+    t3::Conditioning t3;        // speaker_emb (256), prompt_tokens (≤ 150), exaggeration
+    s3gen::FlowReference s3gen; // prompt_tokens (Np), prompt_mel (F, 80) frame-major, xvector (192)
 };
 
+// Reference recordings a voice is built from: long enough for every model's smallest input
+// (CAMPPlus needs 45 ms), short enough that the VoiceEncoder's pass over the whole signal stays quick.
+constexpr double kMinReferenceSeconds = 0.1;
+constexpr double kMaxReferenceSeconds = 600.0;
+
 // The intermediate results of one build, for golden runs and diagnostics (filled when asked for).
+// Names follow the golden arrays of the official run.
 struct VoiceTaps {
-    std::vector<float> ve_partial_embeds;        // (partials, 256)
+    std::vector<float> ref_wav_24k;            // the whole reference at 24 kHz (librosa.load, soxr_hq)
+    std::vector<float> ref_wav_16k_librosa;    // ref_wav_24k -> 16 kHz (soxr_hq): VoiceEncoder, T3 prompt
+    std::vector<float> ref_wav_16k_torchaudio; // its first 10 s -> 16 kHz (torchaudio): CAMPPlus, S3Gen prompt
+    audio::Matrix s3gen_ref_mel_24k;           // (80, F) of the first 10 s; prompt_mel is its transpose
+    audio::Matrix s3tok_logmel_s3genprompt;    // (128, T)
+    audio::Matrix s3tok_logmel_t3prompt;       // (128, T) of the first 6 s, before the max_len cut
+    std::vector<float> ve_trimmed_wav16k;      // the VoiceEncoder's silence-trimmed input
+    audio::Matrix ve_mel;                      // (T, 40)
+    audio::Matrix campplus_fbank;              // (T, 80), mean-subtracted
+
+    std::vector<float> ve_partial_embeds; // (partials, 256)
     int64_t ve_partials = 0;
-    std::vector<int32_t> s3tok_tokens_t3prompt;     // raw tokenizer output for the T3 prompt
-    std::vector<float> s3tok_projection_t3prompt;   // (tokens, 8)
-    std::vector<int32_t> s3tok_tokens_s3genprompt;  // raw tokenizer output for the S3Gen prompt
+    std::vector<int32_t> s3tok_tokens_t3prompt;      // raw tokenizer output for the T3 prompt
+    std::vector<float> s3tok_projection_t3prompt;    // (tokens, 8)
+    std::vector<int32_t> s3tok_tokens_s3genprompt;   // raw tokenizer output for the S3Gen prompt
     std::vector<float> s3tok_projection_s3genprompt; // (tokens, 8)
 };
 
 class VoiceBuilder {
-public:
+  public:
     // Binds the three voice models of `files` (ve, s3gen.speaker_encoder, s3gen.tokenizer); throws
     // Error when the model lacks them.
     VoiceBuilder(const ModelFiles &files, Backend &backend);
@@ -48,15 +65,16 @@ public:
     VoiceBuilder(const VoiceBuilder &) = delete;
     VoiceBuilder &operator=(const VoiceBuilder &) = delete;
 
-    // From any audio file audio::read_audio accepts. Throws Error for unusable audio (too short to
-    // give the models their minimum input, silent, non-finite ...) with a message naming the file.
+    // From any audio file audio::read_audio accepts. Throws Error for unusable audio (shorter than
+    // kMinReferenceSeconds, longer than kMaxReferenceSeconds, silent, non-finite ...) with a message
+    // naming the file.
     Voice from_file(const std::string &path, float exaggeration = 0.5f, VoiceTaps *taps = nullptr) const;
     Voice from_audio(const audio::Audio &audio, float exaggeration = 0.5f, VoiceTaps *taps = nullptr) const;
 
     // S3 speech tokens of a whole recording (16 kHz, no length cut): the source side of voice conversion.
     std::vector<int32_t> speech_tokens(const audio::Audio &audio) const;
 
-private:
+  private:
     struct Models;
     std::unique_ptr<Models> models_;
 };
@@ -64,11 +82,13 @@ private:
 // The voice stored with the model (conds.pt or the GGUF's conds.* tensors). Throws Error when the model has none.
 Voice builtin_voice(const ModelFiles &files);
 
-// A voice as a small self-describing file (GGUF with the tensors of Voice); load_voice validates
-// every shape and value and reports what is wrong. Loading gives back bit-identical conditionals.
+// A voice as a small self-describing file (GGUF with the tensors of Voice, a format marker, a version
+// and a checksum of the tensor bytes); load_voice validates every shape and value and reports what is
+// wrong. Loading gives back bit-identical conditionals.
 void save_voice(const Voice &voice, const std::string &path);
 Voice load_voice(const std::string &path);
-// True when the file starts like a saved voice (so a CLI can accept either a recording or a voice file).
+// True when the file is a saved voice by its content (GGUF magic and the voice format marker), so a
+// CLI can accept either a recording or a voice file whatever its name.
 bool is_voice_file(const std::string &path);
 
 } // namespace chatterbox
