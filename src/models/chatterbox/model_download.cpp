@@ -16,12 +16,6 @@ std::string env_or_empty(const char *name) {
     return value ? value : "";
 }
 
-std::string joined(const std::vector<std::string> &names) {
-    std::string out;
-    for (const std::string &name : names) out += (out.empty() ? "" : ", ") + name;
-    return out;
-}
-
 } // namespace
 
 ModelEnvironment ModelEnvironment::from_process() {
@@ -62,6 +56,12 @@ std::string hub_repo_page(const std::string &endpoint, const std::string &repo, 
     return concat(endpoint_or_default(endpoint), "/", repo, "/tree/", revision);
 }
 
+std::string file_list(const std::vector<std::string> &files) {
+    std::string out;
+    for (const std::string &file : files) out += (out.empty() ? "" : ", ") + file;
+    return out;
+}
+
 std::vector<std::string> missing_model_files(const std::string &dir) {
     std::vector<std::string> missing;
     for (const std::string &file : official_model_files()) {
@@ -83,7 +83,7 @@ void download_official_model(const std::string &dir, const ModelDownloadOptions 
                               (fs::path(dir) / missing[i]).string(), options.transfer);
         }
     } catch (const Error &e) {
-        fail(e.what(), "\nWithout network access here, download ", joined(missing_model_files(dir)), " from ",
+        fail(e.what(), "\nWithout network access here, download ", file_list(missing_model_files(dir)), " from ",
              hub_repo_page(options.endpoint, kOfficialRepo, kOfficialRevision),
              " on another machine and copy them into ", dir, " (a run with network access resumes partial files).");
     }

@@ -40,6 +40,8 @@ std::string hub_repo_page(const std::string &endpoint, const std::string &repo, 
 
 // The official files missing from `dir` (all of them when it does not exist).
 std::vector<std::string> missing_model_files(const std::string &dir);
+// "a, b, c", for messages.
+std::string file_list(const std::vector<std::string> &files);
 
 struct ModelDownloadOptions {
     std::string endpoint; // "" : kDefaultHubEndpoint
