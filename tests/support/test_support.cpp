@@ -7,17 +7,35 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <stdexcept>
-#include <cstdio>
+#include <iterator>
 #include <random>
+#include <stdexcept>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace chatterbox::test {
 
 std::string data_path(const std::string &name) { return std::string(CHATTERBOX_TEST_DATA) + "/" + name; }
 std::string golden_path(const std::string &name) { return data_path("golden/" + name); }
 std::string synthetic_dir() { return CHATTERBOX_SYNTHETIC_DIR; }
+std::string synthetic_model_dir() {
+    static const std::string dir = [] {
+        const std::filesystem::path d = std::filesystem::temp_directory_path() / "chatterbox-tests" /
+                                        ("synthetic-model-" + std::to_string(::getpid()));
+        std::filesystem::remove_all(d);
+        std::filesystem::create_directories(d);
+        for (const char *f : {"ve.safetensors", "t3_cfg.safetensors", "s3gen.safetensors"})
+            std::filesystem::create_symlink(std::filesystem::absolute(std::filesystem::path(synthetic_dir()) / f),
+                                            d / f);
+        std::filesystem::copy_file(golden_path("tokenizer.json"), d / "tokenizer.json");
+        return d.string();
+    }();
+    return dir;
+}
+
 std::string tool_path(const std::string &tool) { return std::string(CHATTERBOX_TOOLS_DIR) + "/" + tool; }
 
 std::string temp_dir(const std::string &tag) {
@@ -33,6 +51,35 @@ std::string temp_dir(const std::string &tag) {
 ::testing::AssertionResult contains(const std::string &text, const std::string &part) {
     if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
     return ::testing::AssertionFailure() << "\"" << part << "\" is not in:\n" << text;
+}
+
+namespace {
+std::string shell_quoted(const std::string &text) {
+    std::string out = "'";
+    for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+std::string read_file_bytes(const std::filesystem::path &path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+} // namespace
+
+ToolRun run_tool(const std::string &tool, const std::vector<std::string> &args, const ToolInput &input) {
+    const std::filesystem::path capture = temp_dir("run_tool");
+    std::string command = input.cwd.empty() ? "env" : "cd " + shell_quoted(input.cwd) + " && env";
+    for (const std::string &assignment : input.env) command += " " + shell_quoted(assignment);
+    command += " " + shell_quoted(tool_path(tool));
+    for (const std::string &arg : args) command += " " + shell_quoted(arg);
+    command += " < " + shell_quoted(input.stdin_path) + " > " + shell_quoted((capture / "out").string()) + " 2> " +
+               shell_quoted((capture / "err").string());
+    const int status = std::system(command.c_str());
+    ToolRun run;
+    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    run.out = read_file_bytes(capture / "out");
+    run.err = read_file_bytes(capture / "err");
+    return run;
 }
 
 Diff compare(const std::vector<float> &actual, const std::vector<float> &expected) {
@@ -55,9 +102,12 @@ Diff compare(const std::vector<float> &actual, const std::vector<float> &expecte
 
 bool Tolerance::accepts(const Diff &diff, double reference_max_abs) const {
     switch (kind) {
-    case Kind::Exact: return diff.max_abs == 0;
-    case Kind::Abs: return diff.max_abs <= value;
-    case Kind::Rel: return diff.max_abs <= value * reference_max_abs;
+    case Kind::Exact:
+        return diff.max_abs == 0;
+    case Kind::Abs:
+        return diff.max_abs <= value;
+    case Kind::Rel:
+        return diff.max_abs <= value * reference_max_abs;
     }
     return false;
 }
@@ -82,9 +132,12 @@ Tolerance golden_tolerance(const std::string &array_name) {
     size_t used = 0;
     t.value = std::stod(text, &used);
     const std::string rest = text.substr(used);
-    if (rest.rfind(" abs", 0) == 0) t.kind = Tolerance::Kind::Abs;
-    else if (rest.rfind(" rel", 0) == 0) t.kind = Tolerance::Kind::Rel;
-    else throw std::runtime_error("unreadable tolerance '" + text + "' for " + array_name);
+    if (rest.rfind(" abs", 0) == 0)
+        t.kind = Tolerance::Kind::Abs;
+    else if (rest.rfind(" rel", 0) == 0)
+        t.kind = Tolerance::Kind::Rel;
+    else
+        throw std::runtime_error("unreadable tolerance '" + text + "' for " + array_name);
     return t;
 }
 

@@ -9,11 +9,25 @@
 
 namespace chatterbox::test {
 
-std::string data_path(const std::string &name);      // tests/data/<name>
-std::string golden_path(const std::string &name);    // tests/data/golden/<name>
-std::string synthetic_dir();                          // full-size synthetic weights (ctest fixture)
-std::string tool_path(const std::string &tool);       // a built tool executable
-std::string temp_dir(const std::string &tag);         // a fresh empty folder for this test
+std::string data_path(const std::string &name);   // tests/data/<name>
+std::string golden_path(const std::string &name); // tests/data/golden/<name>
+std::string synthetic_dir();                      // full-size synthetic weights (ctest fixture)
+// A model folder of the synthetic weights (linked) and the golden tokenizer.json, no built-in voice.
+std::string synthetic_model_dir();
+std::string tool_path(const std::string &tool); // a built tool executable
+std::string temp_dir(const std::string &tag);   // a fresh empty folder for this test
+
+// Runs a built tool through the shell with stdin from a file (not a terminal), capturing its output.
+struct ToolRun {
+    int exit_code = -1;
+    std::string out, err; // stdout (bytes as written) and stderr
+};
+struct ToolInput {
+    std::string stdin_path = "/dev/null";
+    std::vector<std::string> env; // "NAME=value" set for the tool only
+    std::string cwd;              // "" : the test's own
+};
+ToolRun run_tool(const std::string &tool, const std::vector<std::string> &args, const ToolInput &input = {});
 
 struct Diff {
     double max_abs = 0;     // max |a - b|
