@@ -60,6 +60,15 @@ NpyArray GoldenRun::input(const std::string &array_name) const { return read_npy
 void GoldenRun::write(const std::string &array_name, const NpyArray &array) {
     write_npy(out_dir_ + "/" + array_name + ".npy", array);
     written_.insert(array_name);
+    computed_[array_name] = array;
+}
+
+const NpyArray &GoldenRun::computed(const std::string &array_name) const {
+    const auto it = computed_.find(array_name);
+    if (it == computed_.end())
+        fail("needs ", array_name,
+             ", which no earlier stage of this run computed (its stage failed or was left out by --only)");
+    return it->second;
 }
 
 } // namespace chatterbox::golden

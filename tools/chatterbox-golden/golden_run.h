@@ -1,12 +1,16 @@
 #pragma once
 // A golden case run: the case parameters, where recorded inputs come from, where results go.
-// Each stage reads what it needs, computes with the engine, and writes its arrays as .npy files
-// named like the golden arrays of the official implementation (shared/golden/index.json).
+// Each stage computes with the engine and writes its arrays as .npy files named like the golden
+// arrays of the official implementation (shared/golden/index.json). Later stages take their inputs
+// from what earlier stages computed in the same run (computed()); only the recorded random draws
+// come from the inputs folder (input()).
 
 #include "core/npy.h"
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,23 +33,34 @@ struct GoldenCase {
 };
 
 class GoldenRun {
-public:
-    GoldenRun(GoldenCase golden_case, std::string inputs_dir, std::string model_path, std::string out_dir,
-              int threads);
+  public:
+    GoldenRun(GoldenCase golden_case, std::string inputs_dir, std::string model_path, std::string out_dir, int threads);
 
     const GoldenCase &golden_case() const { return case_; }
     const std::string &model_path() const { return model_path_; }
     int threads() const { return threads_; }
     std::string input_path(const std::string &file) const; // inputs_dir/file
-    NpyArray input(const std::string &array_name) const;    // inputs_dir/<array_name>.npy
+    NpyArray input(const std::string &array_name) const;   // inputs_dir/<array_name>.npy
     void write(const std::string &array_name, const NpyArray &array);
     const std::set<std::string> &written() const { return written_; }
+    // An array an earlier stage of this run wrote; throws Error when none did.
+    const NpyArray &computed(const std::string &array_name) const;
 
-private:
+    // An object several stages share (a loaded model and its session), made on first use and kept
+    // for the rest of the run.
+    template <class T> T &shared(const std::string &key, const std::function<std::unique_ptr<T>()> &make) {
+        std::shared_ptr<void> &slot = shared_[key];
+        if (!slot) slot = std::shared_ptr<T>(make());
+        return *static_cast<T *>(slot.get());
+    }
+
+  private:
     GoldenCase case_;
     std::string inputs_dir_, model_path_, out_dir_;
     int threads_;
     std::set<std::string> written_;
+    std::map<std::string, NpyArray> computed_;
+    std::map<std::string, std::shared_ptr<void>> shared_;
 };
 
 // One stage: the arrays it produces and how.

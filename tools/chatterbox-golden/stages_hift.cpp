@@ -1,5 +1,5 @@
-// Golden stage of the HiFT vocoder, fed the recorded flow mel and random draws (stage isolation):
-// f0, the source excitation, the raw wave and the faded pipeline wave.
+// Golden stage of the HiFT vocoder, fed the computed flow mel and the recorded random draws: f0, the
+// source excitation, the raw wave and the faded pipeline wave.
 
 #include "stages.h"
 
@@ -16,7 +16,7 @@ void run_hift(GoldenRun &run) {
     Backend backend(BackendOptions{"cpu", run.threads()});
     hift::Vocoder vocoder(files.weights(), backend);
 
-    const NpyArray mel_array = run.input("flow_mel"); // (1, 80, T)
+    const NpyArray &mel_array = run.computed("flow_mel"); // (1, 80, T)
     const std::vector<float> mel = mel_array.f32();
     const int64_t frames = mel_array.shape.back();
     const int64_t samples = vocoder.hparams().samples_per_frame() * frames;
@@ -24,10 +24,10 @@ void run_hift(GoldenRun &run) {
     const std::vector<float> f0 = vocoder.predict_f0(mel);
     run.write("hift_f0", NpyArray::from_f32({1, frames}, f0));
     const hift::SourceNoise noise{run.input("hift_phase_vec").f32(), run.input("hift_sine_noise").f32()};
-    run.write("hift_source", NpyArray::from_f32({1, 1, samples}, vocoder.source(f0, noise)));
+    const std::vector<float> source = vocoder.source(f0, noise);
+    run.write("hift_source", NpyArray::from_f32({1, 1, samples}, source));
 
-    // Decoded from the recorded source, so the wave is checked apart from the f0 stage.
-    std::vector<float> wave = vocoder.decode(mel, run.input("hift_source").f32());
+    std::vector<float> wave = vocoder.decode(mel, source);
     run.write("hift_wav_raw", NpyArray::from_f32({1, samples}, wave));
     hift::apply_trim_fade(wave, vocoder.hparams().fade_samples);
     run.write("pipeline_wav", NpyArray::from_f32({1, samples}, wave));

@@ -1,5 +1,6 @@
-// Golden stage of the S3Gen flow: flow_spk_emb, flow_encoder_out, flow_mu, flow_estimator_step0_out,
-// flow_cfm_out_full, flow_mel from the recorded tokens, prompt, x-vector and noise.
+// Golden stage of the S3Gen flow: s3gen_input_tokens, flow_spk_emb, flow_encoder_out, flow_mu,
+// flow_estimator_step0_out, flow_cfm_out_full, flow_mel from the computed greedy tokens and voice
+// (prompt tokens and mel, x-vector) and the recorded noise.
 
 #include "stages.h"
 
@@ -7,6 +8,8 @@
 #include "core/error.h"
 #include "models/chatterbox/model_files.h"
 #include "models/chatterbox/s3gen/flow.h"
+#include "models/chatterbox/t3/generate.h"
+#include "models/chatterbox/t3/hparams.h"
 
 #include <limits>
 
@@ -32,10 +35,14 @@ void run_flow(GoldenRun &run) {
     const FlowHParams &hp = model.hparams();
 
     FlowReference reference;
-    reference.prompt_tokens = token_ids(run.input("s3gen_prompt_tokens"), "s3gen_prompt_tokens");
-    reference.prompt_mel = run.input("s3gen_prompt_feat").f32();
-    reference.xvector = run.input("campplus_xvector").f32();
-    const std::vector<int32_t> tokens = token_ids(run.input("s3gen_input_tokens"), "s3gen_input_tokens");
+    reference.prompt_tokens = token_ids(run.computed("s3gen_prompt_tokens"), "s3gen_prompt_tokens");
+    reference.prompt_mel = run.computed("s3gen_prompt_feat").f32();
+    reference.xvector = run.computed("campplus_xvector").f32();
+    // What tts.py hands S3Gen: the greedy tokens after drop_invalid_tokens.
+    const std::vector<int32_t> tokens =
+        t3::drop_invalid_tokens(token_ids(run.computed("t3_greedy_tokens"), "t3_greedy_tokens"),
+                                t3::HParams::from_store(files.weights(), "t3."));
+    run.write("s3gen_input_tokens", NpyArray::from_i64({int64_t(tokens.size())}, {tokens.begin(), tokens.end()}));
     const std::vector<float> noise = run.input("flow_noise").f32();
 
     FlowSession session(model);
@@ -58,10 +65,10 @@ void run_flow(GoldenRun &run) {
 } // namespace
 
 void add_s3gen_flow_stages(std::vector<Stage> &stages) {
-    stages.push_back(
-        {"s3gen_flow",
-         {"flow_spk_emb", "flow_encoder_out", "flow_mu", "flow_estimator_step0_out", "flow_cfm_out_full", "flow_mel"},
-         run_flow});
+    stages.push_back({"s3gen_flow",
+                      {"s3gen_input_tokens", "flow_spk_emb", "flow_encoder_out", "flow_mu", "flow_estimator_step0_out",
+                       "flow_cfm_out_full", "flow_mel"},
+                      run_flow});
 }
 
 } // namespace chatterbox::golden

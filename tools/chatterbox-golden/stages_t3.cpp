@@ -37,11 +37,10 @@ struct T3Context {
     explicit T3Context(GoldenRun &run)
         : files(ModelFiles::open(run.model_path())), backend(BackendOptions{"cpu", run.threads()}),
           model(files.weights(), backend), session(model, exact_runtime()) {
-        // Until the voice front end computes them, the speaker embedding and prompt tokens are the
-        // golden inputs of the reference run.
+        // The speaker embedding and prompt tokens the voice stage computed.
         t3::Conditioning voice;
-        voice.speaker_emb = run.input("ve_speaker_emb").f32();
-        voice.prompt_tokens = as_i32(run.input("t3_cond_prompt_tokens").i64());
+        voice.speaker_emb = run.computed("ve_speaker_emb").f32();
+        voice.prompt_tokens = as_i32(run.computed("t3_cond_prompt_tokens").i64());
         voice.exaggeration = run.golden_case().exaggeration;
         cond = t3::encode_conditioning(model, voice);
         const auto &hp = model.hparams();
@@ -66,9 +65,7 @@ struct T3Context {
 };
 
 T3Context &t3_context(GoldenRun &run) {
-    static std::unique_ptr<T3Context> context;
-    if (!context) context = std::make_unique<T3Context>(run);
-    return *context;
+    return run.shared<T3Context>("t3", [&] { return std::make_unique<T3Context>(run); });
 }
 
 void run_text(GoldenRun &run) {
