@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <limits>
 
 namespace chatterbox {
 
@@ -32,23 +31,25 @@ std::vector<float> head(const std::vector<float> &x, size_t n) {
     return {x.begin(), x.begin() + std::ptrdiff_t(std::min(n, x.size()))};
 }
 
-// A reference the front end can turn into model inputs: plausible rate and length, finite, not silent.
-void check_reference(const audio::Audio &audio) {
+// Audio the front end can turn into model inputs: a plausible rate and length, finite samples.
+// `what` names it in messages ("reference", "source").
+void check_audio(const audio::Audio &audio, const char *what) {
     if (audio.sample_rate < kMinSampleRate || audio.sample_rate > kMaxSampleRate)
-        fail("the reference audio has a sample rate of ", audio.sample_rate, " Hz; expected ", kMinSampleRate, " to ",
+        fail("the ", what, " audio has a sample rate of ", audio.sample_rate, " Hz; expected ", kMinSampleRate, " to ",
              kMaxSampleRate, " Hz");
     if (audio.seconds() < kMinReferenceSeconds)
-        fail("the reference audio is ", audio.seconds(), " s long (", audio.samples.size(),
-             " samples); a voice needs at least ", kMinReferenceSeconds, " s");
+        fail("the ", what, " audio is ", audio.seconds(), " s long (", audio.samples.size(), " samples); at least ",
+             kMinReferenceSeconds, " s are needed");
     if (audio.seconds() > kMaxReferenceSeconds)
-        fail("the reference audio is ", audio.seconds(), " s long; the limit is ", kMaxReferenceSeconds,
-             " s (a few seconds of speech make a voice)");
-    float peak = 0.0f;
-    for (size_t i = 0; i < audio.samples.size(); ++i) {
-        if (!std::isfinite(audio.samples[i])) fail("the reference audio has a non-finite sample at ", i);
-        peak = std::max(peak, std::fabs(audio.samples[i]));
-    }
-    if (peak == 0.0f) fail("the reference audio is silent (every sample is 0); a voice needs speech");
+        fail("the ", what, " audio is ", audio.seconds(), " s long; the limit is ", kMaxReferenceSeconds, " s");
+    for (size_t i = 0; i < audio.samples.size(); ++i)
+        if (!std::isfinite(audio.samples[i])) fail("the ", what, " audio has a non-finite sample at ", i);
+}
+
+// Silence passes every model but gives a voice of nobody: the official code would build it, we refuse.
+void check_not_silent(const audio::Audio &audio) {
+    if (std::all_of(audio.samples.begin(), audio.samples.end(), [](float x) { return x == 0.0f; }))
+        fail("the reference audio is silent (every sample is 0); a voice needs speech");
 }
 
 std::vector<int32_t> to_i32(const std::vector<int64_t> &values) { return {values.begin(), values.end()}; }
@@ -91,7 +92,8 @@ Voice VoiceBuilder::from_file(const std::string &path, float exaggeration, Voice
 
 Voice VoiceBuilder::from_audio(const audio::Audio &reference, float exaggeration, VoiceTaps *taps) const {
     if (!std::isfinite(exaggeration)) fail("the exaggeration must be a finite number, got ", exaggeration);
-    check_reference(reference);
+    check_audio(reference, "reference");
+    check_not_silent(reference);
     const Models &m = *models_;
 
     // librosa.load(path, sr=24000), then librosa.resample to 16 kHz from the whole 24 kHz signal.
@@ -122,8 +124,8 @@ Voice VoiceBuilder::from_audio(const audio::Audio &reference, float exaggeration
     voice.s3gen.prompt_mel = mel24.transposed().values;
     // embed_ref: when the mel is not twice the tokens long, the tokens are cut to mel_frames // 2.
     voice.s3gen.prompt_tokens = s3gen_tokens.tokens;
-    if (int64_t(voice.s3gen.prompt_tokens.size()) * 2 != mel24.cols)
-        voice.s3gen.prompt_tokens.resize(std::min(voice.s3gen.prompt_tokens.size(), size_t(mel24.cols / 2)));
+    if (voice.s3gen.prompt_tokens.size() > size_t(mel24.cols / 2))
+        voice.s3gen.prompt_tokens.resize(size_t(mel24.cols / 2));
 
     if (taps) {
         taps->ref_wav_24k = ref24;
@@ -146,7 +148,7 @@ Voice VoiceBuilder::from_audio(const audio::Audio &reference, float exaggeration
 }
 
 std::vector<int32_t> VoiceBuilder::speech_tokens(const audio::Audio &source) const {
-    check_reference(source);
+    check_audio(source, "source");
     // librosa.load(path, sr=16000): one soxr_hq resampling straight from the file's rate.
     const audio::Matrix mel =
         audio::s3tokenizer_log_mel(audio::resample_soxr_hq(source.samples, source.sample_rate, kS3Rate));
