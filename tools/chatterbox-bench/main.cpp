@@ -1,15 +1,19 @@
 // chatterbox-bench: per-stage timings on this machine, as a table and optionally JSON.
 //   chatterbox-bench t3 --weights DIR_OR_GGUF [--weights ...] [--threads N] [--tokens N] [--json FILE]
+//   chatterbox-bench s3gen --weights DIR_OR_GGUF [--weights ...] [--prompt-tokens N] [--tokens N] [--json FILE]
 
 #include "core/backend.h"
 #include "core/error.h"
+#include "matmul_probe.h"
 #include "memory_bandwidth.h"
+#include "s3gen_bench.h"
 #include "t3_bench.h"
 
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 using namespace chatterbox;
 
@@ -23,6 +27,88 @@ void print_t3_row(const nlohmann::json &r) {
     if (r.contains("bound_ms"))
         std::printf(" %9.1f %6.2fx", r["bound_ms"].get<double>(), r["ratio_to_bound"].get<double>());
     std::printf("  %s\n", r["weights"].get<std::string>().c_str());
+}
+
+void run_t3(Backend &backend, const std::vector<std::string> &weights, bench::T3BenchOptions options,
+            bool with_bandwidth, nlohmann::json &results) {
+    if (with_bandwidth) {
+        const bench::BandwidthResult bw = bench::measure_read_bandwidth(size_t(2) << 30, backend.threads());
+        std::printf("memory read bandwidth: %.1f GB/s (%d threads, %.0f MiB buffer, best of 5)\n", bw.gb_per_s,
+                    bw.threads, double(bw.bytes) / (1 << 20));
+        options.bandwidth_gb_per_s = bw.gb_per_s;
+        results["read_bandwidth_gb_per_s"] = bw.gb_per_s;
+    }
+    std::printf("T3 on %s, %d decode steps, cfg %.2g\n", backend.description().c_str(), options.decode_tokens,
+                double(options.cfg_weight));
+    std::printf("%-6s %-5s %-4s %9s %8s %10s %11s %9s %9s %7s\n", "matrix", "attn", "kv", "load_ms", "cond_ms",
+                "prefill_ms", "decode_mean", "median", "bound_ms", "ratio");
+    for (const std::string &w : weights) {
+        options.weights = w;
+        nlohmann::json row = bench::run_t3_bench(backend, options);
+        print_t3_row(row);
+        results["t3"].push_back(row);
+    }
+}
+
+// The best ggml matrix-product rate, at the estimator's typical product: a 1024 x 1024 weight
+// times the frames of both CFG rows.
+double probe_matmul(Backend &backend, int64_t columns, nlohmann::json &results) {
+    double best = 0;
+    for (const bench::MatmulRate &r :
+         bench::measure_matmul_rates(backend, {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_Q8_0}, 1024, 1024, columns)) {
+        std::printf("mul_mat %-4s (%lld x %lld) x (%lld x %lld): %.1f GFLOP/s\n", ggml_type_name(r.weight_type),
+                    (long long)r.m, (long long)r.k, (long long)r.k, (long long)r.n, r.gflop_per_s);
+        results["matmul_gflop_per_s"][ggml_type_name(r.weight_type)] = r.gflop_per_s;
+        best = std::max(best, r.gflop_per_s);
+    }
+    results["best_matmul_gflop_per_s"] = best;
+    return best;
+}
+
+void print_s3gen_row(const nlohmann::json &r, double best_matmul) {
+    auto ms = [&](const char *key, const char *stat) { return r[key][stat].get<double>(); };
+    const double rate = r["estimator_gflop_per_s"].get<double>();
+    std::printf("%-6s %-5s %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %7.0f %5.0f%%",
+                r["matrix_type"].get<std::string>().c_str(), r["attention"].get<std::string>().c_str(),
+                r["load_ms"].get<double>(), ms("encoder_ms", "min"), ms("encoder_ms", "median"),
+                ms("cfm_step_ms", "min"), ms("cfm_step_ms", "median"), ms("cfm_ms", "min"), ms("cfm_ms", "median"),
+                ms("hift_ms", "min"), rate, 100.0 * rate / best_matmul);
+    std::printf(" %8.0f %8.0f %8.0f", ms("encoder_cpu_ms", "min"), ms("cfm_cpu_ms", "min"), ms("hift_cpu_ms", "min"));
+    if (r.contains("mel_max_diff"))
+        std::printf(" %9.2e %9.2e", r["mel_max_diff"].get<double>(), r["wave_max_diff"].get<double>());
+    std::printf("  %s\n", r["weights"].get<std::string>().c_str());
+}
+
+void run_s3gen(Backend &backend, const std::vector<std::string> &weights,
+               const std::vector<s3gen::EstimatorAttention> &attentions, bench::S3GenBenchOptions options,
+               nlohmann::json &results) {
+    const int64_t frames = 2 * int64_t(options.prompt_tokens + options.generated_tokens);
+    const double best_matmul = probe_matmul(backend, 2 * frames, results);
+    std::printf("S3Gen on %s: %d prompt + %d generated tokens (%lld mel frames, %.1f s of audio), %d timed runs\n",
+                backend.description().c_str(), options.prompt_tokens, options.generated_tokens, (long long)frames,
+                options.generated_tokens / 25.0, options.repeats);
+    std::printf("%-6s %-5s %8s %8s %8s %8s %8s %8s %8s %8s %7s %6s %8s %8s %8s %9s %9s\n", "matrix", "attn", "load_ms",
+                "enc_min", "enc_med", "step_min", "step_med", "cfm_min", "cfm_med", "hift_min", "GFLOP/s", "of_mm",
+                "enc_cpu", "cfm_cpu", "hift_cpu", "mel_diff", "wave_diff");
+    bench::S3GenOutputs reference;
+    bool first_row = true;
+    for (const std::string &w : weights)
+        for (s3gen::EstimatorAttention attention : attentions) {
+            options.weights = w;
+            options.attention = attention;
+            bench::S3GenOutputs outputs;
+            nlohmann::json row = bench::run_s3gen_bench(backend, options, first_row ? nullptr : &reference, outputs);
+            row["of_best_matmul"] = row["estimator_gflop_per_s"].get<double>() / best_matmul;
+            print_s3gen_row(row, best_matmul);
+            results["s3gen"].push_back(row);
+            if (first_row) reference = std::move(outputs);
+            first_row = false;
+        }
+    const nlohmann::json &first = results["s3gen"][0];
+    std::printf("estimator FLOPs per step: %.1f G (matmul %.1f G + attention %.1f G); per second of audio: "
+                "encoder, step, CFM, HiFT = min_ms / %.1f s\n",
+                first["estimator_gflop"].get<double>(), first["estimator_matmul_gflop"].get<double>(),
+                first["estimator_attention_gflop"].get<double>(), first["audio_seconds"].get<double>());
 }
 
 } // namespace
@@ -39,10 +125,10 @@ int main(int argc, char **argv) {
     app.add_option("--json", json_path, "also write the results to this JSON file");
 
     CLI::App *t3 = app.add_subcommand("t3", "T3 prefill and decode ms/token against the memory-bandwidth bound");
-    std::vector<std::string> weights;
+    std::vector<std::string> t3_weights;
     bench::T3BenchOptions t3_options;
     bool no_bandwidth = false;
-    t3->add_option("--weights", weights, "folder with t3_cfg.safetensors or a GGUF (repeat to compare precisions)")
+    t3->add_option("--weights", t3_weights, "folder with t3_cfg.safetensors or a GGUF (repeat to compare precisions)")
         ->required();
     t3->add_option("--tokens", t3_options.decode_tokens, "timed decode steps")->capture_default_str();
     t3->add_option("--text-tokens", t3_options.text_tokens, "text ids in the prompt")->capture_default_str();
@@ -50,28 +136,36 @@ int main(int argc, char **argv) {
     t3->add_flag("--plain", t3_options.plain_attention, "plain attention instead of flash attention");
     t3->add_flag("--f32-cache", t3_options.f32_cache, "f32 KV cache instead of f16");
     t3->add_flag("--no-bandwidth", no_bandwidth, "skip the memory bandwidth probe and the bound");
+
+    CLI::App *s3gen = app.add_subcommand(
+        "s3gen", "S3Gen flow encoder, CFM steps and HiFT per second of audio; estimator FLOP rate against mul_mat");
+    std::vector<std::string> s3gen_weights;
+    bench::S3GenBenchOptions s3gen_options;
+    s3gen
+        ->add_option("--weights", s3gen_weights,
+                     "official folder or GGUF (repeat to compare; later ones are compared with the first)")
+        ->required();
+    s3gen->add_option("--prompt-tokens", s3gen_options.prompt_tokens, "voice prompt tokens (25 per second)")
+        ->capture_default_str();
+    s3gen->add_option("--tokens", s3gen_options.generated_tokens, "generated speech tokens (25 per second)")
+        ->capture_default_str();
+    s3gen->add_option("--repeats", s3gen_options.repeats, "timed runs (the first also builds the graphs)")
+        ->capture_default_str();
+    s3gen->add_option("--seed", s3gen_options.seed, "seed of the inputs and noise")->capture_default_str();
+    std::vector<s3gen::EstimatorAttention> attentions{s3gen::EstimatorAttention::flash};
+    const std::map<std::string, s3gen::EstimatorAttention> attention_names{{"flash", s3gen::EstimatorAttention::flash},
+                                                                           {"plain", s3gen::EstimatorAttention::plain}};
+    s3gen->add_option("--attention", attentions, "estimator attention: flash, plain (repeat to compare)")
+        ->transform(CLI::CheckedTransformer(attention_names))
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
+    std::setvbuf(stdout, nullptr, _IOLBF, 0); // rows appear as they are measured, also when piped to a file
 
     try {
         Backend backend(backend_options);
         nlohmann::json results{{"backend", backend.description()}};
-        if (!no_bandwidth) {
-            const bench::BandwidthResult bw = bench::measure_read_bandwidth(size_t(2) << 30, backend.threads());
-            std::printf("memory read bandwidth: %.1f GB/s (%d threads, %.0f MiB buffer, best of 5)\n", bw.gb_per_s,
-                        bw.threads, double(bw.bytes) / (1 << 20));
-            t3_options.bandwidth_gb_per_s = bw.gb_per_s;
-            results["read_bandwidth_gb_per_s"] = bw.gb_per_s;
-        }
-        std::printf("T3 on %s, %d decode steps, cfg %.2g\n", backend.description().c_str(), t3_options.decode_tokens,
-                    double(t3_options.cfg_weight));
-        std::printf("%-6s %-5s %-4s %9s %8s %10s %11s %9s %9s %7s\n", "matrix", "attn", "kv", "load_ms", "cond_ms",
-                    "prefill_ms", "decode_mean", "median", "bound_ms", "ratio");
-        for (const std::string &w : weights) {
-            t3_options.weights = w;
-            nlohmann::json row = bench::run_t3_bench(backend, t3_options);
-            print_t3_row(row);
-            results["t3"].push_back(row);
-        }
+        if (*t3) run_t3(backend, t3_weights, t3_options, !no_bandwidth, results);
+        if (*s3gen) run_s3gen(backend, s3gen_weights, attentions, s3gen_options, results);
         if (!json_path.empty()) {
             std::ofstream out(json_path);
             if (!out) fail("cannot write ", json_path);

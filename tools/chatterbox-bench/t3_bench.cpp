@@ -4,21 +4,14 @@
 #include "core/weight_store.h"
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
+#include "timing.h"
 
-#include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <random>
 
 namespace chatterbox::bench {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 // Bytes a decode step reads: every backbone matrix and norm, the speech head, and the keys and
 // values of the positions attended to (flash attention skips the masked rest of the cache).
@@ -85,15 +78,10 @@ nlohmann::json run_t3_bench(Backend &backend, const T3BenchOptions &options) {
     };
     start = Clock::now();
     t3::generate(session, cond_emb, text, params, hooks);
-    const double prefill_ms = std::chrono::duration<double, std::milli>(step_times.front() - start).count();
+    const double prefill_ms = ms_between(start, step_times.front());
     std::vector<double> decode_ms;
-    for (size_t i = 1; i < step_times.size(); ++i)
-        decode_ms.push_back(std::chrono::duration<double, std::milli>(step_times[i] - step_times[i - 1]).count());
-    double mean = 0;
-    for (double d : decode_ms) mean += d / double(decode_ms.size());
-    std::vector<double> sorted = decode_ms;
-    std::sort(sorted.begin(), sorted.end());
-    const double median = sorted[sorted.size() / 2];
+    for (size_t i = 1; i < step_times.size(); ++i) decode_ms.push_back(ms_between(step_times[i - 1], step_times[i]));
+    const Spread decode = spread_of(decode_ms);
 
     const int prefill_tokens = t3::prefill_length(cond_emb, text);
     const int n_rows = options.cfg_weight > 0 ? 2 : 1;
@@ -110,13 +98,13 @@ nlohmann::json run_t3_bench(Backend &backend, const T3BenchOptions &options) {
                        {"prefill_tokens", prefill_tokens},
                        {"prefill_ms", prefill_ms},
                        {"decode_tokens", decode_ms.size()},
-                       {"decode_ms_per_token", mean},
-                       {"decode_ms_median", median},
+                       {"decode_ms_per_token", decode.mean},
+                       {"decode_ms_median", decode.median},
                        {"step_bytes", step_bytes}};
     if (options.bandwidth_gb_per_s > 0) {
         const double bound_ms = double(step_bytes) / (options.bandwidth_gb_per_s * 1e9) * 1e3;
         out["bound_ms"] = bound_ms;
-        out["ratio_to_bound"] = mean / bound_ms;
+        out["ratio_to_bound"] = decode.mean / bound_ms;
     }
     return out;
 }

@@ -1,0 +1,181 @@
+#include "s3gen_bench.h"
+
+#include "core/error.h"
+#include "models/chatterbox/hift/vocoder.h"
+#include "models/chatterbox/model_files.h"
+#include "models/chatterbox/s3gen/flow.h"
+#include "timing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace chatterbox::bench {
+
+namespace {
+
+// Matrix-product and attention FLOPs of one estimator evaluation (both CFG rows).
+struct EstimatorFlops {
+    double matmul = 0;    // linear layers and convolutions (im2col columns times the weight)
+    double attention = 0; // Q·Kᵀ and P·V inside flash attention
+};
+
+// Counts from the shapes of the graph the engine itself builds (a metadata-only context): a
+// mul_mat of src0 [K, M] by src1 [K, N, ...] is 2·K·M·N·batch, flash attention over
+// q [D, Tq, H, R] and k, v [D, Tk, H, R] is 2·D·Tq·Tk·H·R for the scores plus as much for P·V.
+// Element-wise work (norms, activations, im2col copies) is left out: it is not what bounds the step.
+EstimatorFlops count_estimator_flops(const s3gen::Estimator &estimator, const s3gen::FlowHParams &hp, int64_t frames) {
+    const size_t max_nodes = 16384;
+    ggml_init_params params{ggml_tensor_overhead() * max_nodes + ggml_graph_overhead_custom(max_nodes, false), nullptr,
+                            /*no_alloc=*/true};
+    ggml_context *ctx = ggml_init(params);
+    if (!ctx) fail("s3gen bench: cannot create a ggml context to count FLOPs");
+    const int64_t rows = 2; // the CFG pair
+    ggml_tensor *x = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, hp.mel_bins, frames, rows);
+    ggml_tensor *cond = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, hp.conditioning_channels(), frames, rows);
+    ggml_tensor *sinusoid = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.time_sinusoid_dim(), 1);
+    ggml_cgraph *graph = ggml_new_graph_custom(ctx, max_nodes, false);
+    ggml_build_forward_expand(graph, estimator(ctx, x, cond, sinusoid, s3gen::EstimatorAttention::flash));
+    EstimatorFlops flops;
+    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
+        const ggml_tensor *node = ggml_graph_node(graph, i);
+        if (node->op == GGML_OP_MUL_MAT) {
+            flops.matmul += 2.0 * double(node->src[0]->ne[0]) * double(ggml_nelements(node));
+        } else if (node->op == GGML_OP_FLASH_ATTN_EXT) {
+            const ggml_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2];
+            const double pairs = double(q->ne[1]) * double(k->ne[1]) * double(q->ne[2]) * double(q->ne[3]);
+            flops.attention += 2.0 * pairs * double(q->ne[0] + v->ne[0]);
+        }
+    }
+    ggml_free(ctx);
+    return flops;
+}
+
+// Inputs with the shapes of a real request (a 10 s voice prompt by default). Their values do not
+// change the cost; they are drawn from one seed so every weight type sees the same request.
+struct Request {
+    std::vector<int32_t> tokens;
+    s3gen::FlowReference reference;
+    std::vector<float> noise; // (80, frames)
+};
+
+Request make_request(const S3GenBenchOptions &options, const s3gen::FlowHParams &hp) {
+    if (options.prompt_tokens < 1 || options.generated_tokens < 1 || options.repeats < 1)
+        fail("s3gen bench: need at least 1 prompt token, 1 generated token and 1 repeat");
+    std::mt19937_64 rng(options.seed);
+    std::uniform_int_distribution<int32_t> token(0, int32_t(hp.vocab) - 1);
+    Request r;
+    for (int i = 0; i < options.generated_tokens; ++i) r.tokens.push_back(token(rng));
+    for (int i = 0; i < options.prompt_tokens; ++i) r.reference.prompt_tokens.push_back(token(rng));
+    // A log-mel-like prompt: values around -6 with spread 2, like quiet-to-loud speech.
+    const std::vector<float> unit = s3gen::standard_normal(size_t(2 * options.prompt_tokens * hp.mel_bins), rng);
+    for (float v : unit) r.reference.prompt_mel.push_back(-6.0f + 2.0f * v);
+    r.reference.xvector = s3gen::standard_normal(size_t(hp.speaker_dim), rng);
+    const int64_t frames = int64_t(options.prompt_tokens + options.generated_tokens) * hp.token_mel_ratio;
+    r.noise = s3gen::standard_normal(size_t(hp.mel_bins * frames), rng);
+    return r;
+}
+
+double max_abs_diff(const std::vector<float> &a, const std::vector<float> &b) {
+    if (a.size() != b.size())
+        fail("s3gen bench: outputs of ", a.size(), " and ", b.size(), " values cannot be compared");
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::fabs(a[i] - b[i])));
+    return worst;
+}
+
+double max_magnitude(const std::vector<float> &a) {
+    double m = 0;
+    for (float v : a) m = std::max(m, double(std::fabs(v)));
+    return m;
+}
+
+nlohmann::json spread_json(const std::vector<double> &samples, double audio_seconds) {
+    const Spread s = spread_of(samples);
+    return {{"min", s.min}, {"median", s.median}, {"min_per_audio_s", s.min / audio_seconds}};
+}
+
+} // namespace
+
+nlohmann::json run_s3gen_bench(Backend &backend, const S3GenBenchOptions &options, const S3GenOutputs *reference,
+                               S3GenOutputs &outputs) {
+    const ModelFiles files = ModelFiles::open(options.weights);
+    if (!files.has_component("s3gen")) fail(options.weights, ": the model has no s3gen component");
+    const s3gen::FlowHParams hp = s3gen::FlowHParams::from_model(files.hparams().s3gen);
+    auto start = Clock::now();
+    const s3gen::FlowModel flow(files.weights(), backend, hp);
+    hift::Vocoder vocoder(files.weights(), backend);
+    const double load_ms = ms_since(start);
+
+    const Request request = make_request(options, hp);
+    s3gen::FlowSession session(flow, options.attention);
+    const int64_t prompt_frames = int64_t(request.reference.prompt_mel.size()) / hp.mel_bins;
+    std::vector<double> encoder_ms, step_ms, cfm_ms, hift_ms, encoder_cpu_ms, cfm_cpu_ms, hift_cpu_ms;
+    int64_t frames = 0;
+    // Every run is timed; the first one also builds the graphs (cold), so the minimum of two or
+    // more runs is the warm figure. The outputs of every run are the same (fixed seeds).
+    for (int run = 0; run < options.repeats; ++run) {
+        const auto run_start = Clock::now();
+        const double cpu_start = process_cpu_ms();
+        const s3gen::FlowEncoding encoding = session.encode(request.tokens, request.reference);
+        const auto encoded = Clock::now();
+        const double cpu_encoded = process_cpu_ms();
+        std::vector<Clock::time_point> step_ends;
+        const std::vector<float> full =
+            session.solve(encoding, request.reference, request.noise,
+                          [&](int, const std::vector<float> &) { step_ends.push_back(Clock::now()); });
+        const auto solved = Clock::now();
+        const double cpu_solved = process_cpu_ms();
+        const s3gen::Mel mel = s3gen::generated_part(full, hp.mel_bins, encoding.frames, prompt_frames);
+        std::vector<float> wave = vocoder.synthesize(mel.values, nullptr, options.seed);
+        const auto end = Clock::now();
+        const double cpu_end = process_cpu_ms();
+        frames = encoding.frames;
+        encoder_ms.push_back(ms_between(run_start, encoded));
+        for (size_t i = 0; i < step_ends.size(); ++i)
+            step_ms.push_back(ms_between(i == 0 ? encoded : step_ends[i - 1], step_ends[i]));
+        cfm_ms.push_back(ms_between(encoded, solved));
+        hift_ms.push_back(ms_between(solved, end));
+        encoder_cpu_ms.push_back(cpu_encoded - cpu_start);
+        cfm_cpu_ms.push_back(cpu_solved - cpu_encoded);
+        hift_cpu_ms.push_back(cpu_end - cpu_solved);
+        if (run == 0) outputs = S3GenOutputs{mel.values, std::move(wave)};
+    }
+
+    const double audio_seconds = double(frames - prompt_frames) / 50.0; // 50 mel frames per second
+    const EstimatorFlops flops = count_estimator_flops(flow.estimator(), hp, frames);
+    const double best_step_ms = spread_of(step_ms).min;
+    // The estimator's linear layers carry the bulk of its FLOPs; their stored type names the run.
+    const ggml_type matrix_type =
+        files.weights().get("s3gen.flow.decoder.estimator.mid_blocks.0.1.0.attn1.to_q.weight").type;
+    nlohmann::json out{{"weights", options.weights},
+                       {"matrix_type", ggml_type_name(matrix_type)},
+                       {"backend", backend.description()},
+                       {"attention", options.attention == s3gen::EstimatorAttention::flash ? "flash" : "plain"},
+                       {"prompt_tokens", options.prompt_tokens},
+                       {"generated_tokens", options.generated_tokens},
+                       {"mel_frames", frames},
+                       {"audio_seconds", audio_seconds},
+                       {"repeats", options.repeats},
+                       {"load_ms", load_ms},
+                       {"encoder_ms", spread_json(encoder_ms, audio_seconds)},
+                       {"cfm_step_ms", spread_json(step_ms, audio_seconds)},
+                       {"cfm_ms", spread_json(cfm_ms, audio_seconds)},
+                       {"hift_ms", spread_json(hift_ms, audio_seconds)},
+                       {"encoder_cpu_ms", spread_json(encoder_cpu_ms, audio_seconds)},
+                       {"cfm_cpu_ms", spread_json(cfm_cpu_ms, audio_seconds)},
+                       {"hift_cpu_ms", spread_json(hift_cpu_ms, audio_seconds)},
+                       {"estimator_gflop", (flops.matmul + flops.attention) / 1e9},
+                       {"estimator_matmul_gflop", flops.matmul / 1e9},
+                       {"estimator_attention_gflop", flops.attention / 1e9},
+                       {"estimator_gflop_per_s", (flops.matmul + flops.attention) / (best_step_ms * 1e6)}};
+    if (reference) {
+        out["mel_max_diff"] = max_abs_diff(outputs.mel, reference->mel);
+        out["mel_max_magnitude"] = max_magnitude(reference->mel);
+        out["wave_max_diff"] = max_abs_diff(outputs.wave, reference->wave);
+        out["wave_max_magnitude"] = max_magnitude(reference->wave);
+    }
+    return out;
+}
+
+} // namespace chatterbox::bench
