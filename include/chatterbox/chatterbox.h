@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define CHATTERBOX_VERSION "0.1.0"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -113,6 +115,7 @@ typedef struct chatterbox_audio {
     int sample_rate;
     double seconds_to_first_audio; /* from the call to the first chunk (streaming) or to the end */
     double seconds_total;
+    int speech_tokens; /* speech tokens vocoded (25 per second of speech), all text pieces together */
 } chatterbox_audio;
 
 /* Text of any length (split into sentences, joined with short pauses). voice NULL: built-in voice. */

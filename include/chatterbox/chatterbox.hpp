@@ -1,0 +1,181 @@
+#ifndef CHATTERBOX_CHATTERBOX_HPP
+#define CHATTERBOX_CHATTERBOX_HPP
+// Chatterbox Engine — a thin header-only C++17 layer over the C API (chatterbox.h).
+//
+// RAII handles, and exceptions for errors: every failing call throws chatterbox::api::Exception,
+// which carries the C status and message. Callbacks are std::function; an exception thrown by one
+// stops the synthesis and is rethrown from the call that ran it.
+//
+//   chatterbox::api::Engine engine("models/chatterbox");            // official folder or .gguf
+//   chatterbox::api::Voice voice = engine.open_voice("ref.wav");    // or engine.builtin_voice()
+//   chatterbox::api::Options options;
+//   options.params.seed = 42;
+//   options.on_chunk = [](const float *samples, size_t n) { play(samples, n); return true; };
+//   options.params.stream = 1;
+//   chatterbox::api::Audio audio = engine.synthesize("Hello there.", &voice, options);
+//
+// The namespace is chatterbox::api so that this header can live beside the engine's internal one.
+
+#include "chatterbox/chatterbox.h"
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace chatterbox::api {
+
+class Exception : public std::runtime_error {
+  public:
+    Exception(chatterbox_status status, const std::string &message) : std::runtime_error(message), status_(status) {}
+    chatterbox_status status() const { return status_; }
+
+  private:
+    chatterbox_status status_;
+};
+
+inline void check(chatterbox_status status) {
+    if (status != CHATTERBOX_OK) throw Exception(status, chatterbox_last_error());
+}
+
+struct Audio {
+    std::vector<float> samples; // mono in [-1, 1]
+    int sample_rate = 0;
+    double seconds_to_first_audio = 0;
+    double seconds_total = 0;
+    int speech_tokens = 0;
+};
+
+struct Options {
+    // Numbers, stream flag and cancel flag; its C callback fields are replaced by the two below.
+    chatterbox_synthesis_params params = chatterbox_synthesis_default_params();
+    std::function<bool(const float *samples, size_t n)> on_chunk; // return false to cancel
+    std::function<void(const char *stage, float fraction)> on_progress;
+};
+
+class Voice {
+  public:
+    explicit Voice(chatterbox_voice *handle) : handle_(handle) {}
+    static Voice load(const std::string &path) {
+        chatterbox_voice *v = nullptr;
+        check(chatterbox_voice_load(path.c_str(), &v));
+        return Voice(v);
+    }
+    void save(const std::string &path) const { check(chatterbox_voice_save(handle_.get(), path.c_str())); }
+    Voice with_exaggeration(float exaggeration) const {
+        chatterbox_voice *v = nullptr;
+        check(chatterbox_voice_with_exaggeration(handle_.get(), exaggeration, &v));
+        return Voice(v);
+    }
+    const chatterbox_voice *get() const { return handle_.get(); }
+
+  private:
+    struct Free {
+        void operator()(chatterbox_voice *v) const { chatterbox_voice_free(v); }
+    };
+    std::unique_ptr<chatterbox_voice, Free> handle_;
+};
+
+class Engine {
+  public:
+    explicit Engine(const std::string &model_path, const std::string &backend = "auto", int threads = 0) {
+        chatterbox_engine_params params = chatterbox_engine_default_params();
+        params.model_path = model_path.c_str();
+        params.backend = backend.c_str();
+        params.threads = threads;
+        chatterbox_engine *e = nullptr;
+        check(chatterbox_engine_load(&params, &e));
+        handle_.reset(e);
+    }
+
+    int sample_rate() const { return chatterbox_engine_sample_rate(handle_.get()); }
+    std::string description() const { return chatterbox_engine_description(handle_.get()); }
+    chatterbox_engine *get() const { return handle_.get(); }
+
+    Voice builtin_voice(float exaggeration = 0.5f) {
+        chatterbox_voice *v = nullptr;
+        check(chatterbox_voice_builtin(handle_.get(), exaggeration, &v));
+        return Voice(v);
+    }
+    Voice voice_from_audio_file(const std::string &path, float exaggeration = 0.5f) {
+        chatterbox_voice *v = nullptr;
+        check(chatterbox_voice_from_audio_file(handle_.get(), path.c_str(), exaggeration, &v));
+        return Voice(v);
+    }
+    // A recording or a saved voice file.
+    Voice open_voice(const std::string &path, float exaggeration = 0.5f) {
+        chatterbox_voice *v = nullptr;
+        check(chatterbox_voice_open(handle_.get(), path.c_str(), exaggeration, &v));
+        return Voice(v);
+    }
+
+    // voice nullptr: the built-in voice.
+    Audio synthesize(const std::string &text, const Voice *voice = nullptr, const Options &options = {}) {
+        return run(options, [&](const chatterbox_synthesis_params &p, chatterbox_audio *out) {
+            return chatterbox_synthesize(handle_.get(), text.c_str(), voice ? voice->get() : nullptr, &p, out);
+        });
+    }
+    Audio convert_voice(const std::string &source_path, const Voice *target = nullptr, const Options &options = {}) {
+        return run(options, [&](const chatterbox_synthesis_params &p, chatterbox_audio *out) {
+            return chatterbox_convert_voice(handle_.get(), source_path.c_str(), target ? target->get() : nullptr, &p,
+                                            out);
+        });
+    }
+
+  private:
+    // The callbacks' state during one call; an exception from a callback is kept and rethrown.
+    struct Callbacks {
+        const Options *options;
+        std::exception_ptr error;
+
+        static int chunk(const float *samples, size_t n, void *user) {
+            auto *self = static_cast<Callbacks *>(user);
+            try {
+                return self->options->on_chunk(samples, n) ? 0 : 1;
+            } catch (...) {
+                self->error = std::current_exception();
+                return 1;
+            }
+        }
+        static void progress(const char *stage, float fraction, void *user) {
+            auto *self = static_cast<Callbacks *>(user);
+            if (self->error) return;
+            try {
+                self->options->on_progress(stage, fraction);
+            } catch (...) {
+                self->error = std::current_exception();
+            }
+        }
+    };
+
+    template <class Call> Audio run(const Options &options, Call &&call) {
+        Callbacks callbacks{&options, nullptr};
+        chatterbox_synthesis_params p = options.params;
+        p.on_chunk = options.on_chunk ? &Callbacks::chunk : nullptr;
+        p.on_progress = options.on_progress ? &Callbacks::progress : nullptr;
+        p.user_data = &callbacks;
+        chatterbox_audio out{};
+        const chatterbox_status status = call(p, &out);
+        const std::unique_ptr<chatterbox_audio, void (*)(chatterbox_audio *)> owned(&out, chatterbox_audio_free);
+        if (callbacks.error) std::rethrow_exception(callbacks.error);
+        check(status);
+        Audio audio;
+        audio.samples.assign(out.samples, out.samples + out.n_samples);
+        audio.sample_rate = out.sample_rate;
+        audio.seconds_to_first_audio = out.seconds_to_first_audio;
+        audio.seconds_total = out.seconds_total;
+        audio.speech_tokens = out.speech_tokens;
+        return audio;
+    }
+
+    struct Free {
+        void operator()(chatterbox_engine *e) const { chatterbox_engine_free(e); }
+    };
+    std::unique_ptr<chatterbox_engine, Free> handle_;
+};
+
+} // namespace chatterbox::api
+
+#endif // CHATTERBOX_CHATTERBOX_HPP
