@@ -1,11 +1,13 @@
 // chatterbox-bench: per-stage timings on this machine, as a table and optionally JSON.
 //   chatterbox-bench t3 --weights DIR_OR_GGUF [--weights ...] [--threads N] [--tokens N] [--json FILE]
 //   chatterbox-bench s3gen --weights DIR_OR_GGUF [--weights ...] [--prompt-tokens N] [--tokens N] [--json FILE]
+//   chatterbox-bench pipeline --weights DIR_OR_GGUF [--weights ...] --voice REF.wav [--max-tokens N] [--json FILE]
 
 #include "core/backend.h"
 #include "core/error.h"
 #include "matmul_probe.h"
 #include "memory_bandwidth.h"
+#include "pipeline_bench.h"
 #include "s3gen_bench.h"
 #include "t3_bench.h"
 
@@ -111,6 +113,24 @@ void run_s3gen(Backend &backend, const std::vector<std::string> &weights,
                 first["estimator_attention_gflop"].get<double>(), first["audio_seconds"].get<double>());
 }
 
+void run_pipeline(const BackendOptions &backend, const std::vector<std::string> &weights,
+                  bench::PipelineBenchOptions options, nlohmann::json &results) {
+    std::printf("pipeline, %d threads: \"%s\", voice %.0f s, max_new_tokens %d\n", backend.threads,
+                options.text.c_str(), options.voice_seconds, options.max_new_tokens);
+    std::printf("%-40s %8s %8s %8s %8s %8s %8s %6s %7s %6s %8s %8s %8s\n", "weights", "load_ms", "voice_ms", "t3_ms",
+                "s3gen_ms", "hift_ms", "total_ms", "tokens", "audio_s", "RTF", "ttfa_ms", "strm_ms", "peak_MiB");
+    for (const std::string &w : weights) {
+        options.weights = w;
+        const nlohmann::json r = bench::run_pipeline_bench(backend, options);
+        auto ms = [&](const char *key) { return r.contains(key) ? r[key].get<double>() : 0.0; };
+        std::printf("%-40s %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %6d %7.2f %6.2f %8.0f %8.0f %8.0f\n", w.c_str(),
+                    ms("load_ms"), ms("voice_ms"), ms("t3_ms"), ms("s3gen_ms"), ms("hift_ms"), ms("total_ms"),
+                    r["speech_tokens"].get<int>(), ms("audio_seconds"), ms("rtf"), ms("stream_first_audio_ms"),
+                    ms("stream_total_ms"), ms("peak_rss_mib"));
+        results["pipeline"].push_back(r);
+    }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -158,7 +178,27 @@ int main(int argc, char **argv) {
     s3gen->add_option("--attention", attentions, "estimator attention: flash, plain (repeat to compare)")
         ->transform(CLI::CheckedTransformer(attention_names))
         ->capture_default_str();
+
+    CLI::App *pipeline = app.add_subcommand(
+        "pipeline", "whole text-to-speech: per-stage times, real-time factor, time to first audio, peak RSS");
+    std::vector<std::string> pipeline_weights;
+    bench::PipelineBenchOptions pipeline_options;
+    pipeline_options.text = "The quick brown fox jumps over the lazy dog, then it runs back into the forest, where "
+                            "nobody can find it again until the morning.";
+    bool no_stream = false;
+    pipeline->add_option("--weights", pipeline_weights, "official folder or GGUF (repeat to compare precisions)")
+        ->required();
+    pipeline->add_option("--voice", pipeline_options.voice_wav, "voice recording (repeated or cut to --voice-seconds)")
+        ->required();
+    pipeline->add_option("--voice-seconds", pipeline_options.voice_seconds, "voice prompt length")
+        ->capture_default_str();
+    pipeline->add_option("--text", pipeline_options.text, "one sentence to say")->capture_default_str();
+    pipeline->add_option("--max-tokens", pipeline_options.max_new_tokens, "T3 max_new_tokens (fixes the length)")
+        ->capture_default_str();
+    pipeline->add_option("--seed", pipeline_options.seed, "sampling and noise seed")->capture_default_str();
+    pipeline->add_flag("--no-stream", no_stream, "skip the streaming run (time to first audio)");
     CLI11_PARSE(app, argc, argv);
+    pipeline_options.stream = !no_stream;
     std::setvbuf(stdout, nullptr, _IOLBF, 0); // rows appear as they are measured, also when piped to a file
 
     try {
@@ -166,6 +206,7 @@ int main(int argc, char **argv) {
         nlohmann::json results{{"backend", backend.description()}};
         if (*t3) run_t3(backend, t3_weights, t3_options, !no_bandwidth, results);
         if (*s3gen) run_s3gen(backend, s3gen_weights, attentions, s3gen_options, results);
+        if (*pipeline) run_pipeline(backend_options, pipeline_weights, pipeline_options, results);
         if (!json_path.empty()) {
             std::ofstream out(json_path);
             if (!out) fail("cannot write ", json_path);

@@ -18,6 +18,7 @@ namespace {
 struct EstimatorFlops {
     double matmul = 0;    // linear layers and convolutions (im2col columns times the weight)
     double attention = 0; // Q·Kᵀ and P·V inside flash attention
+    int nodes = 0;        // graph nodes: each is a barrier for the CPU threads
 };
 
 // Counts from the shapes of the graph the engine itself builds (a metadata-only context): a
@@ -37,6 +38,7 @@ EstimatorFlops count_estimator_flops(const s3gen::Estimator &estimator, const s3
     ggml_cgraph *graph = ggml_new_graph_custom(ctx, max_nodes, false);
     ggml_build_forward_expand(graph, estimator(ctx, x, cond, sinusoid, s3gen::EstimatorAttention::flash));
     EstimatorFlops flops;
+    flops.nodes = ggml_graph_n_nodes(graph);
     for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
         const ggml_tensor *node = ggml_graph_node(graph, i);
         if (node->op == GGML_OP_MUL_MAT) {
@@ -168,6 +170,7 @@ nlohmann::json run_s3gen_bench(Backend &backend, const S3GenBenchOptions &option
                        {"estimator_gflop", (flops.matmul + flops.attention) / 1e9},
                        {"estimator_matmul_gflop", flops.matmul / 1e9},
                        {"estimator_attention_gflop", flops.attention / 1e9},
+                       {"estimator_graph_nodes", flops.nodes},
                        {"estimator_gflop_per_s", (flops.matmul + flops.attention) / (best_step_ms * 1e6)}};
     if (reference) {
         out["mel_max_diff"] = max_abs_diff(outputs.mel, reference->mel);
