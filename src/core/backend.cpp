@@ -4,6 +4,7 @@
 
 #include "ggml-cpu.h"
 
+#include <cstdio>
 #include <thread>
 
 namespace chatterbox {
@@ -18,9 +19,20 @@ ggml_backend_dev_t find_gpu() {
     return nullptr;
 }
 
+// ggml's default logger prints every level; its debug lines (one per repacked weight ...) are noise
+// to a user. Continuation lines follow the level of the line they continue.
+void log_without_debug(ggml_log_level level, const char *text, void *) {
+    static thread_local ggml_log_level last = GGML_LOG_LEVEL_INFO;
+    if (level != GGML_LOG_LEVEL_CONT) last = level;
+    if (last == GGML_LOG_LEVEL_DEBUG) return;
+    std::fputs(text, stderr);
+}
+
 } // namespace
 
 Backend::Backend(const BackendOptions &options) {
+    ggml_log_set(log_without_debug, nullptr);
+    repack_weights_ = options.repack_weights;
     threads_ = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
     cpu_ = ggml_backend_cpu_init();
     if (!cpu_) fail("cannot initialise the ggml CPU backend");
@@ -50,6 +62,37 @@ std::string Backend::description() const {
 }
 
 ggml_backend_buffer_type_t Backend::weight_buffer_type() const { return ggml_backend_get_default_buffer_type(main_); }
+
+ggml_backend_buffer_type_t Backend::matmul_weight_buffer_type(const ggml_tensor *weight) const {
+    if (!is_cpu() || !repack_weights_ || !ggml_is_quantized(weight->type)) return nullptr;
+    ggml_backend_dev_t dev = ggml_backend_get_device(cpu_);
+    auto extra_buffer_types = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
+        ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(dev), "ggml_backend_dev_get_extra_bufts"));
+    if (!extra_buffer_types) return nullptr;
+
+    // The product this weight takes part in, with the weight in an empty buffer of the candidate
+    // type: the extra buffer types decide support by buffer, type and shape.
+    ggml_init_params params{3 * ggml_tensor_overhead(), nullptr, /*no_alloc=*/true};
+    ggml_context *ctx = ggml_init(params);
+    if (!ctx) fail("cannot create a ggml context");
+    ggml_tensor *w = ggml_new_tensor(ctx, weight->type, GGML_MAX_DIMS, weight->ne);
+    ggml_tensor *x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, weight->ne[0], 2);
+    ggml_tensor *product = ggml_mul_mat(ctx, w, x);
+    ggml_backend_buffer_type_t chosen = nullptr;
+    for (ggml_backend_buffer_type_t *buft = extra_buffer_types(dev); buft && *buft && !chosen; ++buft) {
+        // AMX tile kernels die with SIGILL on VMs whose kernel lists the CPU flags but does not
+        // enable the tile state (seen on our CI machines); the AVX repacked kernels are safe everywhere.
+        if (std::string(ggml_backend_buft_name(*buft)) != "CPU_REPACK") continue;
+        ggml_backend_buffer_t probe = ggml_backend_buft_alloc_buffer(*buft, 0);
+        if (!probe) continue;
+        w->buffer = probe;
+        if (ggml_backend_dev_supports_op(dev, product)) chosen = *buft;
+        w->buffer = nullptr;
+        ggml_backend_buffer_free(probe);
+    }
+    ggml_free(ctx);
+    return chosen;
+}
 
 std::string Backend::available_devices() {
     std::string names = "cpu";

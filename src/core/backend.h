@@ -10,6 +10,9 @@ namespace chatterbox {
 struct BackendOptions {
     std::string device = "cpu"; // "cpu", "cuda" (first GPU) or "gpu"
     int threads = 0;            // CPU threads; 0 = all hardware threads
+    // Quantised matmul weights on the CPU go to ggml's repacked layout where the CPU has kernels
+    // for their type (q4_K, q4_0 ... on AVX2); off keeps the plain layout (for comparisons).
+    bool repack_weights = true;
 };
 
 class Backend {
@@ -25,6 +28,10 @@ public:
     int threads() const { return threads_; }
     std::string description() const; // e.g. "CPU (2 threads)"
     ggml_backend_buffer_type_t weight_buffer_type() const;
+    // Where a weight used only as ggml_mul_mat's first operand runs fastest: the CPU's repack buffer
+    // type when it can multiply it (checked with ggml's own supports_op), or nullptr for
+    // weight_buffer_type(). Only quantised weights on the CPU backend qualify.
+    ggml_backend_buffer_type_t matmul_weight_buffer_type(const ggml_tensor *weight) const;
 
     // Names of the devices this build can use ("cpu", "cuda" ...), for --help and errors.
     static std::string available_devices();
@@ -33,6 +40,7 @@ private:
     ggml_backend_t main_ = nullptr;
     ggml_backend_t cpu_ = nullptr;
     int threads_ = 1;
+    bool repack_weights_ = true;
 };
 
 } // namespace chatterbox

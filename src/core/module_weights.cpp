@@ -42,7 +42,7 @@ ModuleWeights::ModuleWeights(const WeightStore &store, std::string prefix, Backe
     : store_(store), prefix_(std::move(prefix)), backend_(backend) {}
 
 ModuleWeights::~ModuleWeights() {
-    if (buffer_) ggml_backend_buffer_free(buffer_);
+    for (ggml_backend_buffer_t buffer : buffers_) ggml_backend_buffer_free(buffer);
     for (ggml_context *ctx : contexts_) ggml_free(ctx);
 }
 
@@ -80,13 +80,16 @@ const TensorView *ModuleWeights::check(const std::string &name, const Shape &sha
     return view;
 }
 
-ggml_tensor *ModuleWeights::declare(const std::string &name, const Shape &shape, bool force_f32) {
+ggml_tensor *ModuleWeights::declare(const std::string &name, const Shape &shape, bool force_f32, bool matmul_only) {
     if (loaded_) fail("weight ", prefix_, name, " declared after load()");
     auto key = std::make_pair(name, force_f32);
     if (auto it = declared_.find(key); it != declared_.end()) {
         if (!same_shape(it->second, shape))
             fail("weight ", prefix_, name, " requested as ", shape_str(shape), " and as ",
                  shape_str(torch_shape_of(it->second)));
+        if (!matmul_only) // used by other ops too: keep the plain layout
+            for (Upload &u : uploads_)
+                if (u.tensor == it->second) u.matmul_only = false;
         return it->second;
     }
     const TensorView *view = check(name, shape);
@@ -94,12 +97,16 @@ ggml_tensor *ModuleWeights::declare(const std::string &name, const Shape &shape,
     // reports every problem at once.
     const ggml_type type = force_f32 || !view ? GGML_TYPE_F32 : view->type;
     ggml_tensor *t = new_tensor(prefix_ + name, type, shape);
-    uploads_.push_back(Upload{t, view, {}});
+    uploads_.push_back(Upload{t, view, {}, matmul_only});
     declared_.emplace(key, t);
     return t;
 }
 
 ggml_tensor *ModuleWeights::get(const std::string &name, const Shape &shape) { return declare(name, shape, false); }
+
+ggml_tensor *ModuleWeights::get_matmul_weight(const std::string &name, const Shape &shape) {
+    return declare(name, shape, false, true);
+}
 
 ggml_tensor *ModuleWeights::get_f32(const std::string &name, const Shape &shape) { return declare(name, shape, true); }
 
@@ -149,36 +156,48 @@ void ModuleWeights::load() {
 }
 
 void ModuleWeights::upload_all() {
-    ggml_backend_buffer_type_t buft = backend_.weight_buffer_type();
+    std::map<ggml_backend_buffer_type_t, std::vector<Upload *>> by_buffer_type;
+    for (Upload &u : uploads_) {
+        ggml_backend_buffer_type_t faster = u.matmul_only ? backend_.matmul_weight_buffer_type(u.tensor) : nullptr;
+        by_buffer_type[faster ? faster : backend_.weight_buffer_type()].push_back(&u);
+    }
+    for (const auto &[buft, uploads] : by_buffer_type) upload_to(buft, uploads);
+}
+
+void ModuleWeights::upload_to(ggml_backend_buffer_type_t buft, const std::vector<Upload *> &uploads) {
     const size_t alignment = ggml_backend_buft_get_alignment(buft);
     size_t total = 0;
-    for (const Upload &u : uploads_) total += GGML_PAD(ggml_backend_buft_get_alloc_size(buft, u.tensor), alignment);
+    for (const Upload *u : uploads) total += GGML_PAD(ggml_backend_buft_get_alloc_size(buft, u->tensor), alignment);
     const size_t max_size = ggml_backend_buft_get_max_size(buft);
     if (total > max_size)
         fail("weights of '", prefix_, "' need ", total, " bytes, more than one ", ggml_backend_buft_name(buft),
              " buffer can hold (", max_size, ")");
 
-    if (uploads_.empty()) return;
-    buffer_ = ggml_backend_buft_alloc_buffer(buft, total);
-    if (!buffer_) fail("cannot allocate ", total, " bytes of ", ggml_backend_buft_name(buft), " for '", prefix_, "'");
-    ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    ggml_backend_buffer_t buffer = ggml_backend_buft_alloc_buffer(buft, total);
+    if (!buffer) fail("cannot allocate ", total, " bytes of ", ggml_backend_buft_name(buft), " for '", prefix_, "'");
+    buffers_.push_back(buffer);
+    ggml_backend_buffer_set_usage(buffer, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
 
-    ggml_tallocr allocator = ggml_tallocr_new(buffer_);
-    for (Upload &u : uploads_) {
-        if (ggml_tallocr_alloc(&allocator, u.tensor) != GGML_STATUS_SUCCESS)
-            fail("cannot place weight ", ggml_get_name(u.tensor), " in its buffer");
-        if (!u.source) {
-            ggml_backend_tensor_set(u.tensor, u.values.data(), 0, ggml_nbytes(u.tensor));
-            u.values = {};
-        } else if (u.tensor->type == u.source->type) {
-            ggml_backend_tensor_set(u.tensor, u.source->data, 0, ggml_nbytes(u.tensor));
+    ggml_tallocr allocator = ggml_tallocr_new(buffer);
+    for (Upload *u : uploads) {
+        if (ggml_tallocr_alloc(&allocator, u->tensor) != GGML_STATUS_SUCCESS)
+            fail("cannot place weight ", ggml_get_name(u->tensor), " in its buffer");
+        if (!u->source) {
+            ggml_backend_tensor_set(u->tensor, u->values.data(), 0, ggml_nbytes(u->tensor));
+            u->values = {};
+        } else if (u->tensor->type == u->source->type) {
+            ggml_backend_tensor_set(u->tensor, u->source->data, 0, ggml_nbytes(u->tensor));
         } else {
-            const std::vector<float> values = to_f32(*u.source);
-            ggml_backend_tensor_set(u.tensor, values.data(), 0, ggml_nbytes(u.tensor));
+            const std::vector<float> values = to_f32(*u->source);
+            ggml_backend_tensor_set(u->tensor, values.data(), 0, ggml_nbytes(u->tensor));
         }
     }
 }
 
-size_t ModuleWeights::bytes() const { return buffer_ ? ggml_backend_buffer_get_size(buffer_) : 0; }
+size_t ModuleWeights::bytes() const {
+    size_t total = 0;
+    for (ggml_backend_buffer_t buffer : buffers_) total += ggml_backend_buffer_get_size(buffer);
+    return total;
+}
 
 } // namespace chatterbox

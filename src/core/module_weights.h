@@ -32,6 +32,10 @@ class ModuleWeights {
 
     // A tensor as stored (its file type kept: f32/f16/bf16/quantised). Name without the prefix.
     ggml_tensor *get(const std::string &name, const Shape &shape);
+    // A tensor as stored that the model only ever uses as ggml_mul_mat's first operand (a Linear
+    // weight): on the CPU it may be uploaded in a faster layout (Backend::matmul_weight_buffer_type),
+    // so it must not be read back or used by any other op.
+    ggml_tensor *get_matmul_weight(const std::string &name, const Shape &shape);
     // The same, converted to f32 at upload (norm weights, biases, anything used by element-wise ops).
     ggml_tensor *get_f32(const std::string &name, const Shape &shape);
     // A tensor computed on the host at load time (e.g. a folded weight norm); uploaded as f32.
@@ -58,18 +62,21 @@ class ModuleWeights {
         ggml_tensor *tensor;
         const TensorView *source; // stored bytes, or nullptr for derived values
         std::vector<float> values;
+        bool matmul_only = false;
     };
-    ggml_tensor *declare(const std::string &name, const Shape &shape, bool force_f32);
+    ggml_tensor *declare(const std::string &name, const Shape &shape, bool force_f32, bool matmul_only = false);
     ggml_tensor *new_tensor(const std::string &full_name, ggml_type type, const Shape &shape);
     const TensorView *check(const std::string &name, const Shape &shape);
     void upload_all();
+    // Allocates one buffer of `buft` holding `uploads` and writes their values.
+    void upload_to(ggml_backend_buffer_type_t buft, const std::vector<Upload *> &uploads);
 
     const WeightStore &store_;
     std::string prefix_;
     Backend &backend_;
     std::vector<ggml_context *> contexts_; // tensor metadata; a new one when the last is full
     int context_free_slots_ = 0;
-    ggml_backend_buffer_t buffer_ = nullptr;
+    std::vector<ggml_backend_buffer_t> buffers_; // the default weight buffer, then any faster-layout ones
     bool loaded_ = false;
     std::vector<Upload> uploads_;
     std::map<std::pair<std::string, bool>, ggml_tensor *> declared_; // (name, as f32) -> tensor

@@ -19,7 +19,7 @@ namespace chatterbox::test {
 
 class NnHarness {
   public:
-    NnHarness() : backend_(BackendOptions{"cpu", 2}) {}
+    explicit NnHarness(const BackendOptions &options = BackendOptions{"cpu", 2}) : backend_(options) {}
 
     Backend &backend() { return backend_; }
     WeightStore &store() { return store_; }

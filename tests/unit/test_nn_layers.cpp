@@ -3,6 +3,7 @@
 #include "nn_harness.h"
 
 #include "core/error.h"
+#include "ggml-cpu.h"
 #include "modules/activations.h"
 #include "modules/embedding.h"
 #include "modules/feed_forward.h"
@@ -49,6 +50,32 @@ TEST(NnLinear, MatchesNaive) {
     linear_case(GGML_TYPE_F32, false, 1e-5, "f32 without bias");
     linear_case(GGML_TYPE_F16, true, 1e-3, "f16");
     linear_case(GGML_TYPE_Q8_0, true, 1.5e-2, "q8_0");
+}
+
+// Quantised weights in the CPU's repacked layout give the products of the plain layout, for one or
+// two rows (T3 decode with CFG) and for many (prefill), and really are repacked where ggml has kernels.
+TEST(NnLinear, RepackedQuantisedWeightsMatchThePlainLayout) {
+    const int64_t in = 512, out = 64; // q4_K blocks hold 256 values; repacking interleaves 8 rows
+    for (const int64_t rows : {1, 2, 37}) {
+        std::vector<float> results[2];
+        for (const bool repack : {false, true}) {
+            BackendOptions options{"cpu", 2};
+            options.repack_weights = repack;
+            NnHarness h(options);
+            const auto w_values = h.add("m.proj.weight", {out, in}, GGML_TYPE_Q4_K, -0.05f, 0.05f);
+            ModuleWeights w(h.store(), "m.", h.backend());
+            nn::Linear proj(w, "proj", in, out, false);
+            w.load();
+            const bool repacked = std::string(ggml_backend_buffer_name(proj.weight->buffer)) == "CPU_REPACK";
+            EXPECT_EQ(repacked, repack && ggml_cpu_has_avx2()) << ggml_backend_buffer_name(proj.weight->buffer);
+            const auto x = h.input(size_t(rows * in));
+            results[repack] = h.run({rows, in}, x, [&](ggml_context *ctx, ggml_tensor *t) { return proj(ctx, t); });
+            test::expect_close(results[repack], naive_linear(x, w_values, {}, in, out), 2e-2,
+                               repack ? "q4_K repacked" : "q4_K plain");
+        }
+        const std::vector<double> plain(results[0].begin(), results[0].end());
+        test::expect_close(results[1], plain, 1e-4, "repacked vs plain, " + std::to_string(rows) + " rows");
+    }
 }
 
 TEST(NnLinear, RejectsWrongInputSize) {
