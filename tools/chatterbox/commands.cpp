@@ -1,0 +1,168 @@
+#include "commands.h"
+
+#include "model_setup.h"
+#include "progress.h"
+
+#include "audio/audio_file.h"
+#include "chatterbox/chatterbox.hpp"
+#include "models/chatterbox/model_download.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <type_traits>
+
+namespace cli {
+
+namespace api = chatterbox::api;
+using chatterbox::concat;
+using chatterbox::fail;
+
+namespace {
+
+// Set by Ctrl-C; the engine polls it through params.cancel (an int pointer).
+volatile std::sig_atomic_t interrupted = 0;
+static_assert(std::is_same_v<std::sig_atomic_t, int>, "params.cancel points to an int");
+
+extern "C" void on_interrupt(int) { interrupted = 1; }
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string fixed(double value, int decimals) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.*f", decimals, value);
+    return text;
+}
+
+api::Engine load_engine(const EngineOptions &options, Progress &progress) {
+    const std::string model = locate_model(options, progress);
+    progress.note(concat("loading ", model));
+    const auto start = std::chrono::steady_clock::now();
+    api::Engine engine(model, options.backend, options.threads);
+    progress.note(concat("model: ", engine.description(), " (loaded in ", fixed(seconds_since(start), 1), " s)"));
+    return engine;
+}
+
+// --voice FILE (a recording or a saved voice), else the model's built-in voice.
+api::Voice open_voice(api::Engine &engine, const std::string &path, float exaggeration) {
+    if (!path.empty()) return engine.open_voice(path, exaggeration);
+    try {
+        return engine.builtin_voice(exaggeration);
+    } catch (const api::Exception &e) {
+        if (e.status() != CHATTERBOX_ERROR_MODEL) throw;
+        fail(e.what(), "\nThis model has no built-in voice: pass --voice ref.wav (a few seconds of clean speech) or a "
+                       "voice file saved with --save-voice.");
+    }
+}
+
+// Raw PCM on stdout (kStreamFormat), written as each chunk arrives.
+class PcmWriter {
+  public:
+    bool write(const float *samples, size_t n) {
+        bytes_.resize(2 * n);
+        for (size_t i = 0; i < n; ++i) {
+            const float clipped = std::fmax(-1.0f, std::fmin(1.0f, samples[i]));
+            const auto value = static_cast<uint16_t>(static_cast<int16_t>(std::lrint(clipped * 32767.0f)));
+            bytes_[2 * i] = static_cast<unsigned char>(value & 0xFF); // little-endian on every host
+            bytes_[2 * i + 1] = static_cast<unsigned char>(value >> 8);
+        }
+        if (std::fwrite(bytes_.data(), 1, bytes_.size(), stdout) != bytes_.size() || std::fflush(stdout) != 0) {
+            error_ = errno;
+            return false;
+        }
+        return true;
+    }
+    int error() const { return error_; }
+
+  private:
+    std::vector<unsigned char> bytes_;
+    int error_ = 0;
+};
+
+// Runs one synthesis or conversion with progress, Ctrl-C and the output (stream or file), then
+// prints the summary line. Returns the exit code.
+int produce(const OutputOptions &output, chatterbox_synthesis_params params, Progress &progress,
+            const std::function<api::Audio(const api::Options &)> &run) {
+    PcmWriter pcm;
+    api::Options options;
+    options.params = params;
+    options.params.stream = output.stream ? 1 : 0;
+    options.params.cancel = &interrupted;
+    options.on_progress = [&](const char *stage, float fraction) { progress.update(stage, fraction); };
+    if (output.stream) options.on_chunk = [&](const float *samples, size_t n) { return pcm.write(samples, n); };
+
+    std::signal(SIGINT, on_interrupt);
+    std::signal(SIGPIPE, SIG_IGN); // a closed pipe on stdout becomes a write error, reported below
+    api::Audio audio;
+    try {
+        audio = run(options);
+    } catch (const api::Exception &e) {
+        progress.clear();
+        if (pcm.error() != 0) fail("cannot write the audio to stdout: ", std::strerror(pcm.error()));
+        if (e.status() == CHATTERBOX_ERROR_CANCELLED && interrupted) {
+            std::fprintf(stderr, "chatterbox: interrupted\n");
+            return kExitInterrupted;
+        }
+        throw;
+    }
+    progress.clear();
+    if (!output.stream) chatterbox::audio::write_audio(output.path, audio.samples, audio.sample_rate);
+
+    const double audio_seconds = audio.sample_rate > 0 ? double(audio.samples.size()) / audio.sample_rate : 0.0;
+    const std::string where = output.stream ? concat("streamed (", kStreamFormat, ")") : "wrote " + output.path;
+    progress.note(concat(where, ": ", fixed(audio_seconds, 2), " s of audio in ", fixed(audio.seconds_total, 2),
+                         " s (real-time factor ",
+                         audio_seconds > 0 ? fixed(audio.seconds_total / audio_seconds, 2) : std::string("-"),
+                         ", first audio after ", fixed(audio.seconds_to_first_audio, 2), " s)"));
+    return kExitOk;
+}
+
+} // namespace
+
+int run_synthesis(const SynthesisOptions &options) {
+    const std::string text = gather_text(options);
+    if (!text.empty()) check_output(options.output);
+    if (!options.voice.empty()) check_input_file(options.voice, "voice file");
+    if (!options.save_voice.empty()) check_writable(options.save_voice, "voice file");
+
+    Progress progress(options.engine.quiet);
+    api::Engine engine = load_engine(options.engine, progress);
+    const api::Voice voice = open_voice(engine, options.voice, options.params.exaggeration);
+    if (!options.save_voice.empty()) {
+        voice.save(options.save_voice);
+        progress.note("saved the voice to " + options.save_voice);
+    }
+    if (text.empty()) return kExitOk;
+    return produce(options.output, options.params, progress,
+                   [&](const api::Options &run_options) { return engine.synthesize(text, &voice, run_options); });
+}
+
+int run_conversion(const ConversionOptions &options) {
+    check_output(options.output);
+    check_input_file(options.source, "source audio");
+    if (!options.voice.empty()) check_input_file(options.voice, "voice file");
+
+    Progress progress(options.engine.quiet);
+    api::Engine engine = load_engine(options.engine, progress);
+    const api::Voice voice = open_voice(engine, options.voice, options.params.exaggeration);
+    return produce(options.output, options.params, progress, [&](const api::Options &run_options) {
+        return engine.convert_voice(options.source, &voice, run_options);
+    });
+}
+
+int run_download(const DownloadOptions &options) {
+    const std::string dir = options.model.empty()
+                                ? chatterbox::default_model_path(chatterbox::ModelEnvironment::from_process())
+                                : options.model;
+    Progress progress(options.quiet);
+    download_model(dir, progress);
+    return kExitOk;
+}
+
+} // namespace cli

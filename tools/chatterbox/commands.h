@@ -1,0 +1,17 @@
+#pragma once
+// The three commands of the chatterbox tool; each returns the process exit code.
+
+#include "options.h"
+
+namespace cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitInterrupted = 130; // Ctrl-C, as shells report a SIGINT
+
+int run_synthesis(const SynthesisOptions &options);
+int run_conversion(const ConversionOptions &options);
+int run_download(const DownloadOptions &options);
+
+} // namespace cli

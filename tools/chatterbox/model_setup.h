@@ -1,0 +1,20 @@
+#pragma once
+// Which model a command uses, and fetching the official one when it is missing (issue #6 flow):
+// -m MODEL as given; otherwise the default folder (models/chatterbox/model_download.h). A default
+// folder with files missing is downloaded with --download, after a yes on a terminal, and otherwise
+// the command stops with a message that lists the ways forward.
+
+#include "options.h"
+#include "progress.h"
+
+#include <string>
+
+namespace cli {
+
+std::string locate_model(const EngineOptions &engine, Progress &progress);
+
+// Downloads the missing official files into `dir` with a progress bar; the error of a failed
+// download also says how to go on without network access.
+void download_model(const std::string &dir, Progress &progress);
+
+} // namespace cli

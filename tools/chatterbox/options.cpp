@@ -1,0 +1,205 @@
+#include "options.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+#include <unistd.h>
+
+namespace cli {
+
+namespace fs = std::filesystem;
+using chatterbox::concat;
+using chatterbox::fail;
+
+namespace {
+
+// A closed range [lo, hi], or (lo, hi] when lo itself is not allowed (a temperature of 0 divides by 0).
+struct Range {
+    double lo, hi;
+    bool lo_excluded = false;
+
+    std::string text() const { return concat(lo_excluded ? "(" : "[", lo, ", ", hi, "]"); }
+};
+
+// A CLI11 check with a message such as "--top-p: must be in (0, 1], got 1.5".
+CLI::Validator in_range(const Range range) {
+    return CLI::Validator(
+        [range](std::string &value) -> std::string {
+            std::istringstream in(value);
+            double number = 0;
+            if (!(in >> number) || !(in >> std::ws).eof()) return concat("\"", value, "\" is not a number");
+            const bool above_lo = range.lo_excluded ? number > range.lo : number >= range.lo;
+            if (!above_lo || number > range.hi) return concat("must be in ", range.text(), ", got ", value);
+            return "";
+        },
+        range.text());
+}
+
+void add_engine_options(CLI::App &app, EngineOptions &engine) {
+    app.add_option("-m,--model", engine.model,
+                   "model: the official folder (ve/t3_cfg/s3gen .safetensors, tokenizer.json, conds.pt) or a .gguf "
+                   "from chatterbox-convert (default: $CHATTERBOX_MODEL, else "
+                   "$XDG_CACHE_HOME/chatterbox/models/chatterbox or ~/.cache/chatterbox/models/chatterbox)");
+    app.add_flag("--download", engine.download,
+                 "download the official model into the model folder when files are missing, without asking");
+    app.add_option("--backend", engine.backend, "compute device: auto (a GPU when usable), cpu or cuda")
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+        ->capture_default_str();
+    app.add_option("-t,--threads", engine.threads, "CPU threads, 0 for all cores")
+        ->check(in_range({0, 1024}))
+        ->capture_default_str();
+    app.add_flag("-q,--quiet", engine.quiet, "no progress bar, summary or model description on stderr");
+}
+
+void add_output_options(CLI::App &app, OutputOptions &output) {
+    output.path_option = app.add_option("-o,--output", output.path,
+                                        "output audio file; the format follows the extension: .wav (16-bit PCM), "
+                                        ".flac, .ogg (Vorbis) or .mp3")
+                             ->capture_default_str();
+    app.add_flag("--stream", output.stream,
+                 concat("write raw PCM (", kStreamFormat,
+                        ") to stdout as the audio is made, instead of a file; e.g. "
+                        "| aplay -f S16_LE -r 24000 -c 1"))
+        ->excludes(output.path_option);
+}
+
+void add_seed_option(CLI::App &app, chatterbox_synthesis_params &params) {
+    // Checked here: the number parser wraps "-5" around to 2^64 - 5 and saturates on overflow.
+    const CLI::Validator whole_number(
+        [](std::string &value) -> std::string {
+            const std::string max = "18446744073709551615";
+            const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+            const bool fits = value.size() < max.size() || (value.size() == max.size() && value <= max);
+            return digits && fits ? "" : concat("must be a whole number from 0 to 2^64-1, got ", value);
+        },
+        "0 to 2^64-1");
+    app.add_option("--seed", params.seed, "random seed: the same seed, input, voice and model give the same audio")
+        ->check(whole_number)
+        ->capture_default_str();
+}
+
+bool is_blank(const std::string &text) {
+    return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); });
+}
+
+std::string lower_extension(const std::string &path) {
+    std::string ext = fs::path(path).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+    return ext;
+}
+
+} // namespace
+
+void add_synthesis_options(CLI::App &app, SynthesisOptions &options) {
+    chatterbox_synthesis_params &p = options.params;
+    app.add_option("text", options.words, "the text to speak (several arguments are joined with spaces)");
+    app.add_option("-f,--file", options.text_file, "read the text from FILE (\"-\": stdin)");
+    app.add_option("--voice", options.voice,
+                   "the voice: a recording (wav/flac/ogg/mp3, a few seconds of clean speech) or a voice file "
+                   "saved with --save-voice (default: the model's built-in voice)");
+    app.add_option("--save-voice", options.save_voice,
+                   "save the voice to FILE for fast reuse with --voice; without text, only the voice is saved");
+    add_output_options(app, options.output);
+    add_engine_options(app, options.engine);
+    app.add_option("--exaggeration", p.exaggeration, "emotion intensity")
+        ->check(in_range({0, 2}))
+        ->capture_default_str();
+    app.add_option("--cfg-weight", p.cfg_weight, "classifier-free guidance weight, 0 disables it")
+        ->check(in_range({0, 3}))
+        ->capture_default_str();
+    app.add_option("--temperature", p.temperature, "sampling temperature")
+        ->check(in_range({0, 5, true}))
+        ->capture_default_str();
+    app.add_option("--repetition-penalty", p.repetition_penalty, "penalty on speech tokens already said, 1 disables it")
+        ->check(in_range({1, 5}))
+        ->capture_default_str();
+    app.add_option("--min-p", p.min_p, "drop tokens less likely than min-p times the likeliest, 0 disables it")
+        ->check(in_range({0, 1}))
+        ->capture_default_str();
+    app.add_option("--top-p", p.top_p, "nucleus sampling mass, 1 disables it")
+        ->check(in_range({0, 1, true}))
+        ->capture_default_str();
+    add_seed_option(app, p);
+    app.add_option("--max-tokens", p.max_new_tokens,
+                   "most speech tokens per sentence (25 tokens = 1 s of speech); longer speech is cut")
+        ->check(in_range({1, 4096}))
+        ->capture_default_str();
+}
+
+void add_conversion_options(CLI::App &app, ConversionOptions &options) {
+    app.add_option("--source", options.source, "the speech to convert (any audio file)")->required();
+    app.add_option("--voice", options.voice,
+                   "the target voice: a recording or a voice file saved with --save-voice (default: the built-in "
+                   "voice)");
+    add_output_options(app, options.output);
+    add_engine_options(app, options.engine);
+    add_seed_option(app, options.params);
+}
+
+void add_download_options(CLI::App &app, DownloadOptions &options) {
+    app.add_option("-m,--model", options.model,
+                   "folder to download into (default: $CHATTERBOX_MODEL, else "
+                   "$XDG_CACHE_HOME/chatterbox/models/chatterbox or ~/.cache/chatterbox/models/chatterbox)");
+    app.add_flag("-q,--quiet", options.quiet, "no progress on stderr");
+}
+
+std::string gather_text(const SynthesisOptions &options) {
+    if (!options.words.empty() && !options.text_file.empty())
+        throw UsageError("give the text either as arguments or with -f, not both");
+    std::string text;
+    const bool from_stdin = options.text_file == "-" || (options.words.empty() && options.text_file.empty() &&
+                                                         options.save_voice.empty() && !isatty(STDIN_FILENO));
+    if (!options.words.empty()) {
+        for (const std::string &word : options.words) text += (text.empty() ? "" : " ") + word;
+    } else if (from_stdin) {
+        text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    } else if (!options.text_file.empty()) {
+        std::ifstream in(options.text_file, std::ios::binary);
+        if (!in) fail("cannot read the text file ", options.text_file, ": ", std::strerror(errno));
+        text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    } else if (!options.save_voice.empty()) {
+        return ""; // only the voice is saved
+    } else {
+        throw UsageError("no text: chatterbox \"Hello there.\", -f FILE, or text on stdin (see --help)");
+    }
+    if (is_blank(text)) throw UsageError("the text is empty: there is nothing to say");
+    return text;
+}
+
+void check_output(const OutputOptions &output) {
+    if (output.stream) {
+        if (isatty(STDOUT_FILENO))
+            throw UsageError(concat("--stream writes raw audio (", kStreamFormat,
+                                    ") to stdout, which is a terminal: pipe it to a player, e.g. "
+                                    "| aplay -f S16_LE -r 24000 -c 1, or write a file with -o"));
+        return;
+    }
+    const std::string ext = lower_extension(output.path);
+    if (ext != ".wav" && ext != ".flac" && ext != ".ogg" && ext != ".mp3")
+        throw UsageError(concat("-o ", output.path, ": unknown audio format \"", ext,
+                                "\" (the extension chooses it: .wav, .flac, .ogg or .mp3)"));
+    check_writable(output.path, "output");
+}
+
+void check_input_file(const std::string &path, const std::string &what) {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) fail(what, " not found: ", path);
+    if (!fs::is_regular_file(path, ec)) fail(what, " is not a file: ", path);
+}
+
+void check_writable(const std::string &path, const std::string &what) {
+    const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) fail("cannot write the ", what, " ", path, ": it is a folder");
+    if (!fs::is_directory(parent, ec)) fail("cannot write the ", what, " ", path, ": no folder ", parent.string());
+    if (access(parent.c_str(), W_OK) != 0)
+        fail("cannot write the ", what, " ", path, ": folder ", parent.string(), " is not writable");
+}
+
+} // namespace cli

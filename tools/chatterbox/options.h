@@ -1,0 +1,78 @@
+#pragma once
+// Command-line options of the three commands (synthesis, vc, download), their ranges and the checks
+// that need no model. Exit codes: 0 ok, 1 runtime failure, 2 usage error (UsageError).
+
+#include "chatterbox/chatterbox.h"
+#include "core/error.h"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace cli {
+
+// A command line that cannot be run as written (exit code 2).
+class UsageError : public chatterbox::Error {
+  public:
+    using chatterbox::Error::Error;
+};
+
+// Raw PCM on stdout with --stream: signed 16-bit little-endian, mono, at the engine's 24 kHz.
+constexpr const char *kStreamFormat = "s16le mono 24000 Hz";
+
+struct EngineOptions {
+    std::string model; // "" : the default model location
+    std::string backend = "auto";
+    int threads = 0;
+    bool download = false; // fetch a missing default model without asking
+    bool quiet = false;
+};
+
+struct OutputOptions {
+    std::string path = "out.wav";
+    bool stream = false;
+    CLI::Option *path_option = nullptr; // to tell an explicit -o from the default
+};
+
+struct SynthesisOptions {
+    EngineOptions engine;
+    OutputOptions output;
+    std::vector<std::string> words; // the text as arguments, joined with spaces
+    std::string text_file;          // -f FILE, "-" for stdin
+    std::string voice;              // a recording or a saved voice; "" : built-in
+    std::string save_voice;
+    chatterbox_synthesis_params params = chatterbox_synthesis_default_params();
+};
+
+struct ConversionOptions {
+    EngineOptions engine;
+    OutputOptions output;
+    std::string source;
+    std::string voice;
+    chatterbox_synthesis_params params = chatterbox_synthesis_default_params();
+};
+
+struct DownloadOptions {
+    std::string model; // "" : the default model location
+    bool quiet = false;
+};
+
+void add_synthesis_options(CLI::App &app, SynthesisOptions &options);
+void add_conversion_options(CLI::App &app, ConversionOptions &options);
+void add_download_options(CLI::App &app, DownloadOptions &options);
+
+// The text to speak: the arguments, -f FILE, or stdin (with "-f -", or when stdin is not a terminal).
+// Returns "" when there is nothing to speak because only --save-voice was asked for. Throws UsageError
+// for conflicting or missing text and for text that is only blanks, Error when a file cannot be read.
+std::string gather_text(const SynthesisOptions &options);
+
+// Checks that need no model: the output's format and folder (or stdout for --stream). Throws
+// UsageError or Error (a folder that does not exist or cannot be written).
+void check_output(const OutputOptions &output);
+// A file the command reads: Error when it does not exist or is not a regular file.
+void check_input_file(const std::string &path, const std::string &what);
+// A file the command writes: Error when its folder does not exist or cannot be written.
+void check_writable(const std::string &path, const std::string &what);
+
+} // namespace cli
