@@ -1,0 +1,72 @@
+// needs: synthetic-weights
+// chatterbox-bench runs end to end at tiny sizes (the real measurements stay out of the suite):
+// s3gen writes every figure to its JSON, counts the estimator's FLOPs as the closed form of
+// bench/README.md says, and the same weights given twice produce identical outputs; pipeline
+// reports every stage of a short request.
+
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using namespace chatterbox::test;
+
+namespace {
+
+// bench/README.md: per frame and CFG row, the estimator multiplies by 66,080,768 weights
+// (56 transformer blocks of 1,048,576, 14 resnet blocks and 3 causal convs as im2col products,
+// the 1x1 projection); attention costs 4·512·T per frame and row in each of the 56 blocks; the
+// time MLP and the 14 time projections are 5,046,272 weights, once per step.
+double estimator_flops(double frames) {
+    const double rows = 2;
+    return 2.0 * rows * frames * 66080768.0 + rows * 56 * 4 * 512 * frames * frames + 2.0 * 5046272.0;
+}
+
+} // namespace
+
+TEST(BenchSmoke, S3GenReportsEveryStageAndIsDeterministic) {
+    const std::string json_path = temp_dir("bench_smoke") + "/s3gen.json";
+    const std::string model = synthetic_model_dir();
+    const ToolRun run =
+        run_tool("chatterbox-bench", {"s3gen", "--weights", model, "--weights", model, "--prompt-tokens", "2",
+                                      "--tokens", "3", "--repeats", "1", "--json", json_path});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    std::ifstream in(json_path);
+    ASSERT_TRUE(in) << "no JSON written";
+    const nlohmann::json results = nlohmann::json::parse(in);
+    EXPECT_GT(results["best_matmul_gflop_per_s"].get<double>(), 0.0);
+    ASSERT_EQ(results["s3gen"].size(), 2u);
+    for (const nlohmann::json &row : results["s3gen"]) {
+        EXPECT_EQ(row["mel_frames"].get<int>(), 10);
+        EXPECT_DOUBLE_EQ(row["audio_seconds"].get<double>(), 0.12);
+        for (const char *stage : {"encoder_ms", "cfm_step_ms", "cfm_ms", "hift_ms"})
+            EXPECT_GT(row[stage]["min"].get<double>(), 0.0) << stage;
+        EXPECT_NEAR(row["estimator_gflop"].get<double>() * 1e9, estimator_flops(10), 1.0);
+    }
+    EXPECT_EQ(results["s3gen"][1]["mel_max_diff"].get<double>(), 0.0);
+    EXPECT_EQ(results["s3gen"][1]["wave_max_diff"].get<double>(), 0.0);
+}
+
+TEST(BenchSmoke, BadSizesAreClearErrors) {
+    const ToolRun run = run_tool("chatterbox-bench", {"s3gen", "--weights", synthetic_model_dir(), "--tokens", "0"});
+    EXPECT_EQ(run.exit_code, 1);
+    EXPECT_TRUE(contains(run.err, "at least 1 prompt token, 1 generated token")) << run.err;
+}
+
+TEST(BenchSmoke, PipelineReportsEveryStage) {
+    const std::string json_path = temp_dir("bench_smoke_pipeline") + "/pipeline.json";
+    const ToolRun run = run_tool("chatterbox-bench", {"pipeline", "--weights", synthetic_model_dir(), "--voice",
+                                                      golden_path("ref_voice.wav"), "--voice-seconds", "3", "--text",
+                                                      "Hello there.", "--max-tokens", "8", "--json", json_path});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    std::ifstream in(json_path);
+    ASSERT_TRUE(in) << "no JSON written";
+    const nlohmann::json row = nlohmann::json::parse(in)["pipeline"].at(0);
+    for (const char *key : {"load_ms", "voice_ms", "t3_ms", "s3gen_ms", "hift_ms", "total_ms", "audio_seconds", "rtf",
+                            "stream_first_audio_ms", "peak_rss_mib"})
+        EXPECT_GT(row[key].get<double>(), 0.0) << key;
+    EXPECT_LE(row["speech_tokens"].get<int>(), 8);
+    EXPECT_LE(row["stream_first_audio_ms"].get<double>(), row["stream_total_ms"].get<double>());
+}
