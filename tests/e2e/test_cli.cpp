@@ -1,0 +1,123 @@
+// needs: synthetic-weights
+// The chatterbox CLI end to end on the synthetic weights: short syntheses (--max-tokens 10) to .wav and
+// .flac, --stream to stdout, --save-voice then reuse, voice conversion, and the error of a model
+// without a built-in voice. Each run loads the full-size model and costs minutes of CPU on 2 cores, so
+// the runs are few and short: the voice comes from 1.5 s of the reference and is made once, and the
+// .flac output is the saved voice's run.
+
+#include "audio/audio_file.h"
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace fs = std::filesystem;
+using namespace chatterbox;
+using test::contains;
+using test::ToolRun;
+
+namespace {
+
+constexpr int kSampleRate = 24000;
+constexpr int kMaxTokens = 10;
+constexpr size_t kSamplesPerToken = 960; // 40 ms at 24 kHz
+const std::string kText = "Hello there.";
+
+ToolRun chatterbox_cli(std::vector<std::string> args) {
+    args.insert(args.begin(), {"-m", test::synthetic_model_dir(), "--max-tokens", std::to_string(kMaxTokens)});
+    return test::run_tool("chatterbox", args);
+}
+
+class Cli : public ::testing::Test {
+  protected:
+    // --voice recording --save-voice: the voice, and a synthesis from the recording to compare with.
+    static void SetUpTestSuite() {
+        dir_ = new fs::path(test::temp_dir("cli-suite"));
+        write_head_of_reference(path("recording.wav"), 1.5);
+        from_recording_ = chatterbox_cli(
+            {"--voice", path("recording.wav"), "--save-voice", voice_file(), "-o", path("from_recording.wav"), kText});
+    }
+    static void TearDownTestSuite() { delete dir_; }
+
+    static std::string voice_file() { return (*dir_ / "ref.voice").string(); }
+    static std::string path(const std::string &name) { return (*dir_ / name).string(); }
+
+    static void write_head_of_reference(const std::string &out, double seconds) {
+        audio::Audio head = audio::read_audio(test::golden_path("ref_voice.wav"));
+        head.samples.resize(std::min<size_t>(head.samples.size(), size_t(seconds * head.sample_rate)));
+        audio::write_audio(out, head.samples, head.sample_rate);
+    }
+
+    static void expect_plausible_speech(const std::vector<float> &samples) {
+        EXPECT_GT(samples.size(), 0u);
+        EXPECT_LE(samples.size(), kMaxTokens * kSamplesPerToken);
+        EXPECT_TRUE(std::all_of(samples.begin(), samples.end(), [](float x) { return x >= -1.0f && x <= 1.0f; }));
+        EXPECT_GT(test::max_magnitude(samples), 0.0);
+    }
+
+    static fs::path *dir_;
+    static ToolRun from_recording_;
+};
+
+fs::path *Cli::dir_ = nullptr;
+ToolRun Cli::from_recording_;
+
+} // namespace
+
+TEST_F(Cli, SynthesisToWavWithSummary) {
+    ASSERT_EQ(from_recording_.exit_code, 0) << from_recording_.err;
+    const audio::Audio wav = audio::read_audio(path("from_recording.wav"));
+    EXPECT_EQ(wav.sample_rate, kSampleRate);
+    expect_plausible_speech(wav.samples);
+    EXPECT_TRUE(contains(from_recording_.err, "saved the voice to " + voice_file()));
+    EXPECT_TRUE(contains(from_recording_.err, "s of audio in"));
+    EXPECT_TRUE(contains(from_recording_.err, "real-time factor"));
+    EXPECT_TRUE(contains(from_recording_.err, "first audio after"));
+}
+
+// Also the .flac output: lossless at the same 16 bits as the .wav of the recording's run.
+TEST_F(Cli, SavedVoiceToFlacGivesTheSameAudioAsItsRecording) {
+    ASSERT_EQ(from_recording_.exit_code, 0) << from_recording_.err;
+    const ToolRun run = chatterbox_cli({"-q", "--voice", voice_file(), "-o", path("from_voice_file.flac"), kText});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(run.err, ""); // -q
+    const audio::Audio flac = audio::read_audio(path("from_voice_file.flac"));
+    EXPECT_EQ(flac.sample_rate, kSampleRate);
+    EXPECT_EQ(flac.samples, audio::read_audio(path("from_recording.wav")).samples);
+}
+
+TEST_F(Cli, StreamWritesPcmToStdout) {
+    const ToolRun run = chatterbox_cli({"--voice", voice_file(), "--stream", kText});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_TRUE(contains(run.err, "s16le mono 24000 Hz"));
+    ASSERT_EQ(run.out.size() % 2, 0u);
+    std::vector<float> samples(run.out.size() / 2);
+    for (size_t i = 0; i < samples.size(); ++i) {
+        const auto low = static_cast<uint8_t>(run.out[2 * i]), high = static_cast<uint8_t>(run.out[2 * i + 1]);
+        samples[i] = static_cast<int16_t>(low | (high << 8)) / 32768.0f;
+    }
+    expect_plausible_speech(samples);
+}
+
+TEST_F(Cli, VoiceConversion) {
+    write_head_of_reference(path("source.wav"), 1.0); // one second of speech to convert
+    const audio::Audio source = audio::read_audio(path("source.wav"));
+
+    const ToolRun run =
+        test::run_tool("chatterbox", {"vc", "-m", test::synthetic_model_dir(), "--source", path("source.wav"),
+                                      "--voice", voice_file(), "-o", path("converted.wav")});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const audio::Audio converted = audio::read_audio(path("converted.wav"));
+    EXPECT_EQ(converted.sample_rate, kSampleRate);
+    // Speech tokens at 25 per second give back about the source's duration.
+    EXPECT_NEAR(converted.seconds(), source.seconds(), 0.25 * source.seconds());
+}
+
+TEST_F(Cli, ModelWithoutBuiltinVoiceNeedsVoice) {
+    const ToolRun run = chatterbox_cli({"-o", path("unused.wav"), kText});
+    EXPECT_EQ(run.exit_code, 1) << run.err;
+    EXPECT_TRUE(contains(run.err, "no built-in voice: pass --voice"));
+    EXPECT_FALSE(fs::exists(path("unused.wav")));
+}
