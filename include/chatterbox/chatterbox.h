@@ -88,7 +88,8 @@ void chatterbox_voice_free(chatterbox_voice *voice);
 /* Streaming: called with each new piece of the final waveform, in order; the pieces concatenated
  * are exactly the returned audio. Return nonzero to cancel. */
 typedef int (*chatterbox_chunk_callback)(const float *samples, size_t n_samples, void *user_data);
-/* Progress: stage ("voice", "t3", "s3gen", "hift", ...) and overall fraction done in [0, 1]. */
+/* Progress: stage ("t3", "s3gen", "hift"; "s3tokenizer" first in voice conversion; "done" last)
+ * and the overall fraction done in [0, 1]. */
 typedef void (*chatterbox_progress_callback)(const char *stage, float fraction, void *user_data);
 
 typedef struct chatterbox_synthesis_params {

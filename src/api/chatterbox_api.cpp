@@ -153,6 +153,12 @@ void clear_audio(chatterbox_audio *audio) {
     if (audio) *audio = chatterbox_audio{nullptr, 0, 0, 0.0, 0.0, 0};
 }
 
+// The voice models, bound on first use: a model without them is a model error.
+const chatterbox::VoiceBuilder &voice_builder(chatterbox_engine &engine) {
+    return with_status(CHATTERBOX_ERROR_MODEL,
+                       [&]() -> const chatterbox::VoiceBuilder & { return engine.pipeline->voice_builder(); });
+}
+
 void check_exaggeration(float exaggeration) {
     if (!(exaggeration >= 0.0f && exaggeration <= 10.0f))
         throw argument_error(chatterbox::concat("exaggeration is ", exaggeration, ", expected 0 .. 10"));
@@ -228,7 +234,7 @@ chatterbox_status chatterbox_voice_from_audio_file(chatterbox_engine *engine, co
         require(voice, "chatterbox_voice_from_audio_file", "voice");
         check_exaggeration(exaggeration);
         require_readable_file(path, "voice recording");
-        *voice = new chatterbox_voice{engine->pipeline->voice_builder().from_file(path, exaggeration)};
+        *voice = new chatterbox_voice{voice_builder(*engine).from_file(path, exaggeration)};
     });
 }
 
@@ -274,7 +280,7 @@ chatterbox_status chatterbox_voice_open(chatterbox_engine *engine, const char *p
             loaded.t3.exaggeration = exaggeration;
             *voice = new chatterbox_voice{std::move(loaded)};
         } else {
-            *voice = new chatterbox_voice{engine->pipeline->voice_builder().from_file(path, exaggeration)};
+            *voice = new chatterbox_voice{voice_builder(*engine).from_file(path, exaggeration)};
         }
     });
 }
