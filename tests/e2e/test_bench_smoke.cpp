@@ -59,7 +59,7 @@ TEST(BenchSmoke, PipelineReportsEveryStage) {
     const std::string json_path = temp_dir("bench_smoke_pipeline") + "/pipeline.json";
     const ToolRun run =
         run_tool("chatterbox-bench", {"pipeline", "--weights", synthetic_model_dir(), "--voice",
-                                      golden_path("ref_voice.wav"), "--voice-seconds", "3", "--text", "Hello there.",
+                                      golden_path("ref_voice.wav"), "--voice-seconds", "2", "--text", "Hello there.",
                                       "--max-tokens", "8", "--no-stream", "--json", json_path});
     ASSERT_EQ(run.exit_code, 0) << run.err;
     std::ifstream in(json_path);
