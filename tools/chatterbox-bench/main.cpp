@@ -143,6 +143,8 @@ int main(int argc, char **argv) {
     app.add_option("--device", backend_options.device, "cpu or cuda")->capture_default_str();
     app.add_option("--threads", backend_options.threads, "CPU threads (0 = all)")->capture_default_str();
     app.add_option("--json", json_path, "also write the results to this JSON file");
+    bool no_repack = false;
+    app.add_flag("--no-repack", no_repack, "keep quantised matrices in ggml's plain layout (no CPU repacking)");
 
     CLI::App *t3 = app.add_subcommand("t3", "T3 prefill and decode ms/token against the memory-bandwidth bound");
     std::vector<std::string> t3_weights;
@@ -198,6 +200,7 @@ int main(int argc, char **argv) {
     pipeline->add_option("--seed", pipeline_options.seed, "sampling and noise seed")->capture_default_str();
     pipeline->add_flag("--no-stream", no_stream, "skip the streaming run (time to first audio)");
     CLI11_PARSE(app, argc, argv);
+    backend_options.repack_weights = !no_repack;
     pipeline_options.stream = !no_stream;
     std::setvbuf(stdout, nullptr, _IOLBF, 0); // rows appear as they are measured, also when piped to a file
 
