@@ -26,18 +26,6 @@ namespace {
 constexpr int kSampleRate = 24000;
 constexpr size_t kSamplesPerToken = 960; // 2 mel frames x 480 samples
 
-// A model folder: the synthetic weights (linked) plus the golden tokenizer; no built-in voice.
-std::string model_folder() {
-    static const std::string dir = [] {
-        const fs::path d = test::temp_dir("pipeline_model");
-        for (const char *f : {"ve.safetensors", "t3_cfg.safetensors", "s3gen.safetensors"})
-            fs::create_symlink(fs::absolute(fs::path(test::synthetic_dir()) / f), d / f);
-        fs::copy_file(test::golden_path("tokenizer.json"), d / "tokenizer.json");
-        return d.string();
-    }();
-    return dir;
-}
-
 std::vector<float> samples_of(const chatterbox_audio &audio) {
     return std::vector<float>(audio.samples, audio.samples + audio.n_samples);
 }
@@ -56,7 +44,7 @@ class Pipeline : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
         chatterbox_engine_params ep = chatterbox_engine_default_params();
-        const std::string model = model_folder();
+        const std::string model = test::synthetic_model_dir();
         ep.model_path = model.c_str();
         ep.backend = "cpu";
         ASSERT_EQ(chatterbox_engine_load(&ep, &engine), CHATTERBOX_OK) << chatterbox_last_error();
