@@ -18,8 +18,19 @@
  *   chatterbox_audio_free(&audio);
  *   chatterbox_engine_free(engine);
  *
- * An engine serves one synthesis at a time (calls on one engine must not overlap); voices are
- * immutable and may be shared between engines of the same model.
+ * An engine is the loaded model, immutable and shared; a session is one stream of requests on it,
+ * with its own compute state and threads (whisper.cpp's context/state split). Sessions of one
+ * engine run at the same time on different threads:
+ *
+ *   chatterbox_session *session;
+ *   chatterbox_session_new(engine, 0, &session);             // one per thread / concurrent request
+ *   chatterbox_session_synthesize(session, "Hello there.", NULL, &sp, &audio);
+ *   chatterbox_session_cancel(session);                       // from any thread: stops the running call
+ *   chatterbox_session_free(session);                         // before chatterbox_engine_free
+ *
+ * The engine-level calls (chatterbox_synthesize, chatterbox_voice_from_audio_file ...) run on an
+ * internal session of the engine and are serialised: concurrent calls wait for each other. Voices
+ * are immutable and may be shared between sessions and engines of the same model.
  */
 
 #include <stddef.h>
@@ -42,7 +53,8 @@ typedef enum chatterbox_status {
     CHATTERBOX_ERROR_INTERNAL = 7
 } chatterbox_status;
 
-typedef struct chatterbox_engine chatterbox_engine; /* a loaded model and its per-request state */
+typedef struct chatterbox_engine chatterbox_engine;   /* a loaded model, immutable */
+typedef struct chatterbox_session chatterbox_session; /* one request stream on an engine */
 typedef struct chatterbox_voice chatterbox_voice;   /* voice conditionals, immutable */
 
 /* The message of the last failing call on this thread ("" when none). */
@@ -92,23 +104,48 @@ typedef int (*chatterbox_chunk_callback)(const float *samples, size_t n_samples,
  * and the overall fraction done in [0, 1]. */
 typedef void (*chatterbox_progress_callback)(const char *stage, float fraction, void *user_data);
 
+/* The ranged parameters, their defaults and meanings are listed by chatterbox_synthesis_param_info. */
 typedef struct chatterbox_synthesis_params {
     float exaggeration;       /* used when the voice is NULL (built-in voice); a voice keeps its own */
-    float cfg_weight;         /* classifier-free guidance, 0 disables (0.5) */
-    float temperature;        /* (0.8) */
-    float repetition_penalty; /* (1.2) */
-    float min_p;              /* (0.05) */
-    float top_p;              /* (1.0) */
-    uint64_t seed;            /* same seed, text, voice and model: the same audio */
-    int max_new_tokens;       /* speech tokens per T3 pass (1000) */
+    float cfg_weight;         /* classifier-free guidance, 0 disables */
+    float temperature;
+    float repetition_penalty;
+    float min_p;
+    float top_p;
+    uint64_t seed;            /* any value; same seed, text, voice and model: the same audio */
+    int max_new_tokens;       /* speech tokens per T3 pass (per sentence) */
+    float sentence_pause;     /* seconds of silence between sentences of long text */
+    float clause_pause;       /* seconds where an over-long sentence is cut */
     int stream;               /* nonzero: vocode while T3 generates and call on_chunk as audio is ready */
     chatterbox_chunk_callback on_chunk;
     chatterbox_progress_callback on_progress;
     void *user_data;
-    const volatile int *cancel; /* when set and nonzero, the call stops soon with CHATTERBOX_ERROR_CANCELLED */
+    /* When set and nonzero (store it atomically, or from a signal handler), the call stops soon with
+     * CHATTERBOX_ERROR_CANCELLED. chatterbox_session_cancel does the same for a session. */
+    const volatile int *cancel;
 } chatterbox_synthesis_params;
 
 chatterbox_synthesis_params chatterbox_synthesis_default_params(void);
+
+/* One ranged parameter of chatterbox_synthesis_params (every field but seed, the callbacks and cancel). */
+typedef struct chatterbox_param_info {
+    const char *name;    /* the field's name: "temperature", "max_new_tokens" ... (also the server's JSON name) */
+    const char *option;  /* command-line option without dashes: "temperature", "max-tokens" */
+    const char *meaning; /* one line */
+    double min, max;     /* accepted: [min, max], or (min, max] when min_excluded */
+    int min_excluded;
+    int integer; /* nonzero: whole numbers only */
+    double default_value;
+} chatterbox_param_info;
+
+size_t chatterbox_synthesis_param_count(void);
+/* NULL when index >= chatterbox_synthesis_param_count(). */
+const chatterbox_param_info *chatterbox_synthesis_param_info(size_t index);
+/* Sets the field `name` to value: CHATTERBOX_ERROR_INVALID_ARGUMENT for an unknown name or a value out of range. */
+chatterbox_status chatterbox_synthesis_params_set(chatterbox_synthesis_params *params, const char *name, double value);
+/* Checks every ranged field without an engine (a tool can check before loading a model). The model's
+ * own limit on max_new_tokens is checked when synthesising. */
+chatterbox_status chatterbox_synthesis_params_validate(const chatterbox_synthesis_params *params);
 
 typedef struct chatterbox_audio {
     float *samples; /* mono, in [-1, 1] */
@@ -128,6 +165,26 @@ chatterbox_status chatterbox_convert_voice(chatterbox_engine *engine, const char
                                            const chatterbox_voice *voice, const chatterbox_synthesis_params *params,
                                            chatterbox_audio *audio);
 void chatterbox_audio_free(chatterbox_audio *audio);
+
+/* ---- sessions -------------------------------------------------------------------------- */
+
+/* A session of engine with `threads` CPU threads (0: the engine's setting). Free it before the engine. */
+chatterbox_status chatterbox_session_new(chatterbox_engine *engine, int threads, chatterbox_session **session);
+void chatterbox_session_free(chatterbox_session *session);
+/* As chatterbox_synthesize / chatterbox_convert_voice, on this session; calls on one session must
+ * not overlap, calls on different sessions may. */
+chatterbox_status chatterbox_session_synthesize(chatterbox_session *session, const char *text,
+                                                const chatterbox_voice *voice,
+                                                const chatterbox_synthesis_params *params, chatterbox_audio *audio);
+chatterbox_status chatterbox_session_convert_voice(chatterbox_session *session, const char *source_path,
+                                                   const chatterbox_voice *voice,
+                                                   const chatterbox_synthesis_params *params,
+                                                   chatterbox_audio *audio);
+/* A voice from a recording, computed on this session (chatterbox_voice_open's rules: recording or voice file). */
+chatterbox_status chatterbox_session_voice_open(chatterbox_session *session, const char *path, float exaggeration,
+                                                chatterbox_voice **voice);
+/* Thread-safe: the session's running call (if any) stops soon with CHATTERBOX_ERROR_CANCELLED. */
+void chatterbox_session_cancel(chatterbox_session *session);
 
 #ifdef __cplusplus
 }

@@ -78,6 +78,55 @@ class Voice {
     std::unique_ptr<chatterbox_voice, Free> handle_;
 };
 
+namespace detail {
+
+// The callbacks' state during one call; an exception from a callback is kept and rethrown.
+struct Callbacks {
+    const Options *options;
+    std::exception_ptr error;
+
+    static int chunk(const float *samples, size_t n, void *user) {
+        auto *self = static_cast<Callbacks *>(user);
+        try {
+            return self->options->on_chunk(samples, n) ? 0 : 1;
+        } catch (...) {
+            self->error = std::current_exception();
+            return 1;
+        }
+    }
+    static void progress(const char *stage, float fraction, void *user) {
+        auto *self = static_cast<Callbacks *>(user);
+        if (self->error) return;
+        try {
+            self->options->on_progress(stage, fraction);
+        } catch (...) {
+            self->error = std::current_exception();
+        }
+    }
+};
+
+template <class Call> inline Audio run(const Options &options, Call &&call) {
+    Callbacks callbacks{&options, nullptr};
+    chatterbox_synthesis_params p = options.params;
+    p.on_chunk = options.on_chunk ? &Callbacks::chunk : nullptr;
+    p.on_progress = options.on_progress ? &Callbacks::progress : nullptr;
+    p.user_data = &callbacks;
+    chatterbox_audio out{};
+    const chatterbox_status status = call(p, &out);
+    const std::unique_ptr<chatterbox_audio, void (*)(chatterbox_audio *)> owned(&out, chatterbox_audio_free);
+    if (callbacks.error) std::rethrow_exception(callbacks.error);
+    check(status);
+    Audio audio;
+    audio.samples.assign(out.samples, out.samples + out.n_samples);
+    audio.sample_rate = out.sample_rate;
+    audio.seconds_to_first_audio = out.seconds_to_first_audio;
+    audio.seconds_total = out.seconds_total;
+    audio.speech_tokens = out.speech_tokens;
+    return audio;
+}
+
+} // namespace detail
+
 class Engine {
   public:
     explicit Engine(const std::string &model_path, const std::string &backend = "auto", int threads = 0) {
@@ -113,67 +162,59 @@ class Engine {
 
     // voice nullptr: the built-in voice.
     Audio synthesize(const std::string &text, const Voice *voice = nullptr, const Options &options = {}) {
-        return run(options, [&](const chatterbox_synthesis_params &p, chatterbox_audio *out) {
+        return detail::run(options, [&](const chatterbox_synthesis_params &p, chatterbox_audio *out) {
             return chatterbox_synthesize(handle_.get(), text.c_str(), voice ? voice->get() : nullptr, &p, out);
         });
     }
     Audio convert_voice(const std::string &source_path, const Voice *target = nullptr, const Options &options = {}) {
-        return run(options, [&](const chatterbox_synthesis_params &p, chatterbox_audio *out) {
+        return detail::run(options, [&](const chatterbox_synthesis_params &p, chatterbox_audio *out) {
             return chatterbox_convert_voice(handle_.get(), source_path.c_str(), target ? target->get() : nullptr, &p,
                                             out);
         });
     }
 
   private:
-    // The callbacks' state during one call; an exception from a callback is kept and rethrown.
-    struct Callbacks {
-        const Options *options;
-        std::exception_ptr error;
-
-        static int chunk(const float *samples, size_t n, void *user) {
-            auto *self = static_cast<Callbacks *>(user);
-            try {
-                return self->options->on_chunk(samples, n) ? 0 : 1;
-            } catch (...) {
-                self->error = std::current_exception();
-                return 1;
-            }
-        }
-        static void progress(const char *stage, float fraction, void *user) {
-            auto *self = static_cast<Callbacks *>(user);
-            if (self->error) return;
-            try {
-                self->options->on_progress(stage, fraction);
-            } catch (...) {
-                self->error = std::current_exception();
-            }
-        }
-    };
-
-    template <class Call> Audio run(const Options &options, Call &&call) {
-        Callbacks callbacks{&options, nullptr};
-        chatterbox_synthesis_params p = options.params;
-        p.on_chunk = options.on_chunk ? &Callbacks::chunk : nullptr;
-        p.on_progress = options.on_progress ? &Callbacks::progress : nullptr;
-        p.user_data = &callbacks;
-        chatterbox_audio out{};
-        const chatterbox_status status = call(p, &out);
-        const std::unique_ptr<chatterbox_audio, void (*)(chatterbox_audio *)> owned(&out, chatterbox_audio_free);
-        if (callbacks.error) std::rethrow_exception(callbacks.error);
-        check(status);
-        Audio audio;
-        audio.samples.assign(out.samples, out.samples + out.n_samples);
-        audio.sample_rate = out.sample_rate;
-        audio.seconds_to_first_audio = out.seconds_to_first_audio;
-        audio.seconds_total = out.seconds_total;
-        audio.speech_tokens = out.speech_tokens;
-        return audio;
-    }
-
     struct Free {
         void operator()(chatterbox_engine *e) const { chatterbox_engine_free(e); }
     };
     std::unique_ptr<chatterbox_engine, Free> handle_;
+};
+
+// One request stream on an engine (which must outlive it); sessions run at the same time on
+// different threads. cancel() may be called from any thread.
+class Session {
+  public:
+    explicit Session(Engine &engine, int threads = 0) {
+        chatterbox_session *s = nullptr;
+        check(chatterbox_session_new(engine.get(), threads, &s));
+        handle_.reset(s);
+    }
+
+    Audio synthesize(const std::string &text, const Voice *voice = nullptr, const Options &options = {}) {
+        return detail::run(options, [&](const chatterbox_synthesis_params &p, chatterbox_audio *out) {
+            return chatterbox_session_synthesize(handle_.get(), text.c_str(), voice ? voice->get() : nullptr, &p,
+                                                 out);
+        });
+    }
+    Audio convert_voice(const std::string &source_path, const Voice *target = nullptr, const Options &options = {}) {
+        return detail::run(options, [&](const chatterbox_synthesis_params &p, chatterbox_audio *out) {
+            return chatterbox_session_convert_voice(handle_.get(), source_path.c_str(),
+                                                    target ? target->get() : nullptr, &p, out);
+        });
+    }
+    // A recording or a saved voice file, computed on this session.
+    Voice open_voice(const std::string &path, float exaggeration = 0.5f) {
+        chatterbox_voice *v = nullptr;
+        check(chatterbox_session_voice_open(handle_.get(), path.c_str(), exaggeration, &v));
+        return Voice(v);
+    }
+    void cancel() { chatterbox_session_cancel(handle_.get()); }
+
+  private:
+    struct Free {
+        void operator()(chatterbox_session *s) const { chatterbox_session_free(s); }
+    };
+    std::unique_ptr<chatterbox_session, Free> handle_;
 };
 
 } // namespace chatterbox::api

@@ -1,4 +1,4 @@
-// The public C API (include/chatterbox/chatterbox.h) over the Pipeline. Every entry point catches
+// The public C API (include/chatterbox/chatterbox.h) over Engine and Session. Every entry point catches
 // every exception: the status says what kind of failure it was, the thread-local message what
 // exactly. Which status a plain Error gets depends on what the call was doing (loading a model,
 // reading a recording ...); InvalidArgument and Cancelled from the pipeline keep their own.
@@ -7,7 +7,8 @@
 
 #include "audio/audio_file.h"
 #include "core/error.h"
-#include "models/chatterbox/pipeline.h"
+#include "models/chatterbox/engine.h"
+#include "models/chatterbox/session.h"
 #include "models/chatterbox/voice.h"
 
 #include <algorithm>
@@ -15,12 +16,19 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 
 struct chatterbox_engine {
-    std::unique_ptr<chatterbox::Pipeline> pipeline;
+    std::unique_ptr<chatterbox::Engine> engine;
     std::string description;
+    std::mutex internal_mutex; // serialises the engine-level calls on `internal`
+    std::unique_ptr<chatterbox::Session> internal;
+};
+
+struct chatterbox_session {
+    std::unique_ptr<chatterbox::Session> session;
 };
 
 struct chatterbox_voice {
@@ -109,15 +117,60 @@ std::string backend_device(const char *backend) {
     return chatterbox::Backend::available_devices().find("cuda") != std::string::npos ? "cuda" : "cpu";
 }
 
+// Where each parameter of the engine's table lives in the C struct (the table itself is
+// chatterbox::synthesis_parameters(); a parameter without a field here is an internal error).
+struct CField {
+    const char *name;
+    float chatterbox_synthesis_params::*real;
+    int chatterbox_synthesis_params::*count;
+};
+using P = chatterbox_synthesis_params;
+constexpr CField kCFields[] = {
+    {"exaggeration", &P::exaggeration, nullptr},
+    {"cfg_weight", &P::cfg_weight, nullptr},
+    {"temperature", &P::temperature, nullptr},
+    {"repetition_penalty", &P::repetition_penalty, nullptr},
+    {"min_p", &P::min_p, nullptr},
+    {"top_p", &P::top_p, nullptr},
+    {"max_new_tokens", nullptr, &P::max_new_tokens},
+    {"sentence_pause", &P::sentence_pause, nullptr},
+    {"clause_pause", &P::clause_pause, nullptr},
+};
+
+const CField &c_field(const chatterbox::SynthesisParameter &parameter) {
+    for (const CField &field : kCFields)
+        if (std::string(field.name) == parameter.name) return field;
+    throw std::logic_error(chatterbox::concat("synthesis parameter ", parameter.name, " has no C field"));
+}
+
+double c_value(const chatterbox_synthesis_params &p, const CField &field) {
+    return field.real ? double(p.*field.real) : double(p.*field.count);
+}
+
+void set_c_value(chatterbox_synthesis_params &p, const CField &field, double value) {
+    if (field.real)
+        p.*field.real = float(value);
+    else
+        p.*field.count = int(value);
+}
+
+chatterbox::SynthesisParams synthesis_params(const chatterbox_synthesis_params &p) {
+    chatterbox::SynthesisParams params;
+    for (const chatterbox::SynthesisParameter &parameter : chatterbox::synthesis_parameters()) {
+        const double value = c_value(p, c_field(parameter));
+        // Checked here, not after the conversion: a C int or float outside the C++ field's range must not wrap.
+        if (!parameter.accepts(value))
+            throw argument_error(
+                chatterbox::concat(parameter.name, " is ", value, ", expected ", parameter.range_text()));
+        parameter.set(params, value);
+    }
+    params.sampling.seed = p.seed;
+    return params;
+}
+
 chatterbox::SynthesisOptions synthesis_options(const chatterbox_synthesis_params &p) {
     chatterbox::SynthesisOptions o;
-    o.cfg_weight = p.cfg_weight;
-    o.temperature = p.temperature;
-    o.repetition_penalty = p.repetition_penalty;
-    o.min_p = p.min_p;
-    o.top_p = p.top_p;
-    o.seed = p.seed;
-    o.max_new_tokens = p.max_new_tokens;
+    o.params = synthesis_params(p);
     o.stream = p.stream != 0;
     o.cancel = p.cancel;
     if (p.on_chunk) {
@@ -154,14 +207,67 @@ void clear_audio(chatterbox_audio *audio) {
 }
 
 // The voice models, bound on first use: a model without them is a model error.
-const chatterbox::VoiceBuilder &voice_builder(chatterbox_engine &engine) {
-    return with_status(CHATTERBOX_ERROR_MODEL,
-                       [&]() -> const chatterbox::VoiceBuilder & { return engine.pipeline->voice_builder(); });
+void require_voice_models(const chatterbox::Engine &engine) {
+    with_status(CHATTERBOX_ERROR_MODEL, [&] { engine.voice_builder(); });
 }
 
 void check_exaggeration(float exaggeration) {
-    if (!(exaggeration >= 0.0f && exaggeration <= 10.0f))
-        throw argument_error(chatterbox::concat("exaggeration is ", exaggeration, ", expected 0 .. 10"));
+    const chatterbox::SynthesisParameter &range = *chatterbox::find_synthesis_parameter("exaggeration");
+    if (!range.accepts(exaggeration))
+        throw argument_error(chatterbox::concat("exaggeration is ", exaggeration, ", expected ", range.range_text()));
+}
+
+// A recording or a voice file, told apart by content; a recording is computed on session.
+chatterbox::Voice open_voice(chatterbox::Session &session, const char *path, float exaggeration) {
+    check_exaggeration(exaggeration);
+    require_readable_file(path, "voice");
+    if (chatterbox::is_voice_file(path)) {
+        chatterbox::Voice loaded = chatterbox::load_voice(path);
+        loaded.t3.exaggeration = exaggeration;
+        return loaded;
+    }
+    require_voice_models(session.engine());
+    return session.voice_from_file(path, exaggeration);
+}
+
+chatterbox::Voice builtin_voice(const chatterbox::Engine &engine, float exaggeration) {
+    check_exaggeration(exaggeration);
+    return with_status(CHATTERBOX_ERROR_MODEL, [&] { return engine.builtin_voice(exaggeration); });
+}
+
+void synthesize(chatterbox::Session &session, const char *text, const chatterbox_voice *voice,
+                const chatterbox_synthesis_params *params, chatterbox_audio *audio) {
+    require(text, "chatterbox_synthesize", "text");
+    require(params, "chatterbox_synthesize", "params");
+    require(audio, "chatterbox_synthesize", "audio");
+    const chatterbox::SynthesisOptions options = synthesis_options(*params);
+    const chatterbox::SynthesisResult result =
+        voice ? session.synthesize(text, voice->voice, options)
+              : session.synthesize(text, builtin_voice(session.engine(), params->exaggeration), options);
+    fill_audio(result, audio);
+}
+
+void convert_voice(chatterbox::Session &session, const char *source_path, const chatterbox_voice *voice,
+                   const chatterbox_synthesis_params *params, chatterbox_audio *audio) {
+    require(source_path, "chatterbox_convert_voice", "source_path");
+    require(params, "chatterbox_convert_voice", "params");
+    require(audio, "chatterbox_convert_voice", "audio");
+    require_readable_file(source_path, "source recording");
+    const chatterbox::audio::Audio source =
+        with_status(CHATTERBOX_ERROR_AUDIO, [&] { return chatterbox::audio::read_audio(source_path); });
+    const chatterbox::SynthesisOptions options = synthesis_options(*params);
+    const chatterbox::Voice target = voice ? voice->voice : builtin_voice(session.engine(), params->exaggeration);
+    require_voice_models(session.engine());
+    // Failures past reading are about the recording's content (too short, silent ...).
+    const chatterbox::SynthesisResult result =
+        with_status(CHATTERBOX_ERROR_AUDIO, [&] { return session.convert(source, target, options); });
+    fill_audio(result, audio);
+}
+
+// Runs body on the engine's internal session, one engine-level call at a time.
+template <class Body> void on_internal_session(chatterbox_engine &engine, Body &&body) {
+    const std::lock_guard<std::mutex> lock(engine.internal_mutex);
+    body(*engine.internal);
 }
 
 } // namespace
@@ -204,13 +310,14 @@ chatterbox_status chatterbox_engine_load(const chatterbox_engine_params *params,
         require(params->model_path, "chatterbox_engine_load", "params->model_path");
         if (params->threads < 0)
             throw argument_error(chatterbox::concat("threads is ", params->threads, ", expected 0 (all) or more"));
-        chatterbox::PipelineOptions options;
+        chatterbox::EngineOptions options;
         options.model_path = params->model_path;
         options.backend.device = backend_device(params->backend);
         options.backend.threads = params->threads;
         auto created = std::make_unique<chatterbox_engine>();
-        created->pipeline = std::make_unique<chatterbox::Pipeline>(options);
-        created->description = created->pipeline->description();
+        created->engine = std::make_unique<chatterbox::Engine>(options);
+        created->internal = std::make_unique<chatterbox::Session>(*created->engine);
+        created->description = created->engine->description();
         *engine = created.release();
     });
 }
@@ -218,7 +325,7 @@ chatterbox_status chatterbox_engine_load(const chatterbox_engine_params *params,
 void chatterbox_engine_free(chatterbox_engine *engine) { delete engine; }
 
 int chatterbox_engine_sample_rate(const chatterbox_engine *engine) {
-    return engine ? engine->pipeline->sample_rate() : 0;
+    return engine ? engine->engine->sample_rate() : 0;
 }
 
 const char *chatterbox_engine_description(const chatterbox_engine *engine) {
@@ -234,7 +341,10 @@ chatterbox_status chatterbox_voice_from_audio_file(chatterbox_engine *engine, co
         require(voice, "chatterbox_voice_from_audio_file", "voice");
         check_exaggeration(exaggeration);
         require_readable_file(path, "voice recording");
-        *voice = new chatterbox_voice{voice_builder(*engine).from_file(path, exaggeration)};
+        require_voice_models(*engine->engine);
+        on_internal_session(*engine, [&](chatterbox::Session &session) {
+            *voice = new chatterbox_voice{session.voice_from_file(path, exaggeration)};
+        });
     });
 }
 
@@ -243,8 +353,7 @@ chatterbox_status chatterbox_voice_builtin(chatterbox_engine *engine, float exag
     return guarded(CHATTERBOX_ERROR_MODEL, [&] {
         require(engine, "chatterbox_voice_builtin", "engine");
         require(voice, "chatterbox_voice_builtin", "voice");
-        check_exaggeration(exaggeration);
-        *voice = new chatterbox_voice{engine->pipeline->builtin_voice(exaggeration)};
+        *voice = new chatterbox_voice{builtin_voice(*engine->engine, exaggeration)};
     });
 }
 
@@ -273,15 +382,9 @@ chatterbox_status chatterbox_voice_open(chatterbox_engine *engine, const char *p
         require(engine, "chatterbox_voice_open", "engine");
         require(path, "chatterbox_voice_open", "path");
         require(voice, "chatterbox_voice_open", "voice");
-        check_exaggeration(exaggeration);
-        require_readable_file(path, "voice");
-        if (chatterbox::is_voice_file(path)) {
-            chatterbox::Voice loaded = chatterbox::load_voice(path);
-            loaded.t3.exaggeration = exaggeration;
-            *voice = new chatterbox_voice{std::move(loaded)};
-        } else {
-            *voice = new chatterbox_voice{voice_builder(*engine).from_file(path, exaggeration)};
-        }
+        on_internal_session(*engine, [&](chatterbox::Session &session) {
+            *voice = new chatterbox_voice{open_voice(session, path, exaggeration)};
+        });
     });
 }
 
@@ -302,15 +405,43 @@ void chatterbox_voice_free(chatterbox_voice *voice) { delete voice; }
 
 chatterbox_synthesis_params chatterbox_synthesis_default_params(void) {
     chatterbox_synthesis_params p{};
-    p.exaggeration = 0.5f;
-    p.cfg_weight = 0.5f;
-    p.temperature = 0.8f;
-    p.repetition_penalty = 1.2f;
-    p.min_p = 0.05f;
-    p.top_p = 1.0f;
-    p.seed = 0;
-    p.max_new_tokens = 1000;
+    const chatterbox::SynthesisParams defaults;
+    for (const chatterbox::SynthesisParameter &parameter : chatterbox::synthesis_parameters())
+        set_c_value(p, c_field(parameter), parameter.get(defaults));
+    p.seed = defaults.sampling.seed;
     return p;
+}
+
+size_t chatterbox_synthesis_param_count(void) { return chatterbox::synthesis_parameters().size(); }
+
+const chatterbox_param_info *chatterbox_synthesis_param_info(size_t index) {
+    static const std::vector<chatterbox_param_info> infos = [] {
+        std::vector<chatterbox_param_info> out;
+        for (const chatterbox::SynthesisParameter &p : chatterbox::synthesis_parameters())
+            out.push_back({p.name, p.option, p.meaning, p.lo, p.hi, p.lo_excluded, p.integer, p.default_value()});
+        return out;
+    }();
+    return index < infos.size() ? &infos[index] : nullptr;
+}
+
+chatterbox_status chatterbox_synthesis_params_set(chatterbox_synthesis_params *params, const char *name,
+                                                  double value) {
+    return guarded(CHATTERBOX_ERROR_INVALID_ARGUMENT, [&] {
+        require(params, "chatterbox_synthesis_params_set", "params");
+        require(name, "chatterbox_synthesis_params_set", "name");
+        const chatterbox::SynthesisParameter *parameter = chatterbox::find_synthesis_parameter(name);
+        if (!parameter) throw argument_error(chatterbox::concat("no synthesis parameter is named '", name, "'"));
+        if (!parameter->accepts(value))
+            throw argument_error(chatterbox::concat(name, " is ", value, ", expected ", parameter->range_text()));
+        set_c_value(*params, c_field(*parameter), value);
+    });
+}
+
+chatterbox_status chatterbox_synthesis_params_validate(const chatterbox_synthesis_params *params) {
+    return guarded(CHATTERBOX_ERROR_INVALID_ARGUMENT, [&] {
+        require(params, "chatterbox_synthesis_params_validate", "params");
+        synthesis_params(*params);
+    });
 }
 
 chatterbox_status chatterbox_synthesize(chatterbox_engine *engine, const char *text, const chatterbox_voice *voice,
@@ -318,21 +449,7 @@ chatterbox_status chatterbox_synthesize(chatterbox_engine *engine, const char *t
     clear_audio(audio);
     return guarded(CHATTERBOX_ERROR_INTERNAL, [&] {
         require(engine, "chatterbox_synthesize", "engine");
-        require(text, "chatterbox_synthesize", "text");
-        require(params, "chatterbox_synthesize", "params");
-        require(audio, "chatterbox_synthesize", "audio");
-        const chatterbox::SynthesisOptions options = synthesis_options(*params);
-        chatterbox::Pipeline &pipeline = *engine->pipeline;
-        chatterbox::SynthesisResult result;
-        if (voice) {
-            result = pipeline.synthesize(text, voice->voice, options);
-        } else {
-            check_exaggeration(params->exaggeration);
-            const chatterbox::Voice builtin =
-                with_status(CHATTERBOX_ERROR_MODEL, [&] { return pipeline.builtin_voice(params->exaggeration); });
-            result = pipeline.synthesize(text, builtin, options);
-        }
-        fill_audio(result, audio);
+        on_internal_session(*engine, [&](chatterbox::Session &session) { synthesize(session, text, voice, params, audio); });
     });
 }
 
@@ -342,25 +459,9 @@ chatterbox_status chatterbox_convert_voice(chatterbox_engine *engine, const char
     clear_audio(audio);
     return guarded(CHATTERBOX_ERROR_INTERNAL, [&] {
         require(engine, "chatterbox_convert_voice", "engine");
-        require(source_path, "chatterbox_convert_voice", "source_path");
-        require(params, "chatterbox_convert_voice", "params");
-        require(audio, "chatterbox_convert_voice", "audio");
-        require_readable_file(source_path, "source recording");
-        chatterbox::Pipeline &pipeline = *engine->pipeline;
-        const chatterbox::audio::Audio source =
-            with_status(CHATTERBOX_ERROR_AUDIO, [&] { return chatterbox::audio::read_audio(source_path); });
-        const chatterbox::SynthesisOptions options = synthesis_options(*params);
-        const chatterbox::Voice *target = voice ? &voice->voice : nullptr;
-        chatterbox::Voice builtin;
-        if (!target) {
-            check_exaggeration(params->exaggeration);
-            builtin = with_status(CHATTERBOX_ERROR_MODEL, [&] { return pipeline.builtin_voice(params->exaggeration); });
-            target = &builtin;
-        }
-        // Failures past reading are about the recording's content (too short, silent ...).
-        const chatterbox::SynthesisResult result =
-            with_status(CHATTERBOX_ERROR_AUDIO, [&] { return pipeline.convert(source, *target, options); });
-        fill_audio(result, audio);
+        on_internal_session(*engine, [&](chatterbox::Session &session) {
+            convert_voice(session, source_path, voice, params, audio);
+        });
     });
 }
 
@@ -368,6 +469,57 @@ void chatterbox_audio_free(chatterbox_audio *audio) {
     if (!audio) return;
     std::free(audio->samples);
     clear_audio(audio);
+}
+
+chatterbox_status chatterbox_session_new(chatterbox_engine *engine, int threads, chatterbox_session **session) {
+    if (session) *session = nullptr;
+    return guarded(CHATTERBOX_ERROR_INTERNAL, [&] {
+        require(engine, "chatterbox_session_new", "engine");
+        require(session, "chatterbox_session_new", "session");
+        if (threads < 0)
+            throw argument_error(chatterbox::concat("threads is ", threads, ", expected 0 (the engine's) or more"));
+        chatterbox::SessionOptions options;
+        options.threads = threads;
+        *session = new chatterbox_session{std::make_unique<chatterbox::Session>(*engine->engine, options)};
+    });
+}
+
+void chatterbox_session_free(chatterbox_session *session) { delete session; }
+
+chatterbox_status chatterbox_session_synthesize(chatterbox_session *session, const char *text,
+                                                const chatterbox_voice *voice,
+                                                const chatterbox_synthesis_params *params, chatterbox_audio *audio) {
+    clear_audio(audio);
+    return guarded(CHATTERBOX_ERROR_INTERNAL, [&] {
+        require(session, "chatterbox_session_synthesize", "session");
+        synthesize(*session->session, text, voice, params, audio);
+    });
+}
+
+chatterbox_status chatterbox_session_convert_voice(chatterbox_session *session, const char *source_path,
+                                                   const chatterbox_voice *voice,
+                                                   const chatterbox_synthesis_params *params,
+                                                   chatterbox_audio *audio) {
+    clear_audio(audio);
+    return guarded(CHATTERBOX_ERROR_INTERNAL, [&] {
+        require(session, "chatterbox_session_convert_voice", "session");
+        convert_voice(*session->session, source_path, voice, params, audio);
+    });
+}
+
+chatterbox_status chatterbox_session_voice_open(chatterbox_session *session, const char *path, float exaggeration,
+                                                chatterbox_voice **voice) {
+    if (voice) *voice = nullptr;
+    return guarded(CHATTERBOX_ERROR_AUDIO, [&] {
+        require(session, "chatterbox_session_voice_open", "session");
+        require(path, "chatterbox_session_voice_open", "path");
+        require(voice, "chatterbox_session_voice_open", "voice");
+        *voice = new chatterbox_voice{open_voice(*session->session, path, exaggeration)};
+    });
+}
+
+void chatterbox_session_cancel(chatterbox_session *session) {
+    if (session) session->session->cancel();
 }
 
 } // extern "C"

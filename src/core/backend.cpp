@@ -5,6 +5,7 @@
 #include "ggml-cpu.h"
 
 #include <cstdio>
+#include <mutex>
 #include <thread>
 
 namespace chatterbox {
@@ -28,10 +29,13 @@ void log_without_debug(ggml_log_level level, const char *text, void *) {
     std::fputs(text, stderr);
 }
 
+bool cancel_requested(void *flag) { return static_cast<const CancelFlag *>(flag)->requested(); }
+
 } // namespace
 
 Backend::Backend(const BackendOptions &options) {
-    ggml_log_set(log_without_debug, nullptr);
+    static std::once_flag logger_set; // process-wide in ggml: set once, not per backend
+    std::call_once(logger_set, [] { ggml_log_set(log_without_debug, nullptr); });
     repack_weights_ = options.repack_weights;
     threads_ = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
     cpu_ = ggml_backend_cpu_init();
@@ -92,6 +96,10 @@ ggml_backend_buffer_type_t Backend::matmul_weight_buffer_type(const ggml_tensor 
     }
     ggml_free(ctx);
     return chosen;
+}
+
+void Backend::set_cancel_flag(const CancelFlag *flag) {
+    ggml_backend_cpu_set_abort_callback(cpu_, flag ? cancel_requested : nullptr, const_cast<CancelFlag *>(flag));
 }
 
 std::string Backend::available_devices() {

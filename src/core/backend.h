@@ -1,5 +1,10 @@
 #pragma once
 // Backend choice: the CPU (with a thread count) or a GPU backend when ggml was built with one.
+// A Backend is where graphs run; it is not safe for concurrent computes (ggml's CPU backend keeps one
+// work buffer), so every session owns one. Weights uploaded through one Backend can be used by the
+// graphs of any other Backend of the same device.
+
+#include "core/cancel.h"
 
 #include "ggml-backend.h"
 
@@ -32,6 +37,10 @@ public:
     // type when it can multiply it (checked with ggml's own supports_op), or nullptr for
     // weight_buffer_type(). Only quantised weights on the CPU backend qualify.
     ggml_backend_buffer_type_t matmul_weight_buffer_type(const ggml_tensor *weight) const;
+
+    // Graphs computed on this backend stop between two nodes once `flag` is requested (CPU; other
+    // devices stop between graphs) and GraphRunner::compute then throws Cancelled. nullptr: never.
+    void set_cancel_flag(const CancelFlag *flag);
 
     // Names of the devices this build can use ("cpu", "cuda" ...), for --help and errors.
     static std::string available_devices();

@@ -13,6 +13,18 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// A request stopped by its cancel flag or a callback.
+class Cancelled : public Error {
+public:
+    using Error::Error;
+};
+
+// A request parameter out of range, found before any computation.
+class InvalidArgument : public Error {
+public:
+    using Error::Error;
+};
+
 // Concatenates its arguments with operator<< into one message.
 template <class... Parts> std::string concat(Parts &&...parts) {
     std::ostringstream out;

@@ -65,7 +65,9 @@ void GraphRunner::set_input(ggml_tensor *input, const std::vector<int32_t> &valu
 
 void GraphRunner::compute() {
     if (!graph_) fail("GraphRunner::compute before build()");
-    if (ggml_backend_sched_graph_compute(sched_, graph_) != GGML_STATUS_SUCCESS) fail("graph computation failed");
+    const ggml_status status = ggml_backend_sched_graph_compute(sched_, graph_);
+    if (status == GGML_STATUS_ABORTED) throw Cancelled("cancelled");
+    if (status != GGML_STATUS_SUCCESS) fail("graph computation failed (", ggml_status_to_string(status), ")");
 }
 
 std::vector<float> GraphRunner::read_f32(const ggml_tensor *t) const {

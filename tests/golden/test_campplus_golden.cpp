@@ -52,23 +52,23 @@ std::vector<float> CampPlusGolden::fbank_;
 int64_t CampPlusGolden::frames_ = 0;
 
 TEST_F(CampPlusGolden, XVector) {
-    expect_matches_golden(encoder_->embed(fbank_, frames_), "campplus_xvector");
+    expect_matches_golden(encoder_->embed(*backend_, fbank_, frames_), "campplus_xvector");
 }
 
 TEST_F(CampPlusGolden, ShortestInputRuns) {
     const std::vector<float> head(fbank_.begin(), fbank_.begin() + campplus::kMinFrames * campplus::kFbankBins);
-    const std::vector<float> x = encoder_->embed(head, campplus::kMinFrames);
+    const std::vector<float> x = encoder_->embed(*backend_, head, campplus::kMinFrames);
     ASSERT_EQ(x.size(), size_t(campplus::kEmbeddingSize));
     for (float v : x) ASSERT_TRUE(std::isfinite(v));
 }
 
 TEST_F(CampPlusGolden, RejectsBadInput) {
-    EXPECT_THROW(encoder_->embed({}, 0), Error);
-    EXPECT_THROW(encoder_->embed(std::vector<float>(2 * 80, 0.0f), 2), Error); // std over one frame
-    EXPECT_THROW(encoder_->embed(fbank_, frames_ + 1), Error);
+    EXPECT_THROW(encoder_->embed(*backend_, {}, 0), Error);
+    EXPECT_THROW(encoder_->embed(*backend_, std::vector<float>(2 * 80, 0.0f), 2), Error); // std over one frame
+    EXPECT_THROW(encoder_->embed(*backend_, fbank_, frames_ + 1), Error);
     std::vector<float> bad = fbank_;
     bad[999] = std::numeric_limits<float>::infinity();
-    EXPECT_THROW(encoder_->embed(bad, frames_), Error);
+    EXPECT_THROW(encoder_->embed(*backend_, bad, frames_), Error);
 }
 
 TEST(CampPlusSegmentPooling, MeanPlusSegmentAverage) {

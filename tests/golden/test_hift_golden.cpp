@@ -45,19 +45,22 @@ class HiftGolden : public ::testing::Test {
         store_ = std::make_unique<WeightStore>();
         store_->add_safetensors(synthetic_dir() + "/s3gen.safetensors", "s3gen.");
         backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
-        vocoder_ = std::make_unique<Vocoder>(*store_, *backend_);
+        model_ = std::make_unique<VocoderModel>(*store_, *backend_);
+        vocoder_ = std::make_unique<Vocoder>(*model_, *backend_);
         mel_ = read_f32("flow_mel");
         recorded_.phases = read_f32("hift_phase_vec");
         recorded_.noise = read_f32("hift_sine_noise");
     }
     static void TearDownTestSuite() {
         vocoder_.reset();
+        model_.reset();
         backend_.reset();
         store_.reset();
     }
 
     static std::unique_ptr<WeightStore> store_;
     static std::unique_ptr<Backend> backend_;
+    static std::unique_ptr<VocoderModel> model_;
     static std::unique_ptr<Vocoder> vocoder_;
     static std::vector<float> mel_;
     static SourceNoise recorded_;
@@ -65,6 +68,7 @@ class HiftGolden : public ::testing::Test {
 
 std::unique_ptr<WeightStore> HiftGolden::store_;
 std::unique_ptr<Backend> HiftGolden::backend_;
+std::unique_ptr<VocoderModel> HiftGolden::model_;
 std::unique_ptr<Vocoder> HiftGolden::vocoder_;
 std::vector<float> HiftGolden::mel_;
 SourceNoise HiftGolden::recorded_;

@@ -74,7 +74,7 @@ std::vector<int32_t> S3GenFlowGolden::tokens_;
 } // namespace
 
 TEST_F(S3GenFlowGolden, EveryStageMatchesTheOfficialImplementation) {
-    FlowSession session(*model_);
+    FlowSession session(*model_, *backend_);
     auto start = std::chrono::steady_clock::now();
     const FlowEncoding encoding = session.encode(tokens_, reference_);
     std::printf("encoder: %lld tokens -> %lld frames in %.2f s\n", (long long)encoding.tokens,
@@ -101,7 +101,7 @@ TEST_F(S3GenFlowGolden, EveryStageMatchesTheOfficialImplementation) {
 }
 
 TEST_F(S3GenFlowGolden, InvalidInputsGiveClearErrors) {
-    FlowSession session(*model_);
+    FlowSession session(*model_, *backend_);
     auto expect_error = [&](const std::vector<int32_t> &tokens, const FlowReference &reference,
                             const std::string &fragment) {
         try {
@@ -143,7 +143,7 @@ TEST_F(S3GenFlowGolden, InvalidInputsGiveClearErrors) {
 
 TEST_F(S3GenFlowGolden, SameSeedGivesIdenticalMel) {
     // A short utterance without prompt keeps this quick.
-    FlowSession session(*model_);
+    FlowSession session(*model_, *backend_);
     FlowReference voice;
     voice.xvector = reference_.xvector;
     const std::vector<int32_t> tokens(tokens_.begin(), tokens_.begin() + 6);

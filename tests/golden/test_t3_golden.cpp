@@ -48,7 +48,7 @@ class T3Golden : public ::testing::Test {
         voice_.speaker_emb = read_npy(golden_path("ve_speaker_emb.npy")).f32();
         voice_.prompt_tokens = golden_tokens("t3_cond_prompt_tokens.npy");
         voice_.exaggeration = 0.5f;
-        cond_ = std::make_unique<CondEmbeddings>(encode_conditioning(*model_, voice_));
+        cond_ = std::make_unique<CondEmbeddings>(encode_conditioning(*model_, *backend_, voice_));
         // index.json's t3_text_tokens has both CFG rows; they are the same framed ids.
         const std::vector<int32_t> both = golden_tokens("t3_text_tokens.npy");
         text_.assign(both.begin(), both.begin() + std::ptrdiff_t(both.size() / 2));
@@ -135,7 +135,7 @@ TEST_F(T3Golden, ConditioningEmbeddings) {
 }
 
 TEST_F(T3Golden, TeacherForcedLogits) {
-    Session session(*model_, exact_path());
+    Session session(*model_, *backend_, exact_path());
     const Recorded rec = run(session, teacher_forcing_params(kCfgWeight), golden_tokens("t3_tf_tokens.npy"));
     EXPECT_EQ(rec.result.tokens, golden_tokens("t3_tf_tokens.npy"));
     expect_close(rec.raw, "t3_tf_logits_raw");
@@ -144,7 +144,7 @@ TEST_F(T3Golden, TeacherForcedLogits) {
 }
 
 TEST_F(T3Golden, GreedyDecode) {
-    Session session(*model_, exact_path());
+    Session session(*model_, *backend_, exact_path());
     const Recorded rec = run(session, greedy_params());
     EXPECT_EQ(rec.result.tokens, golden_tokens("t3_greedy_tokens.npy"));
     expect_close(rec.penalized, "t3_greedy_logits_penalized");
@@ -153,7 +153,7 @@ TEST_F(T3Golden, GreedyDecode) {
 
 TEST_F(T3Golden, WithoutGuidanceRunsTheConditionalRowAlone) {
     // cfg_weight 0: one row, whose logits are the reference's conditional row.
-    Session session(*model_, exact_path());
+    Session session(*model_, *backend_, exact_path());
     std::vector<int32_t> forced = golden_tokens("t3_tf_tokens.npy");
     forced.resize(5); // a few steps suffice here
     const Recorded rec = run(session, teacher_forcing_params(0.0f), forced);
@@ -172,7 +172,7 @@ TEST_F(T3Golden, WithoutGuidanceRunsTheConditionalRowAlone) {
 }
 
 TEST_F(T3Golden, FastPathTeacherForcedAndGreedy) {
-    Session session(*model_); // flash attention, f16 KV cache
+    Session session(*model_, *backend_); // flash attention, f16 KV cache
     const Recorded tf = run(session, teacher_forcing_params(kCfgWeight), golden_tokens("t3_tf_tokens.npy"));
     expect_close(tf.raw, "t3_tf_logits_raw", kFastPathTolerance);
     expect_close(tf.cfg, "t3_tf_logits_cfg", kFastPathTolerance);
@@ -206,7 +206,7 @@ TEST_F(T3Golden, FastPathTeacherForcedAndGreedy) {
 }
 
 TEST_F(T3Golden, SeededSamplingIsReproducible) {
-    Session session(*model_);
+    Session session(*model_, *backend_);
     SamplingParams params; // the official defaults: temperature 0.8, min_p 0.05, top_p 1, penalty 1.2, cfg 0.5
     params.max_new_tokens = 4;
     params.seed = 11;
@@ -218,7 +218,7 @@ TEST_F(T3Golden, SeededSamplingIsReproducible) {
 }
 
 TEST_F(T3Golden, InvalidRequestsFailBeforeComputing) {
-    Session session(*model_);
+    Session session(*model_, *backend_);
     SamplingParams params;
     EXPECT_THROW(generate(session, *cond_, {255, 0}, params), Error);       // empty text
     EXPECT_THROW(generate(session, *cond_, {255, 9999, 0}, params), Error); // outside the text vocabulary
@@ -229,10 +229,10 @@ TEST_F(T3Golden, InvalidRequestsFailBeforeComputing) {
     EXPECT_THROW(generate(session, *cond_, text_, SamplingParams{}, hooks), Error);
     Conditioning bad;
     bad.speaker_emb.assign(255, 0.0f);
-    EXPECT_THROW(encode_conditioning(*model_, bad), Error);
+    EXPECT_THROW(encode_conditioning(*model_, *backend_, bad), Error);
     bad.speaker_emb.assign(256, 0.0f);
     bad.prompt_tokens = {8194};
-    EXPECT_THROW(encode_conditioning(*model_, bad), Error);
+    EXPECT_THROW(encode_conditioning(*model_, *backend_, bad), Error);
     EXPECT_EQ(session.graphs_built(), 0);
 }
 
@@ -241,7 +241,7 @@ TEST_F(T3Golden, ConditioningWithoutPrompt) {
     Conditioning cond;
     cond.speaker_emb = read_npy(golden_path("ve_speaker_emb.npy")).f32();
     cond.exaggeration = 0.5f;
-    const CondEmbeddings short_cond = encode_conditioning(*model_, cond);
+    const CondEmbeddings short_cond = encode_conditioning(*model_, *backend_, cond);
     ASSERT_EQ(short_cond.length, 2);
     const size_t hidden = size_t(model_->hparams().hidden);
     const std::vector<float> &full = cond_->values;

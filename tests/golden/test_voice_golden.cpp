@@ -74,7 +74,7 @@ class VoiceGolden : public ::testing::Test {
         backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
         builder_ = std::make_unique<VoiceBuilder>(*files_, *backend_);
         taps_ = std::make_unique<VoiceTaps>();
-        voice_ = std::make_unique<Voice>(builder_->from_file(golden_path("ref_voice.wav"), 0.5f, taps_.get()));
+        voice_ = std::make_unique<Voice>(builder_->from_file(*backend_, golden_path("ref_voice.wav"), 0.5f, taps_.get()));
     }
     static void TearDownTestSuite() {
         voice_.reset();
@@ -221,7 +221,7 @@ TEST_F(VoiceGolden, UnusableReferencesAreRefusedNamingTheFile) {
     const std::string dir = temp_dir("voice_audio");
 
     std::ofstream(dir + "/zero_bytes.wav").close();
-    expect_error([&] { builder_->from_file(dir + "/zero_bytes.wav"); }, {dir + "/zero_bytes.wav", "empty"});
+    expect_error([&] { builder_->from_file(*backend_, dir + "/zero_bytes.wav"); }, {dir + "/zero_bytes.wav", "empty"});
 
     { // A WAV header with no frames.
         SF_INFO info{};
@@ -230,31 +230,31 @@ TEST_F(VoiceGolden, UnusableReferencesAreRefusedNamingTheFile) {
         info.format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
         sf_close(sf_open((dir + "/no_frames.wav").c_str(), SFM_WRITE, &info));
     }
-    expect_error([&] { builder_->from_file(dir + "/no_frames.wav"); }, {dir + "/no_frames.wav", "no audio samples"});
+    expect_error([&] { builder_->from_file(*backend_, dir + "/no_frames.wav"); }, {dir + "/no_frames.wav", "no audio samples"});
 
     audio::write_audio(dir + "/silent.wav", std::vector<float>(24000, 0.0f), 24000);
-    expect_error([&] { builder_->from_file(dir + "/silent.wav"); }, {dir + "/silent.wav", "silent"});
+    expect_error([&] { builder_->from_file(*backend_, dir + "/silent.wav"); }, {dir + "/silent.wav", "silent"});
 
     audio::write_audio(dir + "/one_ms.wav", speech_like(24, 24000), 24000);
-    expect_error([&] { builder_->from_file(dir + "/one_ms.wav"); }, {dir + "/one_ms.wav", "at least 0.1 s are needed"});
+    expect_error([&] { builder_->from_file(*backend_, dir + "/one_ms.wav"); }, {dir + "/one_ms.wav", "at least 0.1 s are needed"});
 
     std::ofstream(dir + "/notes.wav") << "not audio at all\n";
-    expect_error([&] { builder_->from_file(dir + "/notes.wav"); }, {dir + "/notes.wav", "not an audio file"});
+    expect_error([&] { builder_->from_file(*backend_, dir + "/notes.wav"); }, {dir + "/notes.wav", "not an audio file"});
 
     // An hour (at 1 kHz, so the file stays 7 MB): refused from the header, before decoding.
     audio::write_audio(dir + "/hour.wav", std::vector<float>(3600 * 1000, 0.1f), 1000);
-    expect_error([&] { builder_->from_file(dir + "/hour.wav"); }, {dir + "/hour.wav", "limit is 600 s"});
-    expect_error([&] { builder_->from_audio({std::vector<float>(3600 * 1000, 0.1f), 1000}); }, {"limit is 600 s"});
+    expect_error([&] { builder_->from_file(*backend_, dir + "/hour.wav"); }, {dir + "/hour.wav", "limit is 600 s"});
+    expect_error([&] { builder_->from_audio(*backend_, {std::vector<float>(3600 * 1000, 0.1f), 1000}); }, {"limit is 600 s"});
 
-    expect_error([&] { builder_->from_audio({speech_like(100, 500), 500}); }, {"500 Hz"});
-    expect_error([&] { builder_->from_audio({speech_like(24000, 24000), 24000}, std::nanf("")); }, {"exaggeration"});
+    expect_error([&] { builder_->from_audio(*backend_, {speech_like(100, 500), 500}); }, {"500 Hz"});
+    expect_error([&] { builder_->from_audio(*backend_, {speech_like(24000, 24000), 24000}, std::nanf("")); }, {"exaggeration"});
 }
 
 TEST_F(VoiceGolden, LowRatesChannelsAndShortReferencesWork) {
     const std::string dir = temp_dir("voice_audio");
     // 8 kHz: resampled to 24 kHz like librosa.load; one second gives 25 tokens and 50 mel frames.
     audio::write_audio(dir + "/low.wav", speech_like(8000, 8000), 8000);
-    const Voice low = builder_->from_file(dir + "/low.wav");
+    const Voice low = builder_->from_file(*backend_, dir + "/low.wav");
     EXPECT_EQ(low.t3.prompt_tokens.size(), 25u);
     EXPECT_EQ(low.s3gen.prompt_tokens.size(), 25u);
     EXPECT_EQ(low.s3gen.prompt_mel.size(), 50u * 80);
@@ -281,19 +281,19 @@ TEST_F(VoiceGolden, LowRatesChannelsAndShortReferencesWork) {
         ASSERT_EQ(sf_writef_float(file, interleaved.data(), sf_count_t(frames)), sf_count_t(frames));
         sf_close(file);
     }
-    expect_same_voice(builder_->from_file(dir + "/six.wav"), builder_->from_audio({mono, 16000}));
+    expect_same_voice(builder_->from_file(*backend_, dir + "/six.wav"), builder_->from_audio(*backend_, {mono, 16000}));
 
     // The shortest accepted reference: 0.1 s is 5 mel frames, so the 3 tokens are cut to 2.
-    const Voice shortest = builder_->from_audio({speech_like(2400, 24000), 24000});
+    const Voice shortest = builder_->from_audio(*backend_, {speech_like(2400, 24000), 24000});
     EXPECT_EQ(shortest.s3gen.prompt_tokens.size(), 2u);
     EXPECT_EQ(shortest.s3gen.prompt_mel.size(), 5u * 80);
     EXPECT_EQ(shortest.t3.prompt_tokens.size(), 3u);
-    expect_error([&] { builder_->from_audio({speech_like(2399, 24000), 24000}); }, {"at least 0.1 s are needed"});
+    expect_error([&] { builder_->from_audio(*backend_, {speech_like(2399, 24000), 24000}); }, {"at least 0.1 s are needed"});
 }
 
 TEST_F(VoiceGolden, SpeechTokensOfAWholeRecording) {
     // 32 s: longer than one 30 s tokenizer window (two windows merged), and no 6 s / 10 s cut.
-    const std::vector<int32_t> tokens = builder_->speech_tokens({speech_like(32 * 16000, 16000), 16000});
+    const std::vector<int32_t> tokens = builder_->speech_tokens(*backend_, {speech_like(32 * 16000, 16000), 16000});
     EXPECT_EQ(tokens.size(), 800u);
     for (int32_t t : tokens) ASSERT_TRUE(t >= 0 && t < 6561) << t;
 }

@@ -31,7 +31,7 @@ void print_t3_row(const nlohmann::json &r) {
     std::printf("  %s\n", r["weights"].get<std::string>().c_str());
 }
 
-void run_t3(Backend &backend, const std::vector<std::string> &weights, bench::T3BenchOptions options,
+void run_t3(Backend &backend, const BackendOptions &backend_options, const std::vector<std::string> &weights, bench::T3BenchOptions options,
             bool with_bandwidth, nlohmann::json &results) {
     if (with_bandwidth) {
         const bench::BandwidthResult bw = bench::measure_read_bandwidth(size_t(2) << 30, backend.threads());
@@ -46,7 +46,7 @@ void run_t3(Backend &backend, const std::vector<std::string> &weights, bench::T3
                 "prefill_ms", "decode_mean", "median", "bound_ms", "ratio");
     for (const std::string &w : weights) {
         options.weights = w;
-        nlohmann::json row = bench::run_t3_bench(backend, options);
+        nlohmann::json row = bench::run_t3_bench(backend_options, options);
         print_t3_row(row);
         results["t3"].push_back(row);
     }
@@ -81,7 +81,7 @@ void print_s3gen_row(const nlohmann::json &r, double best_matmul) {
     std::printf("  %s\n", r["weights"].get<std::string>().c_str());
 }
 
-void run_s3gen(Backend &backend, const std::vector<std::string> &weights,
+void run_s3gen(Backend &backend, const BackendOptions &backend_options, const std::vector<std::string> &weights,
                const std::vector<s3gen::EstimatorAttention> &attentions, bench::S3GenBenchOptions options,
                nlohmann::json &results) {
     const int64_t frames = 2 * int64_t(options.prompt_tokens + options.generated_tokens);
@@ -99,7 +99,7 @@ void run_s3gen(Backend &backend, const std::vector<std::string> &weights,
             options.weights = w;
             options.attention = attention;
             bench::S3GenOutputs outputs;
-            nlohmann::json row = bench::run_s3gen_bench(backend, options, first_row ? nullptr : &reference, outputs);
+            nlohmann::json row = bench::run_s3gen_bench(backend_options, options, first_row ? nullptr : &reference, outputs);
             row["of_best_matmul"] = row["estimator_gflop_per_s"].get<double>() / best_matmul;
             print_s3gen_row(row, best_matmul);
             results["s3gen"].push_back(row);
@@ -207,8 +207,8 @@ int main(int argc, char **argv) {
     try {
         Backend backend(backend_options);
         nlohmann::json results{{"backend", backend.description()}};
-        if (*t3) run_t3(backend, t3_weights, t3_options, !no_bandwidth, results);
-        if (*s3gen) run_s3gen(backend, s3gen_weights, attentions, s3gen_options, results);
+        if (*t3) run_t3(backend, backend_options, t3_weights, t3_options, !no_bandwidth, results);
+        if (*s3gen) run_s3gen(backend, backend_options, s3gen_weights, attentions, s3gen_options, results);
         if (*pipeline) run_pipeline(backend_options, pipeline_weights, pipeline_options, results);
         if (!json_path.empty()) {
             std::ofstream out(json_path);

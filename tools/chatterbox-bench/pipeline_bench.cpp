@@ -2,7 +2,7 @@
 
 #include "audio/audio_file.h"
 #include "core/error.h"
-#include "models/chatterbox/pipeline.h"
+#include "models/chatterbox/session.h"
 #include "timing.h"
 
 #include <fstream>
@@ -61,25 +61,26 @@ nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineB
         fail("pipeline bench: need a text, at least 1 new token and a voice of positive length");
     reset_peak_rss();
     auto start = Clock::now();
-    Pipeline pipeline(PipelineOptions{options.weights, backend});
-    pipeline.voice_builder();
+    const Engine engine({options.weights, backend});
+    engine.voice_builder();
+    Session session(engine);
     const double load_ms = ms_since(start);
 
     const audio::Audio recording = voice_recording(options.voice_wav, options.voice_seconds);
     start = Clock::now();
-    const Voice voice = pipeline.voice_builder().from_audio(recording);
+    const Voice voice = session.voice_from_audio(recording, SynthesisParams{}.exaggeration);
     const double voice_ms = ms_since(start);
 
     SynthesisOptions synthesis;
-    synthesis.seed = options.seed;
-    synthesis.max_new_tokens = options.max_new_tokens;
+    synthesis.params.sampling.seed = options.seed;
+    synthesis.params.sampling.max_new_tokens = options.max_new_tokens;
     StageClock stages;
     synthesis.on_progress = [&](const char *stage, float) { stages.report(stage); };
-    const SynthesisResult offline = pipeline.synthesize(options.text, voice, synthesis);
+    const SynthesisResult offline = session.synthesize(options.text, voice, synthesis);
     const double audio_seconds = double(offline.wave.size()) / double(offline.sample_rate);
 
     nlohmann::json out{{"weights", options.weights},
-                       {"description", pipeline.description()},
+                       {"description", engine.description()},
                        {"text", options.text},
                        {"voice_seconds", options.voice_seconds},
                        {"max_new_tokens", options.max_new_tokens},
@@ -97,7 +98,7 @@ nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineB
         synthesis.stream = true;
         synthesis.on_progress = nullptr;
         synthesis.on_chunk = [](const float *, size_t) { return true; };
-        const SynthesisResult streamed = pipeline.synthesize(options.text, voice, synthesis);
+        const SynthesisResult streamed = session.synthesize(options.text, voice, synthesis);
         out["stream_first_audio_ms"] = streamed.seconds_to_first_audio * 1e3;
         out["stream_total_ms"] = streamed.seconds_total * 1e3;
         out["stream_rtf"] = streamed.seconds_total / (double(streamed.wave.size()) / double(streamed.sample_rate));

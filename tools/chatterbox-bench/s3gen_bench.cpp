@@ -1,9 +1,7 @@
 #include "s3gen_bench.h"
 
 #include "core/error.h"
-#include "models/chatterbox/hift/vocoder.h"
-#include "models/chatterbox/model_files.h"
-#include "models/chatterbox/s3gen/flow.h"
+#include "models/chatterbox/session.h"
 #include "timing.h"
 
 #include <algorithm>
@@ -99,18 +97,20 @@ nlohmann::json spread_json(const std::vector<double> &samples, double audio_seco
 
 } // namespace
 
-nlohmann::json run_s3gen_bench(Backend &backend, const S3GenBenchOptions &options, const S3GenOutputs *reference,
-                               S3GenOutputs &outputs) {
-    const ModelFiles files = ModelFiles::open(options.weights);
-    if (!files.has_component("s3gen")) fail(options.weights, ": the model has no s3gen component");
-    const s3gen::FlowHParams hp = s3gen::FlowHParams::from_model(files.hparams().s3gen);
+nlohmann::json run_s3gen_bench(const BackendOptions &backend, const S3GenBenchOptions &options,
+                               const S3GenOutputs *reference, S3GenOutputs &outputs) {
     auto start = Clock::now();
-    const s3gen::FlowModel flow(files.weights(), backend, hp);
-    hift::Vocoder vocoder(files.weights(), backend);
+    const Engine engine({options.weights, backend, components(Component::flow, Component::vocoder)});
     const double load_ms = ms_since(start);
+    const s3gen::FlowModel &flow = engine.flow();
+    const s3gen::FlowHParams &hp = flow.hparams();
+    SessionOptions session_options;
+    session_options.flow_attention = options.attention;
+    Session engine_session(engine, session_options);
+    s3gen::FlowSession &session = engine_session.flow();
+    hift::Vocoder &vocoder = engine_session.vocoder();
 
     const Request request = make_request(options, hp);
-    s3gen::FlowSession session(flow, options.attention);
     const int64_t prompt_frames = int64_t(request.reference.prompt_mel.size()) / hp.mel_bins;
     std::vector<double> encoder_ms, step_ms, cfm_ms, hift_ms, encoder_cpu_ms, cfm_cpu_ms, hift_cpu_ms;
     int64_t frames = 0;
@@ -149,10 +149,10 @@ nlohmann::json run_s3gen_bench(Backend &backend, const S3GenBenchOptions &option
     const double best_step_ms = spread_of(step_ms).min;
     // The estimator's linear layers carry the bulk of its FLOPs; their stored type names the run.
     const ggml_type matrix_type =
-        files.weights().get("s3gen.flow.decoder.estimator.mid_blocks.0.1.0.attn1.to_q.weight").type;
+        engine.files().weights().get("s3gen.flow.decoder.estimator.mid_blocks.0.1.0.attn1.to_q.weight").type;
     nlohmann::json out{{"weights", options.weights},
                        {"matrix_type", ggml_type_name(matrix_type)},
-                       {"backend", backend.description()},
+                       {"backend", engine_session.backend().description()},
                        {"attention", options.attention == s3gen::EstimatorAttention::flash ? "flash" : "plain"},
                        {"prompt_tokens", options.prompt_tokens},
                        {"generated_tokens", options.generated_tokens},

@@ -33,7 +33,7 @@ struct S3GenOutputs {
 // "cfm_step_ms", "cfm_ms", "hift_ms" as {min, median}, each also per second of audio, the
 // estimator FLOPs and GFLOP/s. When `reference` holds outputs, adds the largest absolute
 // differences from them ("mel_max_diff", "wave_max_diff"); `outputs` receives this run's.
-nlohmann::json run_s3gen_bench(Backend &backend, const S3GenBenchOptions &options, const S3GenOutputs *reference,
-                               S3GenOutputs &outputs);
+nlohmann::json run_s3gen_bench(const BackendOptions &backend, const S3GenBenchOptions &options,
+                               const S3GenOutputs *reference, S3GenOutputs &outputs);
 
 } // namespace chatterbox::bench

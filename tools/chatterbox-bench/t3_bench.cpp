@@ -1,12 +1,11 @@
 #include "t3_bench.h"
 
 #include "core/error.h"
-#include "core/weight_store.h"
+#include "models/chatterbox/session.h"
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
 #include "timing.h"
 
-#include <filesystem>
 #include <random>
 
 namespace chatterbox::bench {
@@ -27,18 +26,18 @@ size_t decode_step_bytes(const t3::Model &model, int n_rows, double mean_positio
 
 } // namespace
 
-nlohmann::json run_t3_bench(Backend &backend, const T3BenchOptions &options) {
+nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions &options) {
     if (options.text_tokens < 1 || options.prompt_tokens < 0 || options.decode_tokens < 2)
         fail("t3 bench: need at least 1 text token, 0 prompt tokens and 2 decode tokens");
-    WeightStore store;
-    if (std::filesystem::is_directory(options.weights))
-        store.add_safetensors((std::filesystem::path(options.weights) / "t3_cfg.safetensors").string(), "t3.");
-    else
-        store.add_gguf(options.weights);
     auto start = Clock::now();
-    const t3::Model model(store, backend);
+    const Engine engine({options.weights, backend, components(Component::t3)});
     const double load_ms = ms_since(start);
+    const t3::Model &model = engine.t3();
     const t3::HParams &hp = model.hparams();
+    SessionOptions session_options;
+    session_options.t3.attention = options.plain_attention ? t3::AttentionKind::Plain : t3::AttentionKind::Flash;
+    session_options.t3.kv_type = options.f32_cache ? GGML_TYPE_F32 : GGML_TYPE_F16;
+    Session session(engine, session_options);
 
     // Inputs with the shapes of a real request; their values do not change the cost.
     std::mt19937_64 rng(1234);
@@ -48,7 +47,7 @@ nlohmann::json run_t3_bench(Backend &backend, const T3BenchOptions &options) {
     std::uniform_int_distribution<int32_t> speech_unit(0, hp.speech_token_limit - 1);
     for (int i = 0; i < options.prompt_tokens; ++i) cond.prompt_tokens.push_back(speech_unit(rng));
     start = Clock::now();
-    const t3::CondEmbeddings cond_emb = t3::encode_conditioning(model, cond);
+    const t3::CondEmbeddings cond_emb = t3::encode_conditioning(model, session.backend(), cond);
     const double conditioning_ms = ms_since(start);
 
     std::uniform_int_distribution<int32_t> text_id(1, hp.start_text_token - 1);
@@ -58,10 +57,6 @@ nlohmann::json run_t3_bench(Backend &backend, const T3BenchOptions &options) {
     t3::GenerationHooks hooks;
     for (int i = 0; i <= options.decode_tokens; ++i) hooks.forced_tokens.push_back(speech_unit(rng));
 
-    t3::RuntimeOptions runtime;
-    runtime.attention = options.plain_attention ? t3::AttentionKind::Plain : t3::AttentionKind::Flash;
-    runtime.kv_type = options.f32_cache ? GGML_TYPE_F32 : GGML_TYPE_F16;
-    t3::Session session(model, runtime);
     t3::SamplingParams params;
     params.cfg_weight = options.cfg_weight;
     params.max_new_tokens = int(hooks.forced_tokens.size());
@@ -69,7 +64,7 @@ nlohmann::json run_t3_bench(Backend &backend, const T3BenchOptions &options) {
     // Warm-up with the same request, stopped after two steps: builds the graphs and the cache.
     int warm_steps = 0;
     hooks.on_step = [&](const t3::StepRecord &) { return ++warm_steps < 2; };
-    t3::generate(session, cond_emb, text, params, hooks);
+    t3::generate(session.t3(), cond_emb, text, params, hooks);
 
     std::vector<Clock::time_point> step_times;
     hooks.on_step = [&](const t3::StepRecord &) {
@@ -77,7 +72,7 @@ nlohmann::json run_t3_bench(Backend &backend, const T3BenchOptions &options) {
         return true;
     };
     start = Clock::now();
-    t3::generate(session, cond_emb, text, params, hooks);
+    t3::generate(session.t3(), cond_emb, text, params, hooks);
     const double prefill_ms = ms_between(start, step_times.front());
     std::vector<double> decode_ms;
     for (size_t i = 1; i < step_times.size(); ++i) decode_ms.push_back(ms_between(step_times[i - 1], step_times[i]));
@@ -86,12 +81,12 @@ nlohmann::json run_t3_bench(Backend &backend, const T3BenchOptions &options) {
     const int prefill_tokens = t3::prefill_length(cond_emb, text);
     const int n_rows = options.cfg_weight > 0 ? 2 : 1;
     const size_t step_bytes =
-        decode_step_bytes(model, n_rows, prefill_tokens + double(decode_ms.size()) / 2, runtime.kv_type);
+        decode_step_bytes(model, n_rows, prefill_tokens + double(decode_ms.size()) / 2, session_options.t3.kv_type);
     nlohmann::json out{{"weights", options.weights},
                        {"matrix_type", ggml_type_name(model.matmul_type())},
-                       {"backend", backend.description()},
+                       {"backend", session.backend().description()},
                        {"attention", options.plain_attention ? "plain" : "flash"},
-                       {"kv_type", ggml_type_name(runtime.kv_type)},
+                       {"kv_type", ggml_type_name(session_options.t3.kv_type)},
                        {"cfg_rows", n_rows},
                        {"load_ms", load_ms},
                        {"conditioning_ms", conditioning_ms},

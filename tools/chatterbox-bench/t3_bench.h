@@ -24,6 +24,6 @@ struct T3BenchOptions {
 // Runs the benchmark and returns its results as JSON (times in milliseconds):
 // {"weights", "matrix_type", "backend", "load_ms", "conditioning_ms", "prefill_tokens", "prefill_ms",
 //  "decode_tokens", "decode_ms_per_token" (mean), "decode_ms_median", "step_bytes", "bound_ms", "ratio_to_bound"}.
-nlohmann::json run_t3_bench(Backend &backend, const T3BenchOptions &options);
+nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions &options);
 
 } // namespace chatterbox::bench

@@ -3,18 +3,16 @@
 
 #include "stages.h"
 
-#include "core/backend.h"
-#include "models/chatterbox/hift/vocoder.h"
-#include "models/chatterbox/model_files.h"
+#include "models/chatterbox/session.h"
 
 namespace chatterbox::golden {
 
 namespace {
 
 void run_hift(GoldenRun &run) {
-    const ModelFiles files = ModelFiles::open(run.model_path());
-    Backend backend(BackendOptions{"cpu", run.threads()});
-    hift::Vocoder vocoder(files.weights(), backend);
+    const Engine engine({run.model_path(), BackendOptions{"cpu", run.threads()}, components(Component::vocoder)});
+    Session session(engine);
+    hift::Vocoder &vocoder = session.vocoder();
 
     const NpyArray &mel_array = run.computed("flow_mel"); // (1, 80, T)
     const std::vector<float> mel = mel_array.f32();

@@ -4,9 +4,8 @@
 
 #include "stages.h"
 
-#include "core/backend.h"
 #include "core/error.h"
-#include "models/chatterbox/model_files.h"
+#include "models/chatterbox/session.h"
 #include "models/chatterbox/s3gen/flow.h"
 #include "models/chatterbox/t3/generate.h"
 #include "models/chatterbox/t3/hparams.h"
@@ -29,10 +28,11 @@ std::vector<int32_t> token_ids(const NpyArray &array, const char *name) {
 
 void run_flow(GoldenRun &run) {
     using namespace s3gen;
-    const ModelFiles files = ModelFiles::open(run.model_path());
-    Backend backend(BackendOptions{"cpu", run.threads()});
-    const FlowModel model(files.weights(), backend, FlowHParams::from_model(files.hparams().s3gen));
-    const FlowHParams &hp = model.hparams();
+    const Engine engine({run.model_path(), BackendOptions{"cpu", run.threads()}, components(Component::flow)});
+    Session session_of_run(engine);
+    FlowSession &session = session_of_run.flow();
+    const ModelFiles &files = engine.files();
+    const FlowHParams &hp = engine.flow().hparams();
 
     FlowReference reference;
     reference.prompt_tokens = token_ids(run.computed("s3gen_prompt_tokens"), "s3gen_prompt_tokens");
@@ -45,7 +45,6 @@ void run_flow(GoldenRun &run) {
     run.write("s3gen_input_tokens", NpyArray::from_i64({int64_t(tokens.size())}, {tokens.begin(), tokens.end()}));
     const std::vector<float> noise = run.input("flow_noise").f32();
 
-    FlowSession session(model);
     const FlowEncoding encoding = session.encode(tokens, reference);
     const int64_t frames = encoding.frames, mel = hp.mel_bins;
     run.write("flow_spk_emb", NpyArray::from_f32({1, mel}, encoding.speaker));

@@ -3,9 +3,8 @@
 
 #include "stages.h"
 
-#include "core/backend.h"
 #include "core/error.h"
-#include "models/chatterbox/model_files.h"
+#include "models/chatterbox/session.h"
 #include "models/chatterbox/t3/cond_encoder.h"
 #include "models/chatterbox/t3/generate.h"
 #include "text/bpe_tokenizer.h"
@@ -27,30 +26,29 @@ std::vector<int32_t> text_ids(const GoldenRun &run) {
 
 // The T3 model and one exact-path session (plain attention, f32 KV cache), loaded on first use.
 struct T3Context {
-    ModelFiles files;
-    Backend backend;
-    t3::Model model;
-    t3::Session session;
+    Engine engine;
+    Session session;
+    const t3::Model &model;
     t3::CondEmbeddings cond;
     std::vector<int32_t> framed_text;
 
     explicit T3Context(GoldenRun &run)
-        : files(ModelFiles::open(run.model_path())), backend(BackendOptions{"cpu", run.threads()}),
-          model(files.weights(), backend), session(model, exact_runtime()) {
+        : engine({run.model_path(), BackendOptions{"cpu", run.threads()}, components(Component::t3)}),
+          session(engine, exact_session()), model(engine.t3()) {
         // The speaker embedding and prompt tokens the voice stage computed.
         t3::Conditioning voice;
         voice.speaker_emb = run.computed("ve_speaker_emb").f32();
         voice.prompt_tokens = as_i32(run.computed("t3_cond_prompt_tokens").i64());
         voice.exaggeration = run.golden_case().exaggeration;
-        cond = t3::encode_conditioning(model, voice);
+        cond = t3::encode_conditioning(model, session.backend(), voice);
         const auto &hp = model.hparams();
         framed_text = text::t3_text_tokens(text_ids(run), hp.start_text_token, hp.stop_text_token);
     }
 
-    static t3::RuntimeOptions exact_runtime() {
-        t3::RuntimeOptions options;
-        options.attention = t3::AttentionKind::Plain;
-        options.kv_type = GGML_TYPE_F32;
+    static SessionOptions exact_session() {
+        SessionOptions options;
+        options.t3.attention = t3::AttentionKind::Plain;
+        options.t3.kv_type = GGML_TYPE_F32;
         return options;
     }
 
@@ -100,7 +98,7 @@ Recorded generate_recorded(T3Context &t3, const t3::SamplingParams &params, cons
         rec.penalized.insert(rec.penalized.end(), s.penalized->begin(), s.penalized->end());
         return true;
     };
-    rec.result = t3::generate(t3.session, t3.cond, t3.framed_text, params, hooks);
+    rec.result = t3::generate(t3.session.t3(), t3.cond, t3.framed_text, params, hooks);
     return rec;
 }
 

@@ -3,8 +3,7 @@
 
 #include "stages.h"
 
-#include "core/backend.h"
-#include "models/chatterbox/model_files.h"
+#include "models/chatterbox/session.h"
 #include "models/chatterbox/s3tokenizer/s3tokenizer.h"
 #include "models/chatterbox/voice.h"
 
@@ -25,12 +24,11 @@ NpyArray projection_array(const std::vector<float> &projection) {
 }
 
 void run_voice(GoldenRun &run) {
-    const ModelFiles files = ModelFiles::open(run.model_path());
-    Backend backend(BackendOptions{"cpu", run.threads()});
-    const VoiceBuilder builder(files, backend);
+    const Engine engine({run.model_path(), BackendOptions{"cpu", run.threads()}, components(Component::voice)});
+    Session session(engine);
     VoiceTaps taps;
     const Voice voice =
-        builder.from_file(run.input_path(run.golden_case().ref_wav), run.golden_case().exaggeration, &taps);
+        session.voice_from_file(run.input_path(run.golden_case().ref_wav), run.golden_case().exaggeration, &taps);
 
     // Front end.
     run.write("ref_wav_24k", vector_array(taps.ref_wav_24k));

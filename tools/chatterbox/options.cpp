@@ -23,6 +23,7 @@ namespace {
 struct Range {
     double lo, hi;
     bool lo_excluded = false;
+    bool integer = false;
 
     std::string text() const { return concat(lo_excluded ? "(" : "[", lo, ", ", hi, "]"); }
 };
@@ -36,9 +37,29 @@ CLI::Validator in_range(const Range range) {
             if (!(in >> number) || !(in >> std::ws).eof()) return concat("\"", value, "\" is not a number");
             const bool above_lo = range.lo_excluded ? number > range.lo : number >= range.lo;
             if (!above_lo || number > range.hi) return concat("must be in ", range.text(), ", got ", value);
+            if (range.integer && number != double(static_cast<long long>(number)))
+                return concat("must be a whole number, got ", value);
             return "";
         },
         range.text());
+}
+
+// Every ranged synthesis parameter of the engine's table (chatterbox_synthesis_param_info), with its
+// range, meaning and default; a given value goes into params through the C API's setter.
+void add_parameter_table(CLI::App &app, chatterbox_synthesis_params &params) {
+    for (size_t i = 0; i < chatterbox_synthesis_param_count(); ++i) {
+        const chatterbox_param_info &info = *chatterbox_synthesis_param_info(i);
+        const std::string name = info.name;
+        app.add_option_function<double>(
+               concat("--", info.option),
+               [&params, name](const double &value) {
+                   if (chatterbox_synthesis_params_set(&params, name.c_str(), value) != CHATTERBOX_OK)
+                       throw UsageError(chatterbox_last_error());
+               },
+               info.meaning)
+            ->check(in_range({info.min, info.max, info.min_excluded != 0, info.integer != 0}))
+            ->default_str(concat(info.default_value));
+    }
 }
 
 void add_engine_options(CLI::App &app, EngineOptions &engine) {
@@ -107,29 +128,8 @@ void add_synthesis_options(CLI::App &app, SynthesisOptions &options) {
                    "save the voice to FILE for fast reuse with --voice; without text, only the voice is saved");
     add_output_options(app, options.output);
     add_engine_options(app, options.engine);
-    app.add_option("--exaggeration", p.exaggeration, "emotion intensity")
-        ->check(in_range({0, 2}))
-        ->capture_default_str();
-    app.add_option("--cfg-weight", p.cfg_weight, "classifier-free guidance weight, 0 disables it")
-        ->check(in_range({0, 3}))
-        ->capture_default_str();
-    app.add_option("--temperature", p.temperature, "sampling temperature")
-        ->check(in_range({0, 5, true}))
-        ->capture_default_str();
-    app.add_option("--repetition-penalty", p.repetition_penalty, "penalty on speech tokens already said, 1 disables it")
-        ->check(in_range({1, 5}))
-        ->capture_default_str();
-    app.add_option("--min-p", p.min_p, "drop tokens less likely than min-p times the likeliest, 0 disables it")
-        ->check(in_range({0, 1}))
-        ->capture_default_str();
-    app.add_option("--top-p", p.top_p, "nucleus sampling mass, 1 disables it")
-        ->check(in_range({0, 1, true}))
-        ->capture_default_str();
+    add_parameter_table(app, p);
     add_seed_option(app, p);
-    app.add_option("--max-tokens", p.max_new_tokens,
-                   "most speech tokens per sentence (25 tokens = 1 s of speech); longer speech is cut")
-        ->check(in_range({1, 4096}))
-        ->capture_default_str();
 }
 
 void add_conversion_options(CLI::App &app, ConversionOptions &options) {

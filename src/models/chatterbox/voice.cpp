@@ -81,16 +81,17 @@ VoiceBuilder::VoiceBuilder(const ModelFiles &files, Backend &backend) {
 
 VoiceBuilder::~VoiceBuilder() = default;
 
-Voice VoiceBuilder::from_file(const std::string &path, float exaggeration, VoiceTaps *taps) const {
+Voice VoiceBuilder::from_file(Backend &backend, const std::string &path, float exaggeration, VoiceTaps *taps) const {
     const audio::Audio reference = audio::read_audio(path, {kMaxReferenceSeconds}); // its errors name the file
     try {
-        return from_audio(reference, exaggeration, taps);
+        return from_audio(backend, reference, exaggeration, taps);
     } catch (const Error &e) {
         fail("voice reference '", path, "': ", e.what());
     }
 }
 
-Voice VoiceBuilder::from_audio(const audio::Audio &reference, float exaggeration, VoiceTaps *taps) const {
+Voice VoiceBuilder::from_audio(Backend &backend, const audio::Audio &reference, float exaggeration,
+                               VoiceTaps *taps) const {
     if (!std::isfinite(exaggeration)) fail("the exaggeration must be a finite number, got ", exaggeration);
     check_audio(reference, "reference");
     check_not_silent(reference);
@@ -107,12 +108,12 @@ Voice VoiceBuilder::from_audio(const audio::Audio &reference, float exaggeration
     const audio::Matrix mel24 = audio::s3gen_mel(cut24);
     const audio::Matrix fbank = audio::campplus_fbank(cut16);
     const audio::Matrix logmel_s3gen = audio::s3tokenizer_log_mel(cut16);
-    const s3tokenizer::Tokens s3gen_tokens = m.tokenizer.tokenize(logmel_s3gen.values, logmel_s3gen.cols);
+    const s3tokenizer::Tokens s3gen_tokens = m.tokenizer.tokenize(backend, logmel_s3gen.values, logmel_s3gen.cols);
 
     // T3: prompt tokens of the first 6 s (max_len tokens), speaker embedding of the whole signal.
     const audio::Matrix logmel_t3 =
         audio::s3tokenizer_log_mel(head(ref16, size_t(m.t3_prompt_tokens) * kSamplesPerSpeechToken));
-    const s3tokenizer::Tokens t3_tokens = m.tokenizer.tokenize(logmel_t3.values, logmel_t3.cols, m.t3_prompt_tokens);
+    const s3tokenizer::Tokens t3_tokens = m.tokenizer.tokenize(backend, logmel_t3.values, logmel_t3.cols, m.t3_prompt_tokens);
     const audio::Matrix ve_mel = audio::voice_encoder_mel(ref16);
     const voice_encoder::Embedding ve = m.ve.embed(ve_mel.values, ve_mel.rows);
 
@@ -120,7 +121,7 @@ Voice VoiceBuilder::from_audio(const audio::Audio &reference, float exaggeration
     voice.t3.speaker_emb = ve.speaker_emb;
     voice.t3.prompt_tokens = t3_tokens.tokens;
     voice.t3.exaggeration = exaggeration;
-    voice.s3gen.xvector = m.campplus.embed(fbank.values, fbank.rows);
+    voice.s3gen.xvector = m.campplus.embed(backend, fbank.values, fbank.rows);
     voice.s3gen.prompt_mel = mel24.transposed().values;
     // embed_ref: when the mel is not twice the tokens long, the tokens are cut to mel_frames // 2.
     voice.s3gen.prompt_tokens = s3gen_tokens.tokens;
@@ -147,12 +148,12 @@ Voice VoiceBuilder::from_audio(const audio::Audio &reference, float exaggeration
     return voice;
 }
 
-std::vector<int32_t> VoiceBuilder::speech_tokens(const audio::Audio &source) const {
+std::vector<int32_t> VoiceBuilder::speech_tokens(Backend &backend, const audio::Audio &source) const {
     check_audio(source, "source");
     // librosa.load(path, sr=16000): one soxr_hq resampling straight from the file's rate.
     const audio::Matrix mel =
         audio::s3tokenizer_log_mel(audio::resample_soxr_hq(source.samples, source.sample_rate, kS3Rate));
-    return models_->tokenizer.tokenize(mel.values, mel.cols).tokens;
+    return models_->tokenizer.tokenize(backend, mel.values, mel.cols).tokens;
 }
 
 Voice builtin_voice(const ModelFiles &files) {

@@ -6,8 +6,8 @@
 //               ≤ 150 prompt speech tokens (S3Tokenizer over the first 6 s), exaggeration
 //   S3Gen part: prompt tokens + prompt mel (first 10 s at 24 kHz), CAMPPlus x-vector
 //
-//   VoiceBuilder builder(files, backend);                  // binds VE, CAMPPlus, S3Tokenizer
-//   Voice voice = builder.from_file("ref.wav", 0.5f);
+//   VoiceBuilder builder(files, backend);                  // binds VE, CAMPPlus, S3Tokenizer (immutable)
+//   Voice voice = builder.from_file(session_backend, "ref.wav", 0.5f);
 //   save_voice(voice, "ref.voice");  Voice same = load_voice("ref.voice");   // bit-identical
 //   Voice builtin = builtin_voice(files);                  // conds.pt / the GGUF's conds.*
 
@@ -58,8 +58,9 @@ struct VoiceTaps {
 
 class VoiceBuilder {
   public:
-    // Binds the three voice models of `files` (ve, s3gen.speaker_encoder, s3gen.tokenizer); throws
-    // Error when the model lacks them.
+    // Binds the three voice models of `files` (ve, s3gen.speaker_encoder, s3gen.tokenizer) with their
+    // weights on backend; throws Error when the model lacks them. The builder is immutable: every call
+    // computes on the backend it is given (the caller's session), so sessions may share it.
     VoiceBuilder(const ModelFiles &files, Backend &backend);
     ~VoiceBuilder();
     VoiceBuilder(const VoiceBuilder &) = delete;
@@ -68,11 +69,13 @@ class VoiceBuilder {
     // From any audio file audio::read_audio accepts. Throws Error for unusable audio (shorter than
     // kMinReferenceSeconds, longer than kMaxReferenceSeconds, silent, non-finite ...) with a message
     // naming the file.
-    Voice from_file(const std::string &path, float exaggeration = 0.5f, VoiceTaps *taps = nullptr) const;
-    Voice from_audio(const audio::Audio &audio, float exaggeration = 0.5f, VoiceTaps *taps = nullptr) const;
+    Voice from_file(Backend &backend, const std::string &path, float exaggeration = 0.5f,
+                    VoiceTaps *taps = nullptr) const;
+    Voice from_audio(Backend &backend, const audio::Audio &audio, float exaggeration = 0.5f,
+                     VoiceTaps *taps = nullptr) const;
 
     // S3 speech tokens of a whole recording (16 kHz, no length cut): the source side of voice conversion.
-    std::vector<int32_t> speech_tokens(const audio::Audio &audio) const;
+    std::vector<int32_t> speech_tokens(Backend &backend, const audio::Audio &audio) const;
 
   private:
     struct Models;

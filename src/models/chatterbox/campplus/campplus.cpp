@@ -21,7 +21,7 @@ constexpr BlockConfig kBlocks[] = {{12, 128, 1, 256}, {24, 256, 2, 512}, {16, 51
 } // namespace
 
 CampPlus::CampPlus(const WeightStore &store, Backend &backend, const std::string &prefix)
-    : backend_(backend), weights_(std::make_unique<ModuleWeights>(store, prefix, backend)) {
+    : weights_(std::make_unique<ModuleWeights>(store, prefix, backend)) {
     ModuleWeights &w = *weights_;
     head_ = FcmHead(w, "head");
     tdnn_ = nn::Conv1d(w, "xvector.tdnn.linear", 320, 128, 5,
@@ -58,7 +58,7 @@ ggml_tensor *CampPlus::build(ggml_context *ctx, ggml_tensor *x, const SegmentPoo
     return dense_bn_(ctx, embedding);
 }
 
-std::vector<float> CampPlus::embed(const std::vector<float> &fbank, int64_t frames) const {
+std::vector<float> CampPlus::embed(Backend &backend, const std::vector<float> &fbank, int64_t frames) const {
     if (frames < kMinFrames || frames > kMaxFrames)
         fail("CAMPPlus: the fbank has ", frames, " frames, expected ", kMinFrames, "..", kMaxFrames);
     if (int64_t(fbank.size()) != frames * kFbankBins)
@@ -75,7 +75,7 @@ std::vector<float> CampPlus::embed(const std::vector<float> &fbank, int64_t fram
     const int64_t reduced = tdnn_.output_length(frames);
     const int64_t segments = SegmentPooling::segments(reduced);
 
-    GraphRunner graph(backend_);
+    GraphRunner graph(backend);
     ggml_tensor *x = graph.input("fbank", GGML_TYPE_F32, {1, kFbankBins, frames});
     SegmentPooling pooling;
     pooling.pool = graph.input("segment_pool", GGML_TYPE_F32, {segments, reduced});

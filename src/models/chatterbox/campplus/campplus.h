@@ -39,13 +39,13 @@ class CampPlus {
     // fbank: (frames, 80) row-major, already mean-subtracted (the official extract_feature). Returns the
     // x-vector (192). Throws Error for a wrong size, fewer than kMinFrames or more than kMaxFrames frames,
     // or non-finite values.
-    std::vector<float> embed(const std::vector<float> &fbank, int64_t frames) const;
+    // The graph runs on backend (the caller's session).
+    std::vector<float> embed(Backend &backend, const std::vector<float> &fbank, int64_t frames) const;
 
   private:
     // x: ggml [T, 80, 1] (fbank transposed) -> ggml [192, 1].
     ggml_tensor *build(ggml_context *ctx, ggml_tensor *x, const SegmentPooling &pooling) const;
 
-    Backend &backend_;
     std::unique_ptr<ModuleWeights> weights_;
     FcmHead head_;
     nn::Conv1d tdnn_;

@@ -59,15 +59,14 @@ void apply_trim_fade(std::vector<float> &wave, int64_t fade_samples) {
     }
 }
 
-Vocoder::Vocoder(const WeightStore &store, Backend &backend, const HiftHParams &hp, const std::string &prefix)
-    : hp_(hp), backend_(backend), weights_(store, prefix, backend), f0_predictor_(weights_, "f0_predictor", hp),
+VocoderModel::VocoderModel(const WeightStore &store, Backend &backend, const HiftHParams &hp,
+                           const std::string &prefix)
+    : hp_(hp), weights_(store, prefix, backend), f0_predictor_(weights_, "f0_predictor", hp),
       source_merge_(weights_, "m_source.l_linear", hp), generator_(weights_, hp) {
     weights_.load();
 }
 
-Vocoder::~Vocoder() = default;
-
-int64_t Vocoder::validate(const std::vector<float> &mel) const {
+int64_t VocoderModel::validate(const std::vector<float> &mel) const {
     if (mel.empty()) fail("HiFT: the mel spectrogram is empty");
     if (mel.size() % size_t(hp_.mel_bins) != 0)
         fail("HiFT: the mel holds ", mel.size(), " values, not a whole number of ", hp_.mel_bins, "-bin frames");
@@ -82,41 +81,48 @@ int64_t Vocoder::validate(const std::vector<float> &mel) const {
     return frames;
 }
 
+Vocoder::Vocoder(const VocoderModel &model, Backend &backend) : model_(model), backend_(backend) {}
+
+Vocoder::~Vocoder() = default;
+
 std::vector<float> Vocoder::predict_f0(const std::vector<float> &mel) {
+    const HiftHParams &hp = hparams();
     const int64_t frames = validate(mel);
     if (!f0_graph_ || f0_graph_->frames != frames)
-        f0_graph_ = std::make_unique<F0Graph>(backend_, hp_, f0_predictor_, frames);
+        f0_graph_ = std::make_unique<F0Graph>(backend_, hp, model_.f0_predictor(), frames);
     f0_graph_->runner.set_input(f0_graph_->mel, mel);
     f0_graph_->runner.compute();
     return f0_graph_->runner.read_f32(f0_graph_->f0);
 }
 
 std::vector<float> Vocoder::source(const std::vector<float> &f0, const SourceNoise &noise) const {
-    return sine_source(f0, noise, source_merge_, hp_);
+    return sine_source(f0, noise, model_.source_merge(), hparams());
 }
 
 std::vector<float> Vocoder::decode(const std::vector<float> &mel, const std::vector<float> &source) {
+    const HiftHParams &hp = hparams();
     const int64_t frames = validate(mel);
-    if (source.size() != size_t(frames * hp_.samples_per_frame()))
-        fail("HiFT decode: the source has ", source.size(), " samples, expected ", frames * hp_.samples_per_frame(),
+    if (source.size() != size_t(frames * hp.samples_per_frame()))
+        fail("HiFT decode: the source has ", source.size(), " samples, expected ", frames * hp.samples_per_frame(),
              " for ", frames, " mel frames");
     if (!decoder_graph_ || decoder_graph_->frames != frames)
-        decoder_graph_ = std::make_unique<DecoderGraph>(backend_, hp_, generator_, frames);
+        decoder_graph_ = std::make_unique<DecoderGraph>(backend_, hp, model_.generator(), frames);
     DecoderGraph &g = *decoder_graph_;
     g.runner.set_input(g.mel, mel);
-    g.runner.set_input(g.source_stft, source_stft(source, hp_));
+    g.runner.set_input(g.source_stft, source_stft(source, hp));
     g.runner.compute();
-    return heads_to_wave(g.runner.read_f32(g.heads), g.stft_frames, hp_);
+    return heads_to_wave(g.runner.read_f32(g.heads), g.stft_frames, hp);
 }
 
 std::vector<float> Vocoder::synthesize(const std::vector<float> &mel, const SourceNoise *injected, uint64_t seed,
                                        VocoderTaps *taps) {
+    const HiftHParams &hp = hparams();
     const int64_t frames = validate(mel);
-    const int64_t samples = frames * hp_.samples_per_frame();
+    const int64_t samples = frames * hp.samples_per_frame();
     SourceNoise drawn;
     if (!injected) {
         std::mt19937_64 rng(seed);
-        drawn = draw_source_noise(rng, hp_.harmonics, samples);
+        drawn = draw_source_noise(rng, hp.harmonics, samples);
     }
     std::vector<float> f0 = predict_f0(mel);
     std::vector<float> s = source(f0, injected ? *injected : drawn);
@@ -126,7 +132,7 @@ std::vector<float> Vocoder::synthesize(const std::vector<float> &mel, const Sour
         taps->source = std::move(s);
         taps->raw = wave;
     }
-    apply_trim_fade(wave, hp_.fade_samples);
+    apply_trim_fade(wave, hp.fade_samples);
     return wave;
 }
 

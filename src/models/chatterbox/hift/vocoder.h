@@ -8,12 +8,13 @@
 //   raw    = clamp(istft(min(exp(mag), 100), sin(phase)))      host, (480 T)
 //   wave   = trim_fade(raw)                                    first 20 ms zero, next 20 ms fade in
 //
-//   hift::Vocoder vocoder(store, backend);                    // binds every `s3gen.mel2wav.*` tensor
+//   hift::VocoderModel model(store, backend);                 // binds every `s3gen.mel2wav.*` tensor
+//   hift::Vocoder vocoder(model, session_backend);             // one per session
 //   std::vector<float> wave = vocoder.synthesize(mel, nullptr, seed);
 //
 // Tensors: every `mel2wav.*` tensor of the official s3gen.safetensors is used; none is ignored.
-// Graphs are built for a mel length on first use and reused while the length repeats. A Vocoder
-// is not safe for concurrent calls (the graphs are its state); the weights are immutable.
+// VocoderModel holds the immutable weights (shareable); a Vocoder holds one session's graphs, built
+// for a mel length on first use and reused while the length repeats.
 
 #include "core/backend.h"
 #include "core/graph.h"
@@ -41,22 +42,43 @@ struct VocoderTaps {
 // S3Gen's trim_fade in place: samples [0, n) times 0, [n, 2n) times (cos(linspace(pi, 0, n)) + 1) / 2.
 void apply_trim_fade(std::vector<float> &wave, int64_t fade_samples);
 
-class Vocoder {
+class VocoderModel {
   public:
     // prefix: where mel2wav lives in the store ("s3gen.mel2wav."). Every problem with the tensors
     // (missing, mis-shaped, unexpected) is reported in one Error.
-    Vocoder(const WeightStore &store, Backend &backend, const HiftHParams &hp = HiftHParams::standard(),
-            const std::string &prefix = "s3gen.mel2wav.");
-    ~Vocoder();
-    Vocoder(const Vocoder &) = delete;
-    Vocoder &operator=(const Vocoder &) = delete;
+    VocoderModel(const WeightStore &store, Backend &backend, const HiftHParams &hp = HiftHParams::standard(),
+                 const std::string &prefix = "s3gen.mel2wav.");
+    VocoderModel(const VocoderModel &) = delete;
+    VocoderModel &operator=(const VocoderModel &) = delete;
 
     const HiftHParams &hparams() const { return hp_; }
     size_t weight_bytes() const { return weights_.bytes(); }
+    const F0Predictor &f0_predictor() const { return f0_predictor_; }
+    const SourceMerge &source_merge() const { return source_merge_; }
+    const Generator &generator() const { return generator_; }
 
     // mel: (80, T) channel-major. Throws Error for an empty mel, a size that is not whole 80-bin
     // frames, more than max_frames frames or a non-finite value. Returns T.
     int64_t validate(const std::vector<float> &mel) const;
+
+  private:
+    HiftHParams hp_;
+    ModuleWeights weights_;
+    F0Predictor f0_predictor_;
+    SourceMerge source_merge_;
+    Generator generator_;
+};
+
+class Vocoder {
+  public:
+    // backend: where this session's graphs run.
+    Vocoder(const VocoderModel &model, Backend &backend);
+    ~Vocoder();
+    Vocoder(const Vocoder &) = delete;
+    Vocoder &operator=(const Vocoder &) = delete;
+
+    const HiftHParams &hparams() const { return model_.hparams(); }
+    int64_t validate(const std::vector<float> &mel) const { return model_.validate(mel); }
 
     // The whole vocoder with trim_fade: 480 T samples in [-0.99, 0.99]. The source noise is the
     // injected one (golden runs; it must cover 480 T samples), or drawn from std::mt19937_64(seed)
@@ -73,12 +95,8 @@ class Vocoder {
     struct F0Graph;
     struct DecoderGraph;
 
-    HiftHParams hp_;
+    const VocoderModel &model_;
     Backend &backend_;
-    ModuleWeights weights_;
-    F0Predictor f0_predictor_;
-    SourceMerge source_merge_;
-    Generator generator_;
     std::unique_ptr<F0Graph> f0_graph_;           // for the last mel length used
     std::unique_ptr<DecoderGraph> decoder_graph_; // for the last mel length used
 };

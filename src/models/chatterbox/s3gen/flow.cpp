@@ -57,7 +57,8 @@ FlowModel::FlowModel(const WeightStore &store, Backend &backend, const FlowHPara
     weights_.load();
 }
 
-FlowSession::FlowSession(const FlowModel &model, EstimatorAttention attention) : model_(model), attention_(attention) {}
+FlowSession::FlowSession(const FlowModel &model, Backend &backend, EstimatorAttention attention)
+    : model_(model), backend_(backend), attention_(attention) {}
 
 void FlowSession::validate(const std::vector<int32_t> &tokens, const FlowReference &reference) const {
     const FlowHParams &hp = model_.hparams();
@@ -91,7 +92,7 @@ FlowEncoding FlowSession::encode(const std::vector<int32_t> &tokens, const FlowR
     std::vector<int32_t> all = reference.prompt_tokens;
     all.insert(all.end(), tokens.begin(), tokens.end());
 
-    GraphRunner graph(model_.backend());
+    GraphRunner graph(backend_);
     ggml_context *ctx = graph.ctx();
     const int64_t dim = hp.encoder_dim;
     ggml_tensor *ids = graph.input("flow.tokens", GGML_TYPE_I32, {enc.tokens});
@@ -130,7 +131,7 @@ std::vector<float> FlowSession::prompt_condition(const FlowReference &reference,
 EstimatorGraph &FlowSession::estimator_graph(int64_t frames) {
     if (!estimator_graph_ || estimator_graph_->frames() != frames) {
         estimator_graph_.reset(); // free the old graph's buffers before allocating the new one
-        estimator_graph_ = std::make_unique<EstimatorGraph>(model_.estimator(), model_.hparams(), model_.backend(),
+        estimator_graph_ = std::make_unique<EstimatorGraph>(model_.estimator(), model_.hparams(), backend_,
                                                             frames, attention_);
     }
     return *estimator_graph_;

@@ -90,7 +90,8 @@ class FlowModel {
 
 class FlowSession {
   public:
-    explicit FlowSession(const FlowModel &model, EstimatorAttention attention = EstimatorAttention::flash);
+    // backend: where this session's graphs run (one per session).
+    FlowSession(const FlowModel &model, Backend &backend, EstimatorAttention attention = EstimatorAttention::flash);
 
     // Throws Error for an empty token list, a token id outside [0, vocab) (generated or prompt),
     // more than max_total_tokens tokens in all, a prompt mel that is not whole 80-bin frames or
@@ -115,6 +116,7 @@ class FlowSession {
 
   private:
     const FlowModel &model_;
+    Backend &backend_;
     EstimatorAttention attention_;
     std::unique_ptr<EstimatorGraph> estimator_graph_; // the last length used
 };

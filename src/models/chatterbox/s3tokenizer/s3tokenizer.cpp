@@ -93,7 +93,7 @@ ggml_tensor *AttentionBlock::operator()(ggml_context *ctx, ggml_tensor *x, ggml_
 }
 
 S3Tokenizer::S3Tokenizer(const WeightStore &store, Backend &backend, const std::string &prefix)
-    : backend_(backend), weights_(std::make_unique<ModuleWeights>(store, prefix, backend)) {
+    : weights_(std::make_unique<ModuleWeights>(store, prefix, backend)) {
     ModuleWeights &w = *weights_;
     conv1_ = nn::Conv1d(w, "encoder.conv1", kMelBins, kState, 3, nn::ConvOptions().with_stride(2).with_padding(1));
     conv2_ = nn::Conv1d(w, "encoder.conv2", kState, kState, 3, nn::ConvOptions().with_stride(2).with_padding(1));
@@ -106,7 +106,7 @@ S3Tokenizer::S3Tokenizer(const WeightStore &store, Backend &backend, const std::
 
 S3Tokenizer::~S3Tokenizer() = default;
 
-std::vector<float> S3Tokenizer::project_window(const std::vector<float> &mel, int64_t total,
+std::vector<float> S3Tokenizer::project_window(Backend &backend, const std::vector<float> &mel, int64_t total,
                                                const Window &window) const {
     // (128, total) -> ggml [count, 128]: the window's frames of every bin.
     std::vector<float> input(size_t(kMelBins * window.frames));
@@ -114,7 +114,7 @@ std::vector<float> S3Tokenizer::project_window(const std::vector<float> &mel, in
         std::copy_n(mel.begin() + m * total + window.start, window.frames, input.begin() + m * window.frames);
     const int64_t n_tokens = token_count(window.frames);
 
-    GraphRunner graph(backend_);
+    GraphRunner graph(backend);
     ggml_context *ctx = graph.ctx();
     ggml_tensor *log_mel = graph.input("log_mel", GGML_TYPE_F32, {1, kMelBins, window.frames});
     ggml_tensor *positions = graph.input("positions", GGML_TYPE_I32, {n_tokens});
@@ -132,7 +132,8 @@ std::vector<float> S3Tokenizer::project_window(const std::vector<float> &mel, in
     return graph.read_f32(projection);
 }
 
-Tokens S3Tokenizer::tokenize(const std::vector<float> &log_mel, int64_t frames, int64_t max_len) const {
+Tokens S3Tokenizer::tokenize(Backend &backend, const std::vector<float> &log_mel, int64_t frames,
+                             int64_t max_len) const {
     if (frames < 1) fail("S3Tokenizer: the log-mel has ", frames, " frames, expected at least 1");
     if (int64_t(log_mel.size()) != kMelBins * frames)
         fail("S3Tokenizer: the log-mel has ", log_mel.size(), " values, expected ", kMelBins, " x frames ", frames,
@@ -153,7 +154,7 @@ Tokens S3Tokenizer::tokenize(const std::vector<float> &log_mel, int64_t frames, 
     std::vector<std::vector<float>> projections;
     std::vector<int64_t> counts;
     for (const Window &window : windows) {
-        projections.push_back(project_window(log_mel, frames, window));
+        projections.push_back(project_window(backend, log_mel, frames, window));
         counts.push_back(token_count(window.frames));
     }
     const std::vector<std::pair<int64_t, int64_t>> ranges = merged_ranges(counts);

@@ -84,13 +84,14 @@ class S3Tokenizer {
     // 4 * max_len frames (the official forward's max_len); more than kWindowFrames frames are tokenised in
     // sliding windows and merged (projection rows follow the kept tokens). Throws Error for a wrong size,
     // no frames, more than kMaxFrames frames (after truncation), a negative max_len or non-finite values.
-    Tokens tokenize(const std::vector<float> &log_mel, int64_t frames, int64_t max_len = 0) const;
+    // The graphs run on backend (the caller's session).
+    Tokens tokenize(Backend &backend, const std::vector<float> &log_mel, int64_t frames, int64_t max_len = 0) const;
 
   private:
     // FSQ projection (T', 8) of one window; mel: (128, total) row-major, window frames [start, start + count).
-    std::vector<float> project_window(const std::vector<float> &mel, int64_t total, const Window &window) const;
+    std::vector<float> project_window(Backend &backend, const std::vector<float> &mel, int64_t total,
+                                      const Window &window) const;
 
-    Backend &backend_;
     std::unique_ptr<ModuleWeights> weights_;
     nn::Conv1d conv1_, conv2_;
     std::vector<AttentionBlock> blocks_;

@@ -36,14 +36,14 @@ void validate(const HParams &hp, const Conditioning &cond) {
 
 } // namespace
 
-CondEmbeddings encode_conditioning(const Model &model, const Conditioning &cond) {
+CondEmbeddings encode_conditioning(const Model &model, Backend &backend, const Conditioning &cond) {
     const HParams &hp = model.hparams();
     validate(hp, cond);
     const int64_t hidden = hp.hidden;
     const int n_prompt = int(cond.prompt_tokens.size());
     const bool has_prompt = n_prompt > 0;
 
-    GraphRunner graph(model.backend(), 512);
+    GraphRunner graph(backend, 512);
     ggml_context *ctx = graph.ctx();
     ggml_tensor *speaker = graph.input("speaker_emb", GGML_TYPE_F32, {1, hp.speaker_embed});
     std::vector<ggml_tensor *> outputs{model.speaker_proj()(ctx, speaker)}; // (hidden, 1)

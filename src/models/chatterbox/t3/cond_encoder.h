@@ -25,6 +25,7 @@ struct CondEmbeddings {
 // Throws Error for a speaker embedding of the wrong size or with non-finite values, prompt tokens
 // outside the speech vocabulary, a prompt longer than the speech position table, or a non-finite
 // exaggeration.
-CondEmbeddings encode_conditioning(const Model &model, const Conditioning &cond);
+// The graph runs on backend.
+CondEmbeddings encode_conditioning(const Model &model, Backend &backend, const Conditioning &cond);
 
 } // namespace chatterbox::t3

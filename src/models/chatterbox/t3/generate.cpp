@@ -61,7 +61,7 @@ GenerationResult generate(Session &session, const Conditioning &cond, const std:
                           const SamplingParams &params, const GenerationHooks &hooks) {
     params.validate(session.model().hparams().max_new_tokens_limit());
     validate_text_tokens(session.model().hparams(), text_tokens);
-    return generate(session, encode_conditioning(session.model(), cond), text_tokens, params, hooks);
+    return generate(session, encode_conditioning(session.model(), session.backend(), cond), text_tokens, params, hooks);
 }
 
 std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t> &tokens, const HParams &hp) {

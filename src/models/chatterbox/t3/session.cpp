@@ -21,7 +21,8 @@ struct Session::Graph {
     ggml_tensor *logits = nullptr;     // (n_rows, 1, speech_vocab)
 };
 
-Session::Session(const Model &model, RuntimeOptions options) : model_(model), options_(options) {
+Session::Session(const Model &model, Backend &backend, RuntimeOptions options)
+    : model_(model), backend_(backend), options_(options) {
     if (options_.prefill_bucket < 1 || options_.capacity_step < 1)
         fail("T3 session: prefill_bucket and capacity_step must be >= 1");
 }
@@ -38,7 +39,7 @@ void Session::ensure_cache(int n_rows, int positions) {
     prefill_graphs_.clear();
     decode_graph_.reset();
     cache_.reset();
-    cache_ = std::make_unique<KvCache>(model_.backend(), model_.hparams(), n_rows,
+    cache_ = std::make_unique<KvCache>(backend_, model_.hparams(), n_rows,
                                        round_up(positions, options_.capacity_step), options_.kv_type);
 }
 
@@ -46,7 +47,7 @@ Session::Graph &Session::prefill_graph(int bucket) {
     auto found = prefill_graphs_.find(bucket);
     if (found != prefill_graphs_.end()) return *found->second;
     auto g = std::make_unique<Graph>();
-    g->runner = std::make_unique<GraphRunner>(model_.backend(), kMaxGraphNodes);
+    g->runner = std::make_unique<GraphRunner>(backend_, kMaxGraphNodes);
     const int n_rows = cache_->n_rows();
     g->in = make_backbone_inputs(*g->runner, model_.hparams(), n_rows, bucket, bucket);
     g->last_index = g->runner->input("t3.last_index", GGML_TYPE_I32, {n_rows, 1});
@@ -61,7 +62,7 @@ Session::Graph &Session::prefill_graph(int bucket) {
 Session::Graph &Session::decode_graph() {
     if (decode_graph_) return *decode_graph_;
     auto g = std::make_unique<Graph>();
-    g->runner = std::make_unique<GraphRunner>(model_.backend(), kMaxGraphNodes);
+    g->runner = std::make_unique<GraphRunner>(backend_, kMaxGraphNodes);
     g->in = make_backbone_inputs(*g->runner, model_.hparams(), cache_->n_rows(), 1, cache_->capacity());
     ggml_context *ctx = g->runner->ctx();
     g->logits = build_speech_logits(ctx, model_, build_decoder_layers(ctx, model_, *cache_, g->in, options_.attention));

@@ -1,8 +1,8 @@
 #pragma once
 // Per-request T3 state: the KV cache and the persistent graphs that use it. A prefill graph is
 // built once per length bucket and a decode-step graph once per cache capacity; every step only
-// writes the inputs (embedding, position, cache slot, mask) and computes. Many sessions can share
-// one Model.
+// writes the inputs (embedding, position, cache slot, mask) and computes on the session's own
+// backend. Many sessions can share one Model.
 
 #include "models/chatterbox/t3/backbone.h"
 #include "models/chatterbox/t3/kv_cache.h"
@@ -23,7 +23,8 @@ struct RuntimeOptions {
 
 class Session {
   public:
-    explicit Session(const Model &model, RuntimeOptions options = {});
+    // backend: where this session's cache lives and its graphs run (one per session).
+    Session(const Model &model, Backend &backend, RuntimeOptions options = {});
     ~Session();
     Session(const Session &) = delete;
     Session &operator=(const Session &) = delete;
@@ -38,6 +39,7 @@ class Session {
     int capacity() const { return cache_ ? cache_->capacity() : 0; }
     int n_rows() const { return cache_ ? cache_->n_rows() : 0; }
     const Model &model() const { return model_; }
+    Backend &backend() const { return backend_; }
     const RuntimeOptions &options() const { return options_; }
     // Graphs built so far (prefill buckets + decode), to check that steps do not rebuild.
     int graphs_built() const { return graphs_built_; }
@@ -50,6 +52,7 @@ class Session {
     std::vector<float> run(Graph &graph);
 
     const Model &model_;
+    Backend &backend_;
     RuntimeOptions options_;
     std::unique_ptr<KvCache> cache_;
     std::map<int, std::unique_ptr<Graph>> prefill_graphs_; // by bucket length

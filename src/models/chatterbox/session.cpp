@@ -1,0 +1,248 @@
+#include "models/chatterbox/session.h"
+
+#include "core/error.h"
+#include "models/chatterbox/t3/generate.h"
+#include "text/punc_norm.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+namespace chatterbox {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+BackendOptions session_backend(const Engine &engine, int threads) {
+    // The engine's device, with this session's own backend instance and thread pool.
+    if (threads < 0) throw InvalidArgument(concat("threads is ", threads, ", expected 0 (the engine's) or more"));
+    BackendOptions options = engine.options().backend;
+    if (threads > 0) options.threads = threads;
+    return options;
+}
+
+// Watches a request's cancel flag for the duration of one call, and forgets it afterwards (the
+// caller's flag may not outlive the call).
+class CancelScope {
+  public:
+    CancelScope(CancelFlag &flag, const volatile int *external) : flag_(flag) {
+        flag_.clear();
+        flag_.watch(external);
+    }
+    ~CancelScope() { flag_.clear(); }
+    CancelScope(const CancelScope &) = delete;
+    CancelScope &operator=(const CancelScope &) = delete;
+
+  private:
+    CancelFlag &flag_;
+};
+
+} // namespace
+
+void SynthesisOptions::validate(int max_new_tokens_limit) const {
+    chatterbox::validate(params);
+    if (params.sampling.max_new_tokens > max_new_tokens_limit)
+        throw InvalidArgument(concat("max_new_tokens is ", params.sampling.max_new_tokens, ", expected 1 .. ",
+                                     max_new_tokens_limit, " (the model's speech positions)"));
+    if (stream) chunks.validate();
+}
+
+// One request's output: the wave so far, timing, streaming, progress and cancellation.
+class Session::Request : public AudioSink {
+  public:
+    Request(const SynthesisOptions &options, const CancelFlag &cancel, int sample_rate)
+        : options_(options), cancel_(cancel), start_(Clock::now()) {
+        result_.sample_rate = sample_rate;
+    }
+
+    void check_cancel() const override {
+        if (cancel_.requested()) throw Cancelled("synthesis cancelled");
+    }
+    bool cancel_requested() const { return cancel_.requested(); }
+
+    void progress(const char *stage, float fraction) override {
+        if (options_.on_progress) options_.on_progress(stage, std::clamp(fraction, 0.0f, 1.0f));
+    }
+
+    void emit(const float *samples, size_t n) override {
+        if (n == 0) return;
+        if (!first_audio_) first_audio_ = seconds_since(start_);
+        result_.wave.insert(result_.wave.end(), samples, samples + n);
+        if (options_.stream && options_.on_chunk && !options_.on_chunk(samples, n))
+            throw Cancelled("synthesis cancelled by the chunk callback");
+    }
+    void emit_silence(double seconds) {
+        const std::vector<float> silence(size_t(std::lround(seconds * result_.sample_rate)), 0.0f);
+        emit(silence.data(), silence.size());
+    }
+
+    SynthesisResult &result() { return result_; }
+    SynthesisResult finish() {
+        result_.seconds_total = seconds_since(start_);
+        result_.seconds_to_first_audio =
+            options_.stream ? first_audio_.value_or(result_.seconds_total) : result_.seconds_total;
+        return std::move(result_);
+    }
+
+  private:
+    const SynthesisOptions &options_;
+    const CancelFlag &cancel_;
+    Clock::time_point start_;
+    std::optional<double> first_audio_;
+    SynthesisResult result_;
+};
+
+class Session::FlowAdapter : public FlowStage {
+  public:
+    explicit FlowAdapter(s3gen::FlowSession &flow) : flow_(flow) {}
+    s3gen::Mel generate(const std::vector<int32_t> &tokens, const s3gen::FlowReference &reference,
+                        std::vector<float> noise) override {
+        return flow_.generate(tokens, reference, std::move(noise));
+    }
+
+  private:
+    s3gen::FlowSession &flow_;
+};
+
+class Session::VocoderAdapter : public VocoderStage {
+  public:
+    explicit VocoderAdapter(hift::Vocoder &vocoder) : vocoder_(vocoder) {}
+    std::vector<float> synthesize(const std::vector<float> &mel, uint64_t seed) override {
+        return vocoder_.synthesize(mel, nullptr, seed);
+    }
+
+  private:
+    hift::Vocoder &vocoder_;
+};
+
+Session::Session(const Engine &engine, const SessionOptions &options)
+    : engine_(engine), backend_(session_backend(engine, options.threads)) {
+    backend_.set_cancel_flag(&cancel_);
+    if (engine.has(Component::t3)) t3_ = std::make_unique<t3::Session>(engine.t3(), backend_, options.t3);
+    if (engine.has(Component::flow)) {
+        flow_ = std::make_unique<s3gen::FlowSession>(engine.flow(), backend_, options.flow_attention);
+        flow_stage_ = std::make_unique<FlowAdapter>(*flow_);
+    }
+    if (engine.has(Component::vocoder)) {
+        vocoder_ = std::make_unique<hift::Vocoder>(engine.vocoder(), backend_);
+        vocoder_stage_ = std::make_unique<VocoderAdapter>(*vocoder_);
+    }
+}
+
+Session::~Session() = default;
+
+t3::Session &Session::t3() {
+    engine_.t3(); // the engine's error when it has no T3
+    return *t3_;
+}
+
+s3gen::FlowSession &Session::flow() {
+    engine_.flow();
+    return *flow_;
+}
+
+hift::Vocoder &Session::vocoder() {
+    engine_.vocoder();
+    return *vocoder_;
+}
+
+VocodingStages Session::vocoding() {
+    const s3gen::FlowHParams &flow_hp = engine_.flow().hparams();
+    const hift::HiftHParams &hift_hp = vocoder().hparams();
+    StageGeometry geometry;
+    geometry.mel_bins = size_t(flow_hp.mel_bins);
+    geometry.token_mel_ratio = size_t(flow_hp.token_mel_ratio);
+    geometry.pre_lookahead = size_t(flow_hp.pre_lookahead);
+    geometry.max_flow_tokens = size_t(flow_hp.max_total_tokens);
+    geometry.samples_per_frame = size_t(hift_hp.samples_per_frame());
+    geometry.max_vocoder_frames = size_t(hift_hp.max_frames);
+    geometry.sample_rate = hift_hp.sample_rate;
+    return {geometry, *flow_stage_, *vocoder_stage_};
+}
+
+Voice Session::voice_from_file(const std::string &path, float exaggeration, VoiceTaps *taps) {
+    return engine_.voice_builder().from_file(backend_, path, exaggeration, taps);
+}
+
+Voice Session::voice_from_audio(const audio::Audio &audio, float exaggeration, VoiceTaps *taps) {
+    return engine_.voice_builder().from_audio(backend_, audio, exaggeration, taps);
+}
+
+SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, const SynthesisOptions &options) {
+    const t3::Model &model = engine_.t3();
+    const t3::HParams &hp = model.hparams();
+    options.validate(hp.max_new_tokens_limit());
+    const std::vector<text::TextPiece> pieces = engine_.split_text(text);
+    if (pieces.empty()) throw InvalidArgument("the text is empty (nothing to say)");
+    const VocodingStages stages = vocoding();
+
+    CancelScope cancel_scope(cancel_, options.cancel);
+    Request request(options, cancel_, engine_.sample_rate());
+    request.progress("t3", 0.0f);
+    const t3::CondEmbeddings cond = t3::encode_conditioning(model, backend_, voice.t3);
+    const ChunkPlan plan = options.stream ? options.chunks : ChunkPlan::offline();
+    const int max_new_tokens = options.params.sampling.max_new_tokens;
+    const int n = int(pieces.size());
+    for (int i = 0; i < n; ++i) {
+        request.check_cancel();
+        const std::vector<int32_t> framed = text::t3_text_tokens(
+            engine_.tokenizer().text_to_tokens(text::punc_norm(pieces[size_t(i)].text)), hp.start_text_token,
+            hp.stop_text_token);
+        t3::SamplingParams sampling = options.params.sampling;
+        // The first piece uses the seed itself, so a one-sentence request is the plain seeded run.
+        if (i > 0) sampling.seed = mix_seed(sampling.seed, uint64_t(i) << 32);
+
+        PieceVocalizer vocalizer(stages, request, voice.s3gen, plan, sampling.seed, i, n);
+        t3::GenerationHooks hooks;
+        bool speech_ended = false;
+        hooks.on_step = [&](const t3::StepRecord &step) {
+            request.progress("t3", (float(i) + float(step.step + 1) / float(max_new_tokens)) / float(n));
+            // Streaming feeds the span drop_invalid_tokens keeps as it grows: speech units up to EOS.
+            if (options.stream && !speech_ended) {
+                if (step.token == hp.stop_speech_token)
+                    speech_ended = true;
+                else if (step.token < hp.speech_token_limit)
+                    vocalizer.add_token(step.token);
+            }
+            return !request.cancel_requested();
+        };
+        const t3::GenerationResult generated = t3::generate(*t3_, cond, framed, sampling, hooks);
+        request.check_cancel();
+        if (!options.stream)
+            for (int32_t token : t3::drop_invalid_tokens(generated.tokens, hp)) vocalizer.add_token(token);
+        vocalizer.finish();
+        request.result().speech_tokens += int(vocalizer.tokens());
+        if (i + 1 < n)
+            request.emit_silence(pieces[size_t(i)].after == text::Boundary::sentence ? options.params.sentence_pause
+                                                                                     : options.params.clause_pause);
+    }
+    request.result().pieces = n;
+    request.progress("done", 1.0f);
+    return request.finish();
+}
+
+SynthesisResult Session::convert(const audio::Audio &source, const Voice &target, const SynthesisOptions &options) {
+    options.validate(engine_.has(Component::t3) ? engine_.t3().hparams().max_new_tokens_limit()
+                                                : options.params.sampling.max_new_tokens);
+    const VocodingStages stages = vocoding();
+    CancelScope cancel_scope(cancel_, options.cancel);
+    Request request(options, cancel_, engine_.sample_rate());
+    request.progress("s3tokenizer", 0.0f);
+    const std::vector<int32_t> tokens = engine_.voice_builder().speech_tokens(backend_, source);
+    if (tokens.empty()) throw Error("the source recording gave no speech tokens (too short?)");
+    request.check_cancel();
+    PieceVocalizer vocalizer(stages, request, target.s3gen, options.stream ? options.chunks : ChunkPlan::offline(),
+                             options.params.sampling.seed, 0, 1);
+    for (int32_t token : tokens) vocalizer.add_token(token);
+    vocalizer.finish();
+    request.result().pieces = 1;
+    request.result().speech_tokens = int(tokens.size());
+    request.progress("done", 1.0f);
+    return request.finish();
+}
+
+} // namespace chatterbox

@@ -1,0 +1,109 @@
+#pragma once
+// One request stream on an Engine: everything a synthesis changes — its own compute backend and
+// thread pool, the T3 session (KV cache, graphs), the flow session, the vocoder's graphs, and a
+// cancel flag. Sessions of one engine run at the same time on different threads; one Session runs
+// one request at a time.
+//
+//   text -> split into pieces (sentences, clauses) -> per piece:
+//       punc_norm -> EnTokenizer -> T3 generate (sampling, seed) -> drop_invalid_tokens
+//       -> S3Gen flow (noise from the seed) -> HiFT (seeded) -> wave
+//   pieces joined with short pauses, each piece faded out at its end so the joins do not click
+//   (S3Gen already fades every piece in).
+//   voice conversion: source audio -> S3Tokenizer tokens -> flow with the target voice -> HiFT.
+//
+// Streaming: the flow and HiFT run over chunks of tokens while T3 is still generating
+// (streaming.h); each piece of the final waveform goes to on_chunk as soon as it is final, and the
+// pieces concatenated are exactly the returned wave.
+
+#include "core/backend.h"
+#include "core/cancel.h"
+#include "models/chatterbox/engine.h"
+#include "models/chatterbox/streaming.h"
+#include "models/chatterbox/synthesis_params.h"
+#include "models/chatterbox/t3/session.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chatterbox {
+
+struct SynthesisOptions {
+    SynthesisParams params;
+
+    bool stream = false;
+    ChunkPlan chunks;                                    // used when streaming
+    std::function<bool(const float *, size_t)> on_chunk; // false: cancel
+    std::function<void(const char *stage, float fraction)> on_progress;
+    const volatile int *cancel = nullptr; // the C API's flag: nonzero stops the request soon
+
+    // Throws InvalidArgument naming the parameter, its value and the accepted range.
+    void validate(int max_new_tokens_limit) const;
+};
+
+struct SynthesisResult {
+    std::vector<float> wave; // 24 kHz mono in [-1, 1]
+    int sample_rate = 24000;
+    double seconds_to_first_audio = 0; // to the first chunk (streaming) or to the end
+    double seconds_total = 0;
+    int pieces = 0;        // text pieces synthesised
+    int speech_tokens = 0; // after drop_invalid_tokens, all pieces
+};
+
+struct SessionOptions {
+    int threads = 0;         // CPU threads of the session's backend; 0 takes the engine's setting
+    t3::RuntimeOptions t3;   // attention path, KV cache type (f32 for exact golden runs)
+    s3gen::EstimatorAttention flow_attention = s3gen::EstimatorAttention::flash;
+};
+
+class Session {
+  public:
+    explicit Session(const Engine &engine, const SessionOptions &options = {});
+    ~Session();
+    Session(const Session &) = delete;
+    Session &operator=(const Session &) = delete;
+
+    const Engine &engine() const { return engine_; }
+    Backend &backend() { return backend_; }
+
+    // Text of any length. Throws InvalidArgument for text with nothing to say or bad options,
+    // Cancelled when stopped, Error otherwise.
+    SynthesisResult synthesize(std::string_view text, const Voice &voice, const SynthesisOptions &options);
+    // Voice conversion of a recording (any sample rate) into `target`'s voice; uses the seed,
+    // streaming, callbacks and cancel of options.
+    SynthesisResult convert(const audio::Audio &source, const Voice &target, const SynthesisOptions &options);
+
+    // A voice from a recording (see VoiceBuilder), computed on this session's backend.
+    Voice voice_from_file(const std::string &path, float exaggeration, VoiceTaps *taps = nullptr);
+    Voice voice_from_audio(const audio::Audio &audio, float exaggeration, VoiceTaps *taps = nullptr);
+
+    // Stops the request running now, from any thread: it ends with Cancelled within one graph node
+    // (CPU) or one graph (other devices). A request that starts later is not affected.
+    void cancel() { cancel_.request(); }
+
+    // The per-request state of each component, for golden runs and benchmarks (Error when the
+    // engine lacks the component).
+    t3::Session &t3();
+    s3gen::FlowSession &flow();
+    hift::Vocoder &vocoder();
+
+  private:
+    class Request;
+    class FlowAdapter;
+    class VocoderAdapter;
+    VocodingStages vocoding();
+
+    const Engine &engine_;
+    Backend backend_;
+    CancelFlag cancel_;
+    std::unique_ptr<t3::Session> t3_;
+    std::unique_ptr<s3gen::FlowSession> flow_;
+    std::unique_ptr<hift::Vocoder> vocoder_;
+    std::unique_ptr<FlowAdapter> flow_stage_;
+    std::unique_ptr<VocoderAdapter> vocoder_stage_;
+};
+
+} // namespace chatterbox

@@ -1,0 +1,50 @@
+#pragma once
+// The synthesis parameters a request may set, and the ONE table that gives each its name,
+// default, accepted range and meaning. The C API's defaults and checks, the CLI's options and
+// --help (through the C API) and the server all read this table, so they cannot disagree.
+//
+// The defaults are the member initialisers below (and t3::SamplingParams'); the table reads them
+// from a default-constructed SynthesisParams.
+
+#include "models/chatterbox/t3/sampler.h"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace chatterbox {
+
+struct SynthesisParams {
+    float exaggeration = 0.5f;    // emotion intensity of the built-in voice (a built voice keeps its own)
+    t3::SamplingParams sampling;  // temperature, top_p, min_p, repetition_penalty, cfg_weight, max_new_tokens, seed
+    float sentence_pause = 0.25f; // seconds of silence after a sentence of long text
+    float clause_pause = 0.12f;   // ... after a clause cut out of an over-long sentence
+};
+
+// One ranged numeric parameter. The seed is the one parameter outside the table: any 64-bit value.
+struct SynthesisParameter {
+    const char *name;    // field of chatterbox_synthesis_params and of the server's JSON: "max_new_tokens"
+    const char *option;  // command-line option without the dashes: "max-tokens"
+    const char *meaning; // one line for --help
+    double lo, hi;       // accepted range: [lo, hi], or (lo, hi] when lo_excluded
+    bool lo_excluded;
+    bool integer;
+    // The parameter's field in p.
+    float *(*real)(SynthesisParams &p);
+    int *(*count)(SynthesisParams &p);
+
+    double get(const SynthesisParams &p) const;
+    void set(SynthesisParams &p, double value) const; // no range check
+    double default_value() const { return get(SynthesisParams{}); }
+    bool accepts(double value) const;
+    std::string range_text() const; // "[0, 2]", "(0, 5]"
+};
+
+const std::vector<SynthesisParameter> &synthesis_parameters();
+// nullptr when no parameter has this name.
+const SynthesisParameter *find_synthesis_parameter(const std::string &name);
+
+// Throws InvalidArgument naming the first parameter out of its range ("temperature is 7, expected (0, 5]").
+void validate(const SynthesisParams &params);
+
+} // namespace chatterbox

@@ -1,0 +1,223 @@
+// The streaming unit (models/chatterbox/streaming.*) with fake stages: the blocks emitted are the
+// piece's audio, offline equals the single-window reference computation, and with stages whose
+// output is local in time, streaming equals offline (the windows and cross-fades add nothing).
+
+#include "core/error.h"
+#include "models/chatterbox/streaming.h"
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+using namespace chatterbox;
+
+namespace {
+
+constexpr size_t kBins = 3, kRatio = 2, kSamplesPerFrame = 4;
+
+StageGeometry fake_geometry() {
+    StageGeometry g;
+    g.mel_bins = kBins;
+    g.token_mel_ratio = kRatio;
+    g.pre_lookahead = 3;
+    g.max_flow_tokens = 1500;
+    g.samples_per_frame = kSamplesPerFrame;
+    g.max_vocoder_frames = 3000;
+    g.sample_rate = 400; // 4 samples of fade-out
+    return g;
+}
+
+// A flow whose frame f depends only on its token and its noise: value = token + noise / 8 + bin.
+class LocalFlow : public FlowStage {
+  public:
+    s3gen::Mel generate(const std::vector<int32_t> &tokens, const s3gen::FlowReference &reference,
+                        std::vector<float> noise) override {
+        ++calls;
+        const size_t prompt_frames = reference.prompt_mel.size() / kBins;
+        const size_t total = kRatio * (reference.prompt_tokens.size() + tokens.size());
+        EXPECT_EQ(noise.size(), kBins * total);
+        s3gen::Mel mel;
+        mel.frames = int64_t(total - prompt_frames);
+        mel.values.resize(kBins * size_t(mel.frames));
+        for (size_t f = 0; f < size_t(mel.frames); ++f) {
+            // Output frame f belongs to token (f + delta) / ratio of this window.
+            const size_t delta = prompt_frames - kRatio * reference.prompt_tokens.size();
+            const size_t token = std::min(tokens.size() - 1, (f + delta) / kRatio);
+            for (size_t c = 0; c < kBins; ++c)
+                mel.values[c * size_t(mel.frames) + f] =
+                    float(tokens[token]) + noise[c * total + prompt_frames + f] / 8 + float(c);
+        }
+        return mel;
+    }
+    int calls = 0;
+};
+
+// A vocoder whose samples of frame f depend only on that frame: sum of its bins, ramped.
+class LocalVocoder : public VocoderStage {
+  public:
+    std::vector<float> synthesize(const std::vector<float> &mel, uint64_t) override {
+        ++calls;
+        const size_t frames = mel.size() / kBins;
+        std::vector<float> wave(frames * kSamplesPerFrame);
+        for (size_t f = 0; f < frames; ++f)
+            for (size_t s = 0; s < kSamplesPerFrame; ++s) {
+                float sum = 0;
+                for (size_t c = 0; c < kBins; ++c) sum += mel[c * frames + f];
+                wave[f * kSamplesPerFrame + s] = sum * float(s + 1) / 100.0f;
+            }
+        return wave;
+    }
+    int calls = 0;
+};
+
+class CollectingSink : public AudioSink {
+  public:
+    void emit(const float *samples, size_t n) override {
+        blocks.emplace_back(samples, samples + n);
+        wave.insert(wave.end(), samples, samples + n);
+    }
+    void progress(const char *, float fraction) override {
+        EXPECT_GE(fraction, 0.0f);
+        EXPECT_LE(fraction, 1.0f);
+    }
+    void check_cancel() const override {
+        if (cancel) throw Cancelled("cancelled");
+    }
+    std::vector<std::vector<float>> blocks;
+    std::vector<float> wave;
+    bool cancel = false;
+};
+
+s3gen::FlowReference reference_with(size_t prompt_tokens, size_t prompt_frames) {
+    s3gen::FlowReference reference;
+    reference.prompt_tokens.assign(prompt_tokens, 7);
+    reference.prompt_mel.assign(prompt_frames * kBins, 0.5f);
+    reference.xvector.assign(4, 0.1f);
+    return reference;
+}
+
+std::vector<int32_t> tokens_of(size_t n) {
+    std::vector<int32_t> tokens(n);
+    for (size_t i = 0; i < n; ++i) tokens[i] = int32_t((i * 37) % 11);
+    return tokens;
+}
+
+struct PieceRun {
+    std::vector<float> wave;
+    size_t blocks = 0;
+    int flow_calls = 0, vocoder_calls = 0;
+};
+
+PieceRun vocalize(const s3gen::FlowReference &reference, const std::vector<int32_t> &tokens, const ChunkPlan &plan) {
+    LocalFlow flow;
+    LocalVocoder vocoder;
+    CollectingSink sink;
+    PieceVocalizer piece({fake_geometry(), flow, vocoder}, sink, reference, plan, 42, 0, 1);
+    for (int32_t t : tokens) piece.add_token(t);
+    piece.finish();
+    EXPECT_EQ(piece.tokens(), tokens.size());
+    return {sink.wave, sink.blocks.size(), flow.calls, vocoder.calls};
+}
+
+void expect_close(const std::vector<float> &a, const std::vector<float> &b, float tolerance) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], tolerance) << "sample " << i;
+}
+
+} // namespace
+
+TEST(Streaming, OfflineIsOneWindowOfEachStage) {
+    const s3gen::FlowReference reference = reference_with(5, 10);
+    const std::vector<int32_t> tokens = tokens_of(40);
+    const PieceRun offline = vocalize(reference, tokens, ChunkPlan::offline());
+    EXPECT_EQ(offline.flow_calls, 1);
+    EXPECT_EQ(offline.vocoder_calls, 1);
+    EXPECT_EQ(offline.wave.size(), kRatio * tokens.size() * kSamplesPerFrame);
+
+    // The reference computation: the stages once over the whole piece, then the 10 ms fade-out.
+    LocalFlow flow;
+    LocalVocoder vocoder;
+    std::mt19937_64 rng(mix_seed(42, 1));
+    const size_t frames = kRatio * (reference.prompt_tokens.size() + tokens.size());
+    const std::vector<float> prompt_noise = s3gen::standard_normal(10 * kBins, rng);
+    const std::vector<float> noise_frames = s3gen::standard_normal(kRatio * tokens.size() * kBins, rng);
+    std::vector<float> noise(kBins * frames);
+    for (size_t f = 0; f < frames; ++f)
+        for (size_t c = 0; c < kBins; ++c)
+            noise[c * frames + f] = f < 10 ? prompt_noise[f * kBins + c] : noise_frames[(f - 10) * kBins + c];
+    const s3gen::Mel mel = flow.generate(tokens, reference, noise);
+    std::vector<float> expected = vocoder.synthesize(mel.values, 0);
+    for (size_t i = 0; i < 4; ++i) {
+        const float w = 0.5f - 0.5f * std::cos(3.14159265358979f * (float(3 - i) + 0.5f) / 4.0f);
+        expected[expected.size() - 4 + i] *= w;
+    }
+    expect_close(offline.wave, expected, 0.0f);
+}
+
+TEST(Streaming, LocalStagesStreamExactlyAsOffline) {
+    for (const size_t prompt_frames : {size_t(10), size_t(11)}) { // even and odd prompt mel
+        const s3gen::FlowReference reference = reference_with(5, prompt_frames);
+        const std::vector<int32_t> tokens = tokens_of(137);
+        const PieceRun offline = vocalize(reference, tokens, ChunkPlan::offline());
+        const PieceRun streamed = vocalize(reference, tokens, ChunkPlan{});
+        EXPECT_GT(streamed.flow_calls, 2);
+        EXPECT_GT(streamed.vocoder_calls, 2);
+        EXPECT_GT(streamed.blocks, size_t(2));
+        // Overlapping windows see the same noise and the same tokens, so every cross-fade blends
+        // equal values: the same audio up to float rounding.
+        expect_close(streamed.wave, offline.wave, 1e-5f);
+    }
+}
+
+TEST(Streaming, BlocksArriveAsTokensDo) {
+    const s3gen::FlowReference reference = reference_with(5, 10);
+    LocalFlow flow;
+    LocalVocoder vocoder;
+    CollectingSink sink;
+    const ChunkPlan plan;
+    PieceVocalizer piece({fake_geometry(), flow, vocoder}, sink, reference, plan, 1, 0, 1);
+    const std::vector<int32_t> tokens = tokens_of(60);
+    size_t fed = 0;
+    for (; fed < tokens.size() && sink.blocks.empty(); ++fed) piece.add_token(tokens[fed]);
+    // The first audio needs the first chunk plus the flow's look-ahead, nothing more.
+    EXPECT_EQ(fed, size_t(plan.first_chunk_tokens + 3));
+    for (; fed < tokens.size(); ++fed) piece.add_token(tokens[fed]);
+    piece.finish();
+    EXPECT_EQ(sink.wave.size(), kRatio * tokens.size() * kSamplesPerFrame);
+}
+
+TEST(Streaming, CancelStopsBeforeTheNextWindow) {
+    const s3gen::FlowReference reference = reference_with(5, 10);
+    LocalFlow flow;
+    LocalVocoder vocoder;
+    CollectingSink sink;
+    PieceVocalizer piece({fake_geometry(), flow, vocoder}, sink, reference, ChunkPlan{}, 1, 0, 1);
+    sink.cancel = true;
+    const std::vector<int32_t> tokens = tokens_of(30);
+    EXPECT_THROW(
+        {
+            for (int32_t t : tokens) piece.add_token(t);
+        },
+        Cancelled);
+    EXPECT_EQ(flow.calls, 0);
+}
+
+TEST(Streaming, PlanAndGeometryAreChecked) {
+    ChunkPlan plan;
+    plan.left_context_tokens = 0;
+    EXPECT_THROW(plan.validate(), InvalidArgument);
+    plan = ChunkPlan{};
+    plan.wave_crossfade_frames = plan.hift_context_frames + 1;
+    EXPECT_THROW(plan.validate(), InvalidArgument);
+    EXPECT_NO_THROW(ChunkPlan{}.validate());
+
+    LocalFlow flow;
+    LocalVocoder vocoder;
+    CollectingSink sink;
+    StageGeometry small = fake_geometry();
+    small.max_flow_tokens = 20; // a 5-token prompt + 12 left context + 3 look-ahead leave no room
+    const s3gen::FlowReference reference = reference_with(5, 10);
+    EXPECT_THROW(PieceVocalizer({small, flow, vocoder}, sink, reference, ChunkPlan{}, 1, 0, 1), Error);
+}

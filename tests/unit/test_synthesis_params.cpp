@@ -1,0 +1,106 @@
+// The one table of synthesis parameters (models/chatterbox/synthesis_params.*) and the C API over
+// it: defaults, ranges and checks agree, and the checks need no engine.
+
+#include "chatterbox/chatterbox.h"
+#include "core/error.h"
+#include "models/chatterbox/synthesis_params.h"
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+
+using namespace chatterbox;
+
+namespace {
+
+// A value just outside the parameter's range, below or above.
+double below(const chatterbox_param_info &p) { return p.min_excluded ? p.min : p.min - (p.integer ? 1 : 1e-3); }
+double above(const chatterbox_param_info &p) { return p.max + (p.integer ? 1 : 1e-3); }
+
+} // namespace
+
+TEST(SynthesisParams, TableIsComplete) {
+    ASSERT_EQ(chatterbox_synthesis_param_count(), synthesis_parameters().size());
+    EXPECT_EQ(chatterbox_synthesis_param_info(chatterbox_synthesis_param_count()), nullptr);
+    std::set<std::string> names, options;
+    for (size_t i = 0; i < chatterbox_synthesis_param_count(); ++i) {
+        const chatterbox_param_info &p = *chatterbox_synthesis_param_info(i);
+        EXPECT_TRUE(names.insert(p.name).second) << p.name;
+        EXPECT_TRUE(options.insert(p.option).second) << p.option;
+        EXPECT_GT(std::string(p.meaning).size(), 5u) << p.name;
+        EXPECT_LT(p.min, p.max) << p.name;
+        EXPECT_TRUE(synthesis_parameters()[i].accepts(p.default_value)) << p.name << " default " << p.default_value;
+    }
+    for (const char *expected : {"exaggeration", "cfg_weight", "temperature", "repetition_penalty", "min_p", "top_p",
+                                 "max_new_tokens", "sentence_pause", "clause_pause"})
+        EXPECT_TRUE(names.count(expected)) << expected;
+}
+
+TEST(SynthesisParams, CDefaultsAreTheTableDefaults) {
+    chatterbox_synthesis_params p = chatterbox_synthesis_default_params();
+    EXPECT_EQ(chatterbox_synthesis_params_validate(&p), CHATTERBOX_OK);
+    const SynthesisParams defaults;
+    EXPECT_FLOAT_EQ(p.exaggeration, defaults.exaggeration);
+    EXPECT_FLOAT_EQ(p.cfg_weight, defaults.sampling.cfg_weight);
+    EXPECT_FLOAT_EQ(p.temperature, defaults.sampling.temperature);
+    EXPECT_FLOAT_EQ(p.repetition_penalty, defaults.sampling.repetition_penalty);
+    EXPECT_FLOAT_EQ(p.min_p, defaults.sampling.min_p);
+    EXPECT_FLOAT_EQ(p.top_p, defaults.sampling.top_p);
+    EXPECT_EQ(p.max_new_tokens, defaults.sampling.max_new_tokens);
+    EXPECT_FLOAT_EQ(p.sentence_pause, defaults.sentence_pause);
+    EXPECT_FLOAT_EQ(p.clause_pause, defaults.clause_pause);
+    EXPECT_EQ(p.seed, defaults.sampling.seed);
+    EXPECT_EQ(p.stream, 0);
+    EXPECT_EQ(p.cancel, nullptr);
+}
+
+TEST(SynthesisParams, SetAndValidateAgreeOnEveryBound) {
+    for (size_t i = 0; i < chatterbox_synthesis_param_count(); ++i) {
+        const chatterbox_param_info &info = *chatterbox_synthesis_param_info(i);
+        chatterbox_synthesis_params p = chatterbox_synthesis_default_params();
+        EXPECT_EQ(chatterbox_synthesis_params_set(&p, info.name, info.max), CHATTERBOX_OK) << info.name;
+        EXPECT_EQ(chatterbox_synthesis_params_validate(&p), CHATTERBOX_OK) << info.name;
+        if (!info.min_excluded) {
+            EXPECT_EQ(chatterbox_synthesis_params_set(&p, info.name, info.min), CHATTERBOX_OK) << info.name;
+            EXPECT_EQ(chatterbox_synthesis_params_validate(&p), CHATTERBOX_OK) << info.name;
+        }
+        for (const double bad : {below(info), above(info), double(NAN)}) {
+            chatterbox_synthesis_params q = chatterbox_synthesis_default_params();
+            EXPECT_EQ(chatterbox_synthesis_params_set(&q, info.name, bad), CHATTERBOX_ERROR_INVALID_ARGUMENT)
+                << info.name << " = " << bad;
+            EXPECT_TRUE(test::contains(chatterbox_last_error(), info.name));
+            // The same value written straight into the struct is caught by validate, naming the field.
+            const SynthesisParameter &parameter = synthesis_parameters()[i];
+            SynthesisParams direct;
+            parameter.set(direct, bad);
+            try {
+                validate(direct);
+                ADD_FAILURE() << info.name << " = " << bad << " passed validate";
+            } catch (const InvalidArgument &e) {
+                EXPECT_TRUE(test::contains(e.what(), info.name));
+                EXPECT_TRUE(test::contains(e.what(), parameter.range_text()));
+            }
+        }
+    }
+    chatterbox_synthesis_params p = chatterbox_synthesis_default_params();
+    p.temperature = 0;
+    EXPECT_EQ(chatterbox_synthesis_params_validate(&p), CHATTERBOX_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(test::contains(chatterbox_last_error(), "temperature is 0, expected (0, 5]"));
+}
+
+TEST(SynthesisParams, WholeNumbersAndNames) {
+    chatterbox_synthesis_params p = chatterbox_synthesis_default_params();
+    EXPECT_EQ(chatterbox_synthesis_params_set(&p, "max_new_tokens", 12.5), CHATTERBOX_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(chatterbox_synthesis_params_set(&p, "max_new_tokens", 12), CHATTERBOX_OK);
+    EXPECT_EQ(p.max_new_tokens, 12);
+    EXPECT_EQ(chatterbox_synthesis_params_set(&p, "speed", 1), CHATTERBOX_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(test::contains(chatterbox_last_error(), "speed"));
+    EXPECT_EQ(chatterbox_synthesis_params_set(nullptr, "top_p", 1), CHATTERBOX_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(chatterbox_synthesis_params_validate(nullptr), CHATTERBOX_ERROR_INVALID_ARGUMENT);
+    // A huge C int must not wrap into range on the way in.
+    p.max_new_tokens = 1 << 30;
+    EXPECT_EQ(chatterbox_synthesis_params_validate(&p), CHATTERBOX_ERROR_INVALID_ARGUMENT);
+}
