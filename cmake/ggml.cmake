@@ -17,7 +17,11 @@ set(BUILD_SHARED_LIBS   OFF)
 set(GGML_BUILD_TESTS    OFF)
 set(GGML_BUILD_EXAMPLES OFF)
 set(GGML_BACKEND_DL     OFF)
-set(GGML_OPENMP         ON)
+if(CHATTERBOX_TSAN)
+  set(GGML_OPENMP       OFF)
+else()
+  set(GGML_OPENMP       ON)
+endif()
 set(GGML_CCACHE         OFF)
 # ggml turns llamafile's tinyBLAS kernels off when it is a subproject; they are ~30 % faster
 # for the f32/f16 matrix products of the flow decoder and the vocoder.

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build (incrementally) and run the whole test suite.
 #
-#   usage: scripts/test.sh [--sanitize] [ctest arguments...]
+#   usage: scripts/test.sh [--sanitize | --tsan] [ctest arguments...]
 #     --sanitize   use a separate ASan+UBSan build (build-sanitize/) instead of build/
+#     --tsan       use a separate ThreadSanitizer build (build-tsan/, ggml included)
+#   e.g. scripts/test.sh --tsan -R e2e.test_sessions
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$ROOT/build"
@@ -12,6 +14,11 @@ if [[ "${1:-}" == "--sanitize" ]]; then
   BUILD="$ROOT/build-sanitize"
   CONFIG=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHATTERBOX_SANITIZE=ON)
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+elif [[ "${1:-}" == "--tsan" ]]; then
+  shift
+  BUILD="$ROOT/build-tsan"
+  CONFIG=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHATTERBOX_TSAN=ON)
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 fi
 if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja "${CONFIG[@]}"

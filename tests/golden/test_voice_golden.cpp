@@ -43,16 +43,6 @@ std::vector<float> speech_like(size_t n, int sample_rate) {
     return x;
 }
 
-void expect_error(const std::function<void()> &action, const std::vector<std::string> &fragments) {
-    try {
-        action();
-        ADD_FAILURE() << "expected an Error mentioning '" << fragments.front() << "'";
-    } catch (const Error &e) {
-        for (const std::string &fragment : fragments)
-            EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-    }
-}
-
 std::vector<int32_t> golden_tokens(const std::string &name) {
     const std::vector<int64_t> values = read_npy(golden_path(name + ".npy")).i64();
     return {values.begin(), values.end()};

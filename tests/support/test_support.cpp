@@ -1,5 +1,6 @@
 #include "support/test_support.h"
 
+#include "core/error.h"
 #include "core/npy.h"
 
 #include <gtest/gtest.h>
@@ -169,6 +170,19 @@ std::vector<float> random_values(size_t n, uint64_t seed, float lo, float hi) {
     std::vector<float> v(n);
     for (auto &x : v) x = dist(rng);
     return v;
+}
+
+void expect_error(const std::function<void()> &action, std::initializer_list<std::string> fragments) {
+    try {
+        action();
+        ADD_FAILURE() << "no Error thrown; expected one mentioning '" << *fragments.begin() << "'";
+    } catch (const Error &e) {
+        for (const std::string &fragment : fragments) EXPECT_TRUE(contains(e.what(), fragment));
+    }
+}
+
+void expect_error(const std::function<void()> &action, const std::string &fragment) {
+    expect_error(action, {fragment});
 }
 
 } // namespace chatterbox::test

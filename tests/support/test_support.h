@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,10 @@ void expect_matches_golden(const std::vector<float> &actual, const std::vector<f
                            const std::string &name);
 // The same against tests/data/golden/<name>.npy.
 void expect_matches_golden(const std::vector<float> &actual, const std::string &name);
+
+// Expects action to throw chatterbox::Error whose message holds every fragment (printing it otherwise).
+void expect_error(const std::function<void()> &action, std::initializer_list<std::string> fragments);
+void expect_error(const std::function<void()> &action, const std::string &fragment);
 
 // EXPECT_TRUE(contains(message, "expected part")) prints the whole text when the part is missing.
 ::testing::AssertionResult contains(const std::string &text, const std::string &part);

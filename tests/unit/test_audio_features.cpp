@@ -49,15 +49,6 @@ bool all_finite(const Matrix &m) {
     return true;
 }
 
-void expect_error(const std::function<void()> &action, const std::string &fragment) {
-    try {
-        action();
-        ADD_FAILURE() << "expected an Error mentioning '" << fragment << "'";
-    } catch (const Error &e) {
-        EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-    }
-}
-
 } // namespace
 
 TEST(Features, S3GenMelMatchesGolden) {

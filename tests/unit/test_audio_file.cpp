@@ -42,15 +42,6 @@ void write_raw(const std::string &path, const std::vector<float> &interleaved, i
     sf_close(file);
 }
 
-void expect_error(const std::function<void()> &action, const std::string &fragment) {
-    try {
-        action();
-        ADD_FAILURE() << "expected an Error mentioning '" << fragment << "'";
-    } catch (const Error &e) {
-        EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-    }
-}
-
 double max_abs_diff(const std::vector<float> &a, const std::vector<float> &b, size_t n) {
     double worst = 0;
     for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(double(a[i]) - double(b[i])));

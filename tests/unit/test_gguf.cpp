@@ -17,6 +17,8 @@
 #include <set>
 
 namespace chatterbox {
+using test::expect_error;
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -38,15 +40,6 @@ void write_bytes(const std::string &path, const std::vector<uint8_t> &bytes) {
 }
 
 // Expects `body` to throw chatterbox::Error whose message contains every part.
-template <class Body> void expect_error(Body &&body, const std::vector<std::string> &parts) {
-    try {
-        body();
-        ADD_FAILURE() << "no error thrown; expected one mentioning " << parts.front();
-    } catch (const Error &e) {
-        for (const auto &part : parts) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-    }
-}
-
 HostTensor quantized(const std::string &name, ggml_type type, const Shape &shape, const std::vector<float> &values) {
     HostTensor t(name, type, shape);
     ggml_quantize_chunk(type, values.data(), t.bytes.data(), 0, shape_numel(shape) / shape.back(), shape.back(),

@@ -13,6 +13,8 @@
 #include <iterator>
 
 namespace chatterbox {
+using test::expect_error;
+
 namespace {
 
 using test::golden_path;
@@ -44,16 +46,6 @@ float raw_f32(const std::string &file, size_t i) {
 }
 
 // Runs `action`, expects an Error whose message holds every one of `parts`.
-template <class F> void expect_error(F action, std::initializer_list<std::string> parts) {
-    try {
-        action();
-        FAIL() << "no error thrown";
-    } catch (const Error &e) {
-        for (const std::string &part : parts)
-            EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-    }
-}
-
 TEST(Npy, GoldenArraysMatchTheIndex) {
     const std::map<std::string, std::pair<std::string, size_t>> dtypes = {
         {"float32", {"<f4", 4}}, {"int64", {"<i8", 8}}, {"int32", {"<i4", 4}}};

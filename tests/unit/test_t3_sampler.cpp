@@ -16,6 +16,8 @@
 using namespace chatterbox;
 using namespace chatterbox::t3;
 
+using test::expect_error;
+
 namespace {
 
 const float kInf = INFINITY;
@@ -34,15 +36,6 @@ std::vector<bool> removed(const std::vector<float> &l) {
     std::vector<bool> r;
     for (float v : l) r.push_back(v == -kInf);
     return r;
-}
-
-template <class Fn> void expect_error(Fn fn, const std::string &fragment) {
-    try {
-        fn();
-        ADD_FAILURE() << "no Error thrown (expected one mentioning '" << fragment << "')";
-    } catch (const Error &e) {
-        EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-    }
 }
 
 } // namespace
