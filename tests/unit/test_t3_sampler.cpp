@@ -6,6 +6,7 @@
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
 #include "models/chatterbox/t3/sampler.h"
+#include "support/test_support.h"
 
 #include <gtest/gtest.h>
 
