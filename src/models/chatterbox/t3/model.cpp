@@ -28,24 +28,24 @@ Model::Model(const WeightStore &store, Backend &backend, const std::string &pref
     for (int i = 0; i < hp_.n_layers; ++i) {
         const std::string p = "tfmr.layers." + std::to_string(i) + ".";
         LayerWeights &l = layers_[size_t(i)];
-        l.attn_norm = w.get_f32(p + "input_layernorm.weight", {h});
-        l.wq = w.get(p + "self_attn.q_proj.weight", {h, h});
-        l.wk = w.get(p + "self_attn.k_proj.weight", {h, h});
-        l.wv = w.get(p + "self_attn.v_proj.weight", {h, h});
-        l.wo = w.get(p + "self_attn.o_proj.weight", {h, h});
-        l.ffn_norm = w.get_f32(p + "post_attention_layernorm.weight", {h});
-        l.w_gate = w.get(p + "mlp.gate_proj.weight", {hp_.ffn, h});
-        l.w_up = w.get(p + "mlp.up_proj.weight", {hp_.ffn, h});
-        l.w_down = w.get(p + "mlp.down_proj.weight", {h, hp_.ffn});
+        l.attn_norm = w.get(p + "input_layernorm.weight", {h}, WeightUse::f32);
+        l.wq = w.get(p + "self_attn.q_proj.weight", {h, h}, WeightUse::matmul);
+        l.wk = w.get(p + "self_attn.k_proj.weight", {h, h}, WeightUse::matmul);
+        l.wv = w.get(p + "self_attn.v_proj.weight", {h, h}, WeightUse::matmul);
+        l.wo = w.get(p + "self_attn.o_proj.weight", {h, h}, WeightUse::matmul);
+        l.ffn_norm = w.get(p + "post_attention_layernorm.weight", {h}, WeightUse::f32);
+        l.w_gate = w.get(p + "mlp.gate_proj.weight", {hp_.ffn, h}, WeightUse::matmul);
+        l.w_up = w.get(p + "mlp.up_proj.weight", {hp_.ffn, h}, WeightUse::matmul);
+        l.w_down = w.get(p + "mlp.down_proj.weight", {h, hp_.ffn}, WeightUse::matmul);
     }
-    final_norm_ = w.get_f32("tfmr.norm.weight", {h});
-    speech_head_ = w.get("speech_head.weight", {hp_.speech_vocab, h});
+    final_norm_ = w.get("tfmr.norm.weight", {h}, WeightUse::f32);
+    speech_head_ = w.get("speech_head.weight", {hp_.speech_vocab, h}, WeightUse::matmul);
     rope_freq_factors_ = w.derived("rope_freq_factors", {hp_.head_dim / 2}, llama3_rope_freq_factors(hp_));
 
     speaker_proj_ = nn::Linear(w, "cond_enc.spkr_enc", hp_.speaker_embed, h);
     emotion_weight_ = w.host_f32("cond_enc.emotion_adv_fc.weight", {h, 1});
     const std::string attn = "cond_enc.perceiver.attn.";
-    perceiver_.queries = w.get_f32("cond_enc.perceiver.pre_attention_query", {1, hp_.perceiver_queries, h});
+    perceiver_.queries = w.get("cond_enc.perceiver.pre_attention_query", {1, hp_.perceiver_queries, h}, WeightUse::f32);
     perceiver_.norm = nn::LayerNorm(w, attn + "norm", h, hp_.layer_norm_eps);
     perceiver_.attn = nn::MultiHeadAttention(nn::Linear(w, attn + "to_q", h, h), nn::Linear(w, attn + "to_k", h, h),
                                              nn::Linear(w, attn + "to_v", h, h), nn::Linear(w, attn + "proj_out", h, h),
