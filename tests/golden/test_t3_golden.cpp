@@ -62,7 +62,7 @@ class T3Golden : public ::testing::Test {
 
     static RuntimeOptions exact_path() {
         RuntimeOptions o;
-        o.attention = AttentionKind::Plain;
+        o.attention = nn::AttentionPath::plain;
         o.kv_type = GGML_TYPE_F32;
         return o;
     }

@@ -59,7 +59,7 @@ nlohmann::json run_t3_bench(Backend &backend, const T3BenchOptions &options) {
     for (int i = 0; i <= options.decode_tokens; ++i) hooks.forced_tokens.push_back(speech_unit(rng));
 
     t3::RuntimeOptions runtime;
-    runtime.attention = options.plain_attention ? t3::AttentionKind::Plain : t3::AttentionKind::Flash;
+    runtime.attention = options.plain_attention ? nn::AttentionPath::plain : nn::AttentionPath::flash;
     runtime.kv_type = options.f32_cache ? GGML_TYPE_F32 : GGML_TYPE_F16;
     t3::Session session(model, runtime);
     t3::SamplingParams params;

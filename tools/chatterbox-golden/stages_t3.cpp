@@ -49,7 +49,7 @@ struct T3Context {
 
     static t3::RuntimeOptions exact_runtime() {
         t3::RuntimeOptions options;
-        options.attention = t3::AttentionKind::Plain;
+        options.attention = nn::AttentionPath::plain;
         options.kv_type = GGML_TYPE_F32;
         return options;
     }

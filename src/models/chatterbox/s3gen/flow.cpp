@@ -57,7 +57,7 @@ FlowModel::FlowModel(const WeightStore &store, Backend &backend, const FlowHPara
     weights_.load();
 }
 
-FlowSession::FlowSession(const FlowModel &model, EstimatorAttention attention) : model_(model), attention_(attention) {}
+FlowSession::FlowSession(const FlowModel &model, nn::AttentionPath attention) : model_(model), attention_(attention) {}
 
 void FlowSession::validate(const std::vector<int32_t> &tokens, const FlowReference &reference) const {
     const FlowHParams &hp = model_.hparams();

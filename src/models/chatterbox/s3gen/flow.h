@@ -90,7 +90,7 @@ class FlowModel {
 
 class FlowSession {
   public:
-    explicit FlowSession(const FlowModel &model, EstimatorAttention attention = EstimatorAttention::flash);
+    explicit FlowSession(const FlowModel &model, nn::AttentionPath attention = nn::AttentionPath::flash);
 
     // Throws Error for an empty token list, a token id outside [0, vocab) (generated or prompt),
     // more than max_total_tokens tokens in all, a prompt mel that is not whole 80-bin frames or
@@ -115,7 +115,7 @@ class FlowSession {
 
   private:
     const FlowModel &model_;
-    EstimatorAttention attention_;
+    nn::AttentionPath attention_;
     std::unique_ptr<EstimatorGraph> estimator_graph_; // the last length used
 };
 

@@ -31,14 +31,14 @@ ggml_tensor *cache_heads(ggml_context *ctx, const HParams &hp, ggml_tensor *cach
 
 // Causal self-attention of the new tokens over the cache. q: (head_dim, n_heads, n, n_rows) roped.
 ggml_tensor *attention(ggml_context *ctx, const HParams &hp, ggml_tensor *q, ggml_tensor *k_cache, ggml_tensor *v_cache,
-                       const BackboneInputs &in, AttentionKind kind) {
+                       const BackboneInputs &in, nn::AttentionPath kind) {
     const int64_t n = q->ne[2], n_rows = q->ne[3];
     const float scale = 1.0f / std::sqrt(float(hp.head_dim));
     ggml_tensor *qh = ggml_permute(ctx, q, 0, 2, 1, 3);      // (d, n, H, rows)
     ggml_tensor *k = cache_heads(ctx, hp, k_cache, in.n_kv); // (d, n_kv, H, rows)
     ggml_tensor *v = cache_heads(ctx, hp, v_cache, in.n_kv); // (d, n_kv, H, rows)
     ggml_tensor *out;
-    if (kind == AttentionKind::Flash) {
+    if (kind == nn::AttentionPath::flash) {
         out = ggml_flash_attn_ext(ctx, qh, k, v, in.mask, scale, 0.0f, 0.0f); // (d, H, n, rows)
         ggml_flash_attn_ext_set_prec(out, GGML_PREC_F32);
     } else {
@@ -66,7 +66,7 @@ BackboneInputs make_backbone_inputs(GraphRunner &graph, const HParams &hp, int n
 }
 
 ggml_tensor *build_decoder_layers(ggml_context *ctx, const Model &model, const KvCache &cache, const BackboneInputs &in,
-                                  AttentionKind attention_kind) {
+                                  nn::AttentionPath attention_kind) {
     const HParams &hp = model.hparams();
     if (in.n_kv > cache.capacity())
         fail("T3 backbone: attention over ", in.n_kv, " positions exceeds the cache capacity ", cache.capacity());
