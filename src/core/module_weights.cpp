@@ -80,8 +80,9 @@ const TensorView *ModuleWeights::check(const std::string &name, const Shape &sha
     return view;
 }
 
-ggml_tensor *ModuleWeights::declare(const std::string &name, const Shape &shape, bool force_f32, bool matmul_only) {
+ggml_tensor *ModuleWeights::get(const std::string &name, const Shape &shape, WeightUse use) {
     if (loaded_) fail("weight ", prefix_, name, " declared after load()");
+    const bool force_f32 = use == WeightUse::f32, matmul_only = use == WeightUse::matmul;
     auto key = std::make_pair(name, force_f32);
     if (auto it = declared_.find(key); it != declared_.end()) {
         if (!same_shape(it->second, shape))
@@ -101,14 +102,6 @@ ggml_tensor *ModuleWeights::declare(const std::string &name, const Shape &shape,
     declared_.emplace(key, t);
     return t;
 }
-
-ggml_tensor *ModuleWeights::get(const std::string &name, const Shape &shape) { return declare(name, shape, false); }
-
-ggml_tensor *ModuleWeights::get_matmul_weight(const std::string &name, const Shape &shape) {
-    return declare(name, shape, false, true);
-}
-
-ggml_tensor *ModuleWeights::get_f32(const std::string &name, const Shape &shape) { return declare(name, shape, true); }
 
 ggml_tensor *ModuleWeights::derived(const std::string &name, const Shape &shape, std::vector<float> values) {
     if (loaded_) fail("derived weight ", prefix_, name, " declared after load()");

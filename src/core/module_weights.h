@@ -6,7 +6,8 @@
 // mis-shaped tensor by name in one error. Then load() allocates one backend buffer and uploads.
 //
 //   ModuleWeights w(store, "t3.", backend);
-//   ggml_tensor *q = w.get("tfmr.layers.0.self_attn.q_proj.weight", {1024, 1024});
+//   ggml_tensor *q = w.get("tfmr.layers.0.self_attn.q_proj.weight", {1024, 1024}, WeightUse::matmul);
+//   ggml_tensor *g = w.get("tfmr.norm.weight", {1024}, WeightUse::f32);
 //   w.ignore("tfmr.rotary_emb.");   // present in the file, deliberately unused
 //   w.load();                       // throws Error listing every problem
 
@@ -22,6 +23,19 @@
 
 namespace chatterbox {
 
+// How the model uses a stored tensor; it decides the uploaded type and buffer, so every binding
+// names it (a matrix product's weight cannot miss the faster layout by accident).
+enum class WeightUse {
+    // Only ever ggml_mul_mat's first operand (a Linear weight): stored type; on the CPU it may be
+    // uploaded in a faster layout (Backend::matmul_weight_buffer_type), so it must not be read back
+    // or used by any other op.
+    matmul,
+    // Converted to f32 at upload: norm weights, biases, anything element-wise ops read.
+    f32,
+    // Read by another op in its stored type (ggml_get_rows, im2col's kernel shape): plain layout.
+    as_stored,
+};
+
 class ModuleWeights {
   public:
     // prefix: the component's name prefix in the store ("ve.", "t3.", "s3gen.").
@@ -30,14 +44,9 @@ class ModuleWeights {
     ModuleWeights(const ModuleWeights &) = delete;
     ModuleWeights &operator=(const ModuleWeights &) = delete;
 
-    // A tensor as stored (its file type kept: f32/f16/bf16/quantised). Name without the prefix.
-    ggml_tensor *get(const std::string &name, const Shape &shape);
-    // A tensor as stored that the model only ever uses as ggml_mul_mat's first operand (a Linear
-    // weight): on the CPU it may be uploaded in a faster layout (Backend::matmul_weight_buffer_type),
-    // so it must not be read back or used by any other op.
-    ggml_tensor *get_matmul_weight(const std::string &name, const Shape &shape);
-    // The same, converted to f32 at upload (norm weights, biases, anything used by element-wise ops).
-    ggml_tensor *get_f32(const std::string &name, const Shape &shape);
+    // A stored tensor (name without the prefix) for `use`. Requested again for the same type it is
+    // the same tensor; one also used by another op than ggml_mul_mat keeps the plain layout.
+    ggml_tensor *get(const std::string &name, const Shape &shape, WeightUse use);
     // A tensor computed on the host at load time (e.g. a folded weight norm); uploaded as f32.
     ggml_tensor *derived(const std::string &name, const Shape &shape, std::vector<float> values);
     // Reads a stored tensor to the host as f32 (for load-time folding); records a problem when it
@@ -64,7 +73,6 @@ class ModuleWeights {
         std::vector<float> values;
         bool matmul_only = false;
     };
-    ggml_tensor *declare(const std::string &name, const Shape &shape, bool force_f32, bool matmul_only = false);
     ggml_tensor *new_tensor(const std::string &full_name, ggml_type type, const Shape &shape);
     const TensorView *check(const std::string &name, const Shape &shape);
     void upload_all();

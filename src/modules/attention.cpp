@@ -23,10 +23,11 @@ void check_inputs(const ggml_tensor *q, const ggml_tensor *k, const ggml_tensor 
              ggml_type_name(v->type), " ", dims(v));
     if (o.mask) {
         const ggml_tensor *m = o.mask;
-        if (m->type != GGML_TYPE_F32 || m->ne[0] != k->ne[2] || m->ne[1] != q->ne[2] || m->ne[2] != 1 ||
-            (m->ne[3] != 1 && m->ne[3] != q->ne[3]))
-            fail("attention: mask must be f32 ggml [n_kv = ", k->ne[2], ", n_q = ", q->ne[2], "] or [", k->ne[2], ", ",
-                 q->ne[2], ", 1, ", q->ne[3], "], got ", ggml_type_name(m->type), " ", dims(m));
+        if ((m->type != GGML_TYPE_F32 && m->type != GGML_TYPE_F16) || m->ne[0] != k->ne[2] || m->ne[1] != q->ne[2] ||
+            m->ne[2] != 1 || (m->ne[3] != 1 && m->ne[3] != q->ne[3]))
+            fail("attention: mask must be f32 or f16 ggml [n_kv = ", k->ne[2], ", n_q = ", q->ne[2], "] or [", k->ne[2],
+                 ", ", q->ne[2], ", 1, ", q->ne[3], "], got ", ggml_type_name(m->type), " ", dims(m));
+        if (o.causal && m->type == GGML_TYPE_F16) fail("attention: causal with an f16 mask");
     }
     if (o.causal && k->ne[2] < q->ne[2])
         fail("attention: causal with fewer keys (", k->ne[2], ") than queries (", q->ne[2], ")");
@@ -54,10 +55,10 @@ ggml_tensor *flash_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, 
         ggml_tensor *causal_mask = ggml_diag_mask_inf(ctx, zeros, int(n_kv - n_q));
         mask = mask ? ggml_add(ctx, mask, causal_mask) : causal_mask;
     }
-    if (mask) mask = ggml_cast(ctx, mask, GGML_TYPE_F16);
-    ggml_tensor *qp = ggml_permute(ctx, q, 0, 2, 1, 3);                                // [D, n_q, H, B]
-    ggml_tensor *kp = ggml_cast(ctx, ggml_permute(ctx, k, 0, 2, 1, 3), GGML_TYPE_F16); // [D, n_kv, H_kv, B]
-    ggml_tensor *vp = ggml_cast(ctx, ggml_permute(ctx, v, 0, 2, 1, 3), GGML_TYPE_F16);
+    if (mask && mask->type != GGML_TYPE_F16) mask = ggml_cast(ctx, mask, GGML_TYPE_F16);
+    ggml_tensor *qp = ggml_permute(ctx, q, 0, 2, 1, 3); // [D, n_q, H, B]
+    ggml_tensor *kp = ggml_permute(ctx, k, 0, 2, 1, 3); // [D, n_kv, H_kv, B]
+    ggml_tensor *vp = ggml_permute(ctx, v, 0, 2, 1, 3);
     ggml_tensor *out = ggml_flash_attn_ext(ctx, qp, kp, vp, mask, scale, 0.0f, 0.0f); // [D, H, n_q, B]
     ggml_flash_attn_ext_set_prec(out, GGML_PREC_F32);
     return ggml_reshape_3d(ctx, out, head_dim * n_heads, n_q, batch);

@@ -1,11 +1,13 @@
 #pragma once
 // Scaled dot-product attention and multi-head attention (PyTorch nn.MultiheadAttention /
 // F.scaled_dot_product_attention semantics), with two execution paths that agree within f16
-// rounding: `plain` (mul_mat + soft_max_ext + mul_mat, all f32) and `flash`
-// (ggml_flash_attn_ext with f16 K/V/mask and f32 accumulation).
+// rounding: `plain` (mul_mat + soft_max_ext + mul_mat, the exact reference) and `flash`
+// (ggml_flash_attn_ext with an f16 mask and f32 accumulation: no n_q x n_kv score tensor).
+// K/V are used in the type they come in (f32, or f16 from a cache): neither path casts them.
 //
 // Layouts: sequences are ggml [C, T, B] = PyTorch (B, T, C); per-head tensors are
-// ggml [D, H, T, B] = PyTorch (B, T, H, D) (a projection output reshaped, before any permute).
+// ggml [D, H, T, B] = PyTorch (B, T, H, D) (a projection output reshaped, before any permute,
+// or a strided view of a key/value cache).
 //
 //   nn::MultiHeadAttention attn(nn::Linear(w, "attn1.to_q", 256, 512, false), nn::Linear(w, "attn1.to_k", 256, 512,
 //   false),
@@ -23,13 +25,19 @@
 
 namespace chatterbox::nn {
 
-enum class AttentionPath { plain, flash };
+// How attention is computed; one choice for every model (T3, the flow).
+enum class AttentionPath {
+    plain, // mul_mat + soft_max + mul_mat: the reference for checking
+    flash, // ggml_flash_attn_ext: fast, skips fully masked key blocks
+};
 
 struct AttentionOptions {
-    // Additive f32 mask (0 = attend, large negative / -inf = blocked), ggml [n_kv, n_q] (shared by
+    // Additive mask (0 = attend, large negative / -inf = blocked), ggml [n_kv, n_q] (shared by
     // every batch row) or [n_kv, n_q, 1, B] = PyTorch (B, 1, n_q, n_kv). nullptr: no mask.
+    // f32, or f16 as the flash path reads it (a mask prepared once per graph, e.g. a KV cache's).
     ggml_tensor *mask = nullptr;
     // Query i (of n_q) sees keys j <= i + (n_kv - n_q): the queries are the last n_q positions.
+    // Not combined with an f16 mask (put the causality in the prepared mask instead).
     bool causal = false;
     float scale = 0.0f; // 0: 1 / sqrt(head_dim)
     AttentionPath path = AttentionPath::plain;

@@ -26,13 +26,15 @@ Conv1d::Conv1d(ModuleWeights &w, const std::string &prefix, int64_t in_, int64_t
     if (o.weight_norm) {
         weight = weight_norm(w, prefix, shape);
     } else if (depthwise()) {
-        weight = w.get_f32(weight_name, shape);
+        weight = w.get(weight_name, shape, WeightUse::f32);
     } else {
         const TensorView *stored = w.stored(weight_name);
         const bool flattened = stored && stored->shape == Shape{out, in * kernel};
-        weight = w.get(weight_name, flattened ? Shape{out, in * kernel} : shape);
+        // A flattened kernel is only multiplied; a 3-D one also gives im2col its shape.
+        weight = flattened ? w.get(weight_name, {out, in * kernel}, WeightUse::matmul)
+                           : w.get(weight_name, shape, WeightUse::as_stored);
     }
-    if (o.bias) bias = w.get_f32(prefix + ".bias", {out});
+    if (o.bias) bias = w.get(prefix + ".bias", {out}, WeightUse::f32);
 }
 
 int64_t Conv1d::output_length(int64_t input_length) const {

@@ -28,7 +28,7 @@ ConvTranspose1d::ConvTranspose1d(ModuleWeights &w, const std::string &prefix, in
         for (int64_t ok = 0; ok < out * kernel; ++ok)
             columns[size_t(ok * in + ic)] = stored[size_t(ic * out * kernel + ok)];
     weight = w.derived(prefix + ".weight.columns", {out * kernel, in}, std::move(columns));
-    if (o.bias) bias = w.get_f32(prefix + ".bias", {out});
+    if (o.bias) bias = w.get(prefix + ".bias", {out}, WeightUse::f32);
 }
 
 int64_t ConvTranspose1d::output_length(int64_t input_length) const {

@@ -7,7 +7,7 @@ namespace chatterbox::nn {
 Embedding::Embedding(ModuleWeights &w, const std::string &prefix, int64_t count_, int64_t dim_)
     : count(count_), dim(dim_) {
     if (count <= 0 || dim <= 0) fail("Embedding ", prefix, ": bad size ", count, " x ", dim);
-    weight = w.get(prefix + ".weight", {count, dim});
+    weight = w.get(prefix + ".weight", {count, dim}, WeightUse::as_stored); // rows read by ggml_get_rows
 }
 
 ggml_tensor *Embedding::operator()(ggml_context *ctx, ggml_tensor *ids) const {

@@ -21,7 +21,12 @@ GatedFeedForward::GatedFeedForward(Linear gate_, Linear up_, Linear down_, Activ
 }
 
 ggml_tensor *GatedFeedForward::operator()(ggml_context *ctx, ggml_tensor *x) const {
-    return down(ctx, ggml_mul(ctx, activate(ctx, gate(ctx, x), activation), up(ctx, x)));
+    ggml_tensor *gated = gate(ctx, x);
+    ggml_tensor *linear = up(ctx, x);
+    // SwiGLU is one fused ggml op (no separate activation tensor).
+    ggml_tensor *hidden = activation == Activation::silu ? ggml_swiglu_split(ctx, gated, linear)
+                                                         : ggml_mul(ctx, activate(ctx, gated, activation), linear);
+    return down(ctx, hidden);
 }
 
 } // namespace chatterbox::nn

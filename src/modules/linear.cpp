@@ -7,8 +7,8 @@ namespace chatterbox::nn {
 Linear::Linear(ModuleWeights &w, const std::string &prefix, int64_t in_, int64_t out_, bool has_bias)
     : in(in_), out(out_) {
     if (in <= 0 || out <= 0) fail("Linear ", prefix, ": bad size ", in, " -> ", out);
-    weight = w.get_matmul_weight(prefix + ".weight", {out, in});
-    if (has_bias) bias = w.get_f32(prefix + ".bias", {out});
+    weight = w.get(prefix + ".weight", {out, in}, WeightUse::matmul);
+    if (has_bias) bias = w.get(prefix + ".bias", {out}, WeightUse::f32);
 }
 
 ggml_tensor *Linear::operator()(ggml_context *ctx, ggml_tensor *x) const {

@@ -6,7 +6,7 @@
 //
 // The weight keeps its stored type (f32, f16, q8_0 ...): ggml multiplies quantised weights
 // directly, and on the CPU a quantised weight may be stored in a faster layout
-// (ModuleWeights::get_matmul_weight), so `weight` is for ggml_mul_mat only. The bias is uploaded as f32.
+// (WeightUse::matmul), so `weight` is for ggml_mul_mat only. The bias is uploaded as f32.
 
 #include "core/module_weights.h"
 

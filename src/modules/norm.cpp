@@ -28,8 +28,8 @@ LayerNorm::LayerNorm(ModuleWeights &w, const std::string &prefix, int64_t dim_, 
     : dim(dim_), eps(eps_) {
     if (dim <= 0) fail("LayerNorm ", prefix, ": bad size ", dim);
     if (affine) {
-        weight = w.get_f32(prefix + ".weight", {dim});
-        bias = w.get_f32(prefix + ".bias", {dim});
+        weight = w.get(prefix + ".weight", {dim}, WeightUse::f32);
+        bias = w.get(prefix + ".bias", {dim}, WeightUse::f32);
     }
 }
 
@@ -48,7 +48,7 @@ ggml_tensor *LayerNorm::over_channels(ggml_context *ctx, ggml_tensor *x) const {
 
 RMSNorm::RMSNorm(ModuleWeights &w, const std::string &prefix, int64_t dim_, float eps_) : dim(dim_), eps(eps_) {
     if (dim <= 0) fail("RMSNorm ", prefix, ": bad size ", dim);
-    weight = w.get_f32(prefix + ".weight", {dim});
+    weight = w.get(prefix + ".weight", {dim}, WeightUse::f32);
 }
 
 ggml_tensor *RMSNorm::operator()(ggml_context *ctx, ggml_tensor *x) const {
@@ -63,8 +63,8 @@ GroupNorm::GroupNorm(ModuleWeights &w, const std::string &prefix, int groups_, i
     if (groups <= 0 || channels <= 0 || channels % groups != 0)
         fail("GroupNorm ", prefix, ": ", channels, " channels cannot form ", groups, " groups");
     if (affine) {
-        weight = w.get_f32(prefix + ".weight", {channels});
-        bias = w.get_f32(prefix + ".bias", {channels});
+        weight = w.get(prefix + ".weight", {channels}, WeightUse::f32);
+        bias = w.get(prefix + ".bias", {channels}, WeightUse::f32);
     }
 }
 

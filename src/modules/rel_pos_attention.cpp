@@ -41,8 +41,8 @@ RelPositionAttention::RelPositionAttention(ModuleWeights &w, const std::string &
     v = Linear(w, prefix + ".linear_v", dim, dim);
     out = Linear(w, prefix + ".linear_out", dim, dim);
     pos = Linear(w, prefix + ".linear_pos", dim, dim, /*bias=*/false);
-    bias_u = w.get_f32(prefix + ".pos_bias_u", {n_heads, head_dim});
-    bias_v = w.get_f32(prefix + ".pos_bias_v", {n_heads, head_dim});
+    bias_u = w.get(prefix + ".pos_bias_u", {n_heads, head_dim}, WeightUse::f32);
+    bias_v = w.get(prefix + ".pos_bias_v", {n_heads, head_dim}, WeightUse::f32);
 }
 
 ggml_tensor *RelPositionAttention::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *pos_table) const {

@@ -7,7 +7,7 @@ namespace chatterbox::nn {
 Snake::Snake(ModuleWeights &w, const std::string &prefix, int64_t channels_) : channels(channels_) {
     if (channels <= 0) fail("Snake ", prefix, ": bad channel count ", channels);
     const std::string name = prefix + ".alpha";
-    alpha = w.get_f32(name, {channels});
+    alpha = w.get(name, {channels}, WeightUse::f32);
     std::vector<float> inv = w.host_f32(name, {channels});
     for (float &a : inv) a = float(1.0 / (double(a) + 1e-9));
     inv_alpha = w.derived(name + ".reciprocal", {channels}, std::move(inv));

@@ -352,8 +352,8 @@ TEST(ModelFiles, BindingReportsMissingAndMisShapedTensors) {
     Backend backend;
 
     ModuleWeights good(files.weights(), "t3.", backend);
-    good.get("tfmr.layers.0.mlp.up_proj.weight", {128, 64});
-    good.get("text_emb.weight", {704, 8});
+    good.get("tfmr.layers.0.mlp.up_proj.weight", {128, 64}, WeightUse::matmul);
+    good.get("text_emb.weight", {704, 8}, WeightUse::as_stored);
     good.ignore("tfmr.layers.0.self_attn.");
     good.ignore("tfmr.layers.0.input_layernorm.");
     good.ignore("cond_enc.");
@@ -362,9 +362,9 @@ TEST(ModelFiles, BindingReportsMissingAndMisShapedTensors) {
     EXPECT_GT(good.bytes(), 0u);
 
     ModuleWeights bad(files.weights(), "t3.", backend);
-    bad.get("tfmr.layers.0.mlp.up_proj.weight", {128, 64});
-    bad.get("tfmr.layers.1.mlp.up_proj.weight", {128, 64});
-    bad.get("text_emb.weight", {704, 16});
+    bad.get("tfmr.layers.0.mlp.up_proj.weight", {128, 64}, WeightUse::matmul);
+    bad.get("tfmr.layers.1.mlp.up_proj.weight", {128, 64}, WeightUse::matmul);
+    bad.get("text_emb.weight", {704, 16}, WeightUse::as_stored);
     bad.ignore("tfmr.layers.0.self_attn.");
     bad.ignore("tfmr.layers.0.input_layernorm.");
     bad.ignore("cond_enc.");

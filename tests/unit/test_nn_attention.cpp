@@ -113,7 +113,7 @@ void attention_case(const AttnCase &c, const std::string &what) {
                                          r.input("v", {c.batch, c.n_kv, c.kv_heads, c.head_dim}, v), o);
         EXPECT_EQ(NnHarness::torch_shape_of_4d(out), (Shape{1, c.batch, c.n_q, c.heads * c.head_dim})) << what;
         const bool flash = path == nn::AttentionPath::flash;
-        // The flash path rounds K, V and the mask to f16.
+        // The flash path rounds the mask to f16 and sums in another order.
         test::expect_close(r.run(out), expected, flash ? 3e-3 : 1e-5, what + (flash ? " (flash)" : " (plain)"));
     }
 }
@@ -127,6 +127,55 @@ TEST(NnAttention, MatchesNaive) {
     attention_case({2, 5, 5, 2, 2, 8, true, AttnCase::per_batch}, "causal plus additive mask");
     attention_case({3, 4, 6, 2, 2, 8, false, AttnCase::key_padding}, "key padding");
     attention_case({2, 5, 8, 4, 2, 8, true}, "grouped queries (4 heads, 2 kv heads)");
+}
+
+// A KV cache's use (T3): keys and values are f16 views of the first n_kv positions of a longer
+// cache, the causal mask comes prepared in f16; both paths read them as they are.
+TEST(NnAttention, OverAnF16CacheWithAPreparedMask) {
+    NnHarness h;
+    const AttnCase c{2, 3, 7, 4, 4, 16, /*causal=*/true};
+    const int64_t capacity = 10, width = c.kv_heads * c.head_dim;
+    const auto q = h.input(size_t(c.batch * c.n_q * c.heads * c.head_dim), -2.0f, 2.0f);
+    std::vector<ggml_fp16_t> k_cache(size_t(c.batch * capacity * width)), v_cache(k_cache.size());
+    std::vector<float> k, v; // the attended positions (B, n_kv, H_kv, D), as f16 holds them
+    const auto k_values = h.input(k_cache.size(), -2.0f, 2.0f), v_values = h.input(v_cache.size());
+    for (size_t i = 0; i < k_cache.size(); ++i) {
+        k_cache[i] = ggml_fp32_to_fp16(k_values[i]);
+        v_cache[i] = ggml_fp32_to_fp16(v_values[i]);
+        if (int64_t(i) / width % capacity < c.n_kv) {
+            k.push_back(ggml_fp16_to_fp32(k_cache[i]));
+            v.push_back(ggml_fp16_to_fp32(v_cache[i]));
+        }
+    }
+    std::vector<ggml_fp16_t> mask(size_t(c.n_q * c.n_kv));
+    for (int64_t i = 0; i < c.n_q; ++i)
+        for (int64_t j = 0; j < c.n_kv; ++j)
+            mask[size_t(i * c.n_kv + j)] = ggml_fp32_to_fp16(j <= i + (c.n_kv - c.n_q) ? 0.0f : -INFINITY);
+    const auto expected = naive_attention(c, q, k, v, {}, 1, 1.0 / std::sqrt(double(c.head_dim)));
+
+    for (nn::AttentionPath path : {nn::AttentionPath::plain, nn::AttentionPath::flash}) {
+        GraphRunner g(h.backend());
+        ggml_tensor *q_in = g.input("q", GGML_TYPE_F32, {c.batch, c.n_q, c.heads, c.head_dim});
+        ggml_tensor *k_in = g.input("k_cache", GGML_TYPE_F16, {c.batch, capacity, width});
+        ggml_tensor *v_in = g.input("v_cache", GGML_TYPE_F16, {c.batch, capacity, width});
+        auto attended = [&](ggml_tensor *cache) {
+            return ggml_view_4d(g.ctx(), cache, c.head_dim, c.kv_heads, c.n_kv, c.batch,
+                                ggml_row_size(GGML_TYPE_F16, c.head_dim), cache->nb[1], cache->nb[2], 0);
+        };
+        nn::AttentionOptions o;
+        o.mask = g.input("mask", GGML_TYPE_F16, {c.n_q, c.n_kv});
+        o.path = path;
+        ggml_tensor *out = nn::attention(g.ctx(), q_in, attended(k_in), attended(v_in), o);
+        g.build({out});
+        g.set_input(q_in, q);
+        g.set_input(k_in, k_cache.data(), k_cache.size() * sizeof(ggml_fp16_t));
+        g.set_input(v_in, v_cache.data(), v_cache.size() * sizeof(ggml_fp16_t));
+        g.set_input(o.mask, mask.data(), mask.size() * sizeof(ggml_fp16_t));
+        g.compute();
+        // Against f16 keys ggml rounds the queries to f16 as well.
+        test::expect_close(g.read_f32(out), expected, 3e-3,
+                           path == nn::AttentionPath::flash ? "f16 cache (flash)" : "f16 cache (plain)");
+    }
 }
 
 TEST(NnAttention, RejectsMismatchedInputs) {
@@ -144,6 +193,8 @@ TEST(NnAttention, RejectsMismatchedInputs) {
     EXPECT_THROW(nn::attention(g.ctx(), q, k_heads, k_heads), Error);
     EXPECT_THROW(nn::attention(g.ctx(), q, k, k, wrong_mask), Error);
     EXPECT_THROW(nn::attention(g.ctx(), k, q, q, causal), Error) << "causal with fewer keys than queries";
+    causal.mask = g.input("f16_mask", GGML_TYPE_F16, {4, 6});
+    EXPECT_THROW(nn::attention(g.ctx(), q, k, k, causal), Error) << "causal with a prepared f16 mask";
 }
 
 // x: (rows, in), w: (out, in) -> (rows, out)

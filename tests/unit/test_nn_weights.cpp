@@ -36,12 +36,12 @@ TEST(NnWeights, UploadsStoredConvertedAndDerivedTensors) {
     h.add("other.d", {3});                         // outside the prefix: not this module's business
 
     ModuleWeights w(h.store(), "m.", h.backend());
-    ggml_tensor *ta = w.get("a.weight", {4, 32});
-    ggml_tensor *ta32 = w.get_f32("a.weight", {4, 32});
-    ggml_tensor *tb = w.get("b.weight", {2, 64});
-    ggml_tensor *tc = w.get("c.weight", {3, 5});
+    ggml_tensor *ta = w.get("a.weight", {4, 32}, WeightUse::as_stored);
+    ggml_tensor *ta32 = w.get("a.weight", {4, 32}, WeightUse::f32);
+    ggml_tensor *tb = w.get("b.weight", {2, 64}, WeightUse::as_stored);
+    ggml_tensor *tc = w.get("c.weight", {3, 5}, WeightUse::as_stored);
     ggml_tensor *td = w.derived("c.weight.doubled", {3, 5}, std::vector<float>(15, 2.5f));
-    EXPECT_EQ(w.get("a.weight", {4, 32}), ta) << "a tensor requested twice is one tensor";
+    EXPECT_EQ(w.get("a.weight", {4, 32}, WeightUse::as_stored), ta) << "a tensor requested twice is one tensor";
     EXPECT_EQ(w.host_f32("c.weight", {3, 5}), c);
     EXPECT_TRUE(w.has("b.weight"));
     EXPECT_FALSE(w.has("d"));
@@ -60,8 +60,27 @@ TEST(NnWeights, UploadsStoredConvertedAndDerivedTensors) {
     EXPECT_EQ(tensor_values(td), std::vector<float>(15, 2.5f));
     EXPECT_GE(w.bytes(), 4 * 32 * 2 + 4 * 32 * 4 + 15 * 4 * 2);
 
-    EXPECT_THROW(w.get("a.weight", {4, 32}), Error) << "declaring after load()";
+    EXPECT_THROW(w.get("a.weight", {4, 32}, WeightUse::as_stored), Error) << "declaring after load()";
     EXPECT_THROW(w.load(), Error) << "loading twice";
+}
+
+// The declared use picks the buffer: a weight only multiplied may take the repacked layout; one
+// that another op also reads in its stored type keeps the plain layout, whichever came first.
+TEST(NnWeights, OnlyMatmulOnlyWeightsAreRepacked) {
+    NnHarness h;
+    for (const char *name : {"m.only_multiplied", "m.also_gathered", "m.gathered_first"})
+        h.add(name, {64, 512}, GGML_TYPE_Q4_K);
+    ModuleWeights w(h.store(), "m.", h.backend());
+    ggml_tensor *only = w.get("only_multiplied", {64, 512}, WeightUse::matmul);
+    ggml_tensor *also = w.get("also_gathered", {64, 512}, WeightUse::matmul);
+    EXPECT_EQ(w.get("also_gathered", {64, 512}, WeightUse::as_stored), also);
+    w.get("gathered_first", {64, 512}, WeightUse::as_stored);
+    ggml_tensor *first = w.get("gathered_first", {64, 512}, WeightUse::matmul);
+    w.load();
+    auto buffer = [](const ggml_tensor *t) { return std::string(ggml_backend_buffer_name(t->buffer)); };
+    EXPECT_EQ(buffer(only) == "CPU_REPACK", h.backend().matmul_weight_buffer_type(only) != nullptr);
+    EXPECT_NE(buffer(also), "CPU_REPACK");
+    EXPECT_NE(buffer(first), "CPU_REPACK");
 }
 
 TEST(NnWeights, ReportsMissingMisshapedUnexpectedAndBadTypeInOneError) {
@@ -74,12 +93,12 @@ TEST(NnWeights, ReportsMissingMisshapedUnexpectedAndBadTypeInOneError) {
     h.store().add_tensor(std::move(ids));
 
     ModuleWeights w(h.store(), "t3.", h.backend());
-    w.get("ok.weight", {8, 8});
-    w.get_f32("tfmr.norm.weight", {1024});
-    ggml_tensor *missing = w.get("tfmr.missing.weight", {16, 4});
+    w.get("ok.weight", {8, 8}, WeightUse::as_stored);
+    w.get("tfmr.norm.weight", {1024}, WeightUse::f32);
+    ggml_tensor *missing = w.get("tfmr.missing.weight", {16, 4}, WeightUse::as_stored);
     EXPECT_TRUE(same_shape(missing, {16, 4})) << "binding goes on with the expected shape";
     EXPECT_EQ(w.host_f32("tfmr.also_missing", {3}), std::vector<float>(3, 0.0f));
-    w.get("ids", {5});
+    w.get("ids", {5}, WeightUse::as_stored);
     w.ignore("tfmr.rotary_emb.");
 
     const std::string message = load_error(w);
@@ -96,7 +115,7 @@ TEST(NnWeights, ReportsMissingMisshapedUnexpectedAndBadTypeInOneError) {
 TEST(NnWeights, LongProblemListsAreCapped) {
     NnHarness h;
     ModuleWeights w(h.store(), "s3gen.", h.backend());
-    for (int i = 0; i < 70; ++i) w.get("layer." + std::to_string(i) + ".weight", {2});
+    for (int i = 0; i < 70; ++i) w.get("layer." + std::to_string(i) + ".weight", {2}, WeightUse::as_stored);
     const std::string message = load_error(w);
     EXPECT_NE(message.find("(70 problems)"), std::string::npos);
     EXPECT_NE(message.find("layer.49.weight"), std::string::npos);
@@ -108,8 +127,8 @@ TEST(NnWeights, RejectsInconsistentDeclarations) {
     NnHarness h;
     h.add("m.a", {4});
     ModuleWeights w(h.store(), "m.", h.backend());
-    w.get("a", {4});
-    EXPECT_THROW(w.get("a", {2, 2}), Error);
+    w.get("a", {4}, WeightUse::as_stored);
+    EXPECT_THROW(w.get("a", {2, 2}, WeightUse::as_stored), Error);
     EXPECT_THROW(w.derived("b", {3}, {1.0f, 2.0f}), Error) << "value count does not match the shape";
     w.derived("b", {2}, {1.0f, 2.0f});
     EXPECT_THROW(w.derived("b", {2}, {1.0f, 2.0f}), Error) << "derived twice";
@@ -120,7 +139,7 @@ TEST(NnWeights, LongNamesKeepTheirTail) {
     const std::string name = "flow.decoder.estimator.mid_blocks.11.1.3.attn1.to_out.0.weight.with.a.long.tail";
     h.add("m." + name, {2});
     ModuleWeights w(h.store(), "m.", h.backend());
-    ggml_tensor *t = w.get(name, {2});
+    ggml_tensor *t = w.get(name, {2}, WeightUse::as_stored);
     const std::string stored = ggml_get_name(t);
     EXPECT_LT(stored.size(), size_t(GGML_MAX_NAME));
     EXPECT_EQ(stored.substr(stored.size() - 10), name.substr(name.size() - 10));

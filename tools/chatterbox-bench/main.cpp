@@ -82,7 +82,7 @@ void print_s3gen_row(const nlohmann::json &r, double best_matmul) {
 }
 
 void run_s3gen(Backend &backend, const BackendOptions &backend_options, const std::vector<std::string> &weights,
-               const std::vector<s3gen::EstimatorAttention> &attentions, bench::S3GenBenchOptions options,
+               const std::vector<nn::AttentionPath> &attentions, bench::S3GenBenchOptions options,
                nlohmann::json &results) {
     const int64_t frames = 2 * int64_t(options.prompt_tokens + options.generated_tokens);
     const double best_matmul = probe_matmul(backend, 2 * frames, results);
@@ -95,7 +95,7 @@ void run_s3gen(Backend &backend, const BackendOptions &backend_options, const st
     bench::S3GenOutputs reference;
     bool first_row = true;
     for (const std::string &w : weights)
-        for (s3gen::EstimatorAttention attention : attentions) {
+        for (nn::AttentionPath attention : attentions) {
             options.weights = w;
             options.attention = attention;
             bench::S3GenOutputs outputs;
@@ -174,9 +174,9 @@ int main(int argc, char **argv) {
     s3gen->add_option("--repeats", s3gen_options.repeats, "timed runs (the first also builds the graphs)")
         ->capture_default_str();
     s3gen->add_option("--seed", s3gen_options.seed, "seed of the inputs and noise")->capture_default_str();
-    std::vector<s3gen::EstimatorAttention> attentions{s3gen::EstimatorAttention::flash};
-    const std::map<std::string, s3gen::EstimatorAttention> attention_names{{"flash", s3gen::EstimatorAttention::flash},
-                                                                           {"plain", s3gen::EstimatorAttention::plain}};
+    std::vector<nn::AttentionPath> attentions{nn::AttentionPath::flash};
+    const std::map<std::string, nn::AttentionPath> attention_names{{"flash", nn::AttentionPath::flash},
+                                                                   {"plain", nn::AttentionPath::plain}};
     s3gen->add_option("--attention", attentions, "estimator attention: flash, plain (repeat to compare)")
         ->transform(CLI::CheckedTransformer(attention_names))
         ->capture_default_str();

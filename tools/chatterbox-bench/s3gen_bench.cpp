@@ -34,7 +34,7 @@ EstimatorFlops count_estimator_flops(const s3gen::Estimator &estimator, const s3
     ggml_tensor *cond = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, hp.conditioning_channels(), frames, rows);
     ggml_tensor *sinusoid = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.time_sinusoid_dim(), 1);
     ggml_cgraph *graph = ggml_new_graph_custom(ctx, max_nodes, false);
-    ggml_build_forward_expand(graph, estimator(ctx, x, cond, sinusoid, s3gen::EstimatorAttention::flash));
+    ggml_build_forward_expand(graph, estimator(ctx, x, cond, sinusoid, nn::AttentionPath::flash));
     EstimatorFlops flops;
     flops.nodes = ggml_graph_n_nodes(graph);
     for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
@@ -153,7 +153,7 @@ nlohmann::json run_s3gen_bench(const BackendOptions &backend, const S3GenBenchOp
     nlohmann::json out{{"weights", options.weights},
                        {"matrix_type", ggml_type_name(matrix_type)},
                        {"backend", engine_session.backend().description()},
-                       {"attention", options.attention == s3gen::EstimatorAttention::flash ? "flash" : "plain"},
+                       {"attention", options.attention == nn::AttentionPath::flash ? "flash" : "plain"},
                        {"prompt_tokens", options.prompt_tokens},
                        {"generated_tokens", options.generated_tokens},
                        {"mel_frames", frames},

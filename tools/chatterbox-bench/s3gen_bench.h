@@ -20,7 +20,7 @@ struct S3GenBenchOptions {
     int generated_tokens = 250; // 10 s of generated speech
     int repeats = 2;            // timed runs; the first also builds the graphs
     uint64_t seed = 42;         // inputs, CFM noise and HiFT source noise
-    s3gen::EstimatorAttention attention = s3gen::EstimatorAttention::flash;
+    nn::AttentionPath attention = nn::AttentionPath::flash;
 };
 
 // What a run produced, for comparing weight types against each other.

@@ -15,9 +15,11 @@ namespace {
 // Bytes a decode step reads: every backbone matrix and norm, the speech head, and the keys and
 // values of the positions attended to (flash attention skips the masked rest of the cache).
 size_t decode_step_bytes(const t3::Model &model, int n_rows, double mean_positions, ggml_type kv_type) {
-    size_t bytes = ggml_nbytes(model.final_norm()) + ggml_nbytes(model.speech_head());
+    size_t bytes = ggml_nbytes(model.final_norm().weight) + ggml_nbytes(model.speech_head().weight);
     for (const t3::LayerWeights &l : model.layers())
-        for (const ggml_tensor *t : {l.attn_norm, l.wq, l.wk, l.wv, l.wo, l.ffn_norm, l.w_gate, l.w_up, l.w_down})
+        for (const ggml_tensor *t :
+             {l.input_norm.weight, l.q_proj.weight, l.k_proj.weight, l.v_proj.weight, l.o_proj.weight,
+              l.post_attention_norm.weight, l.mlp.gate.weight, l.mlp.up.weight, l.mlp.down.weight})
             bytes += ggml_nbytes(t);
     const t3::HParams &hp = model.hparams();
     bytes += size_t(2.0 * hp.n_layers * n_rows * mean_positions * hp.hidden * double(ggml_type_size(kv_type)));
@@ -35,7 +37,7 @@ nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions 
     const t3::Model &model = engine.t3();
     const t3::HParams &hp = model.hparams();
     SessionOptions session_options;
-    session_options.t3.attention = options.plain_attention ? t3::AttentionKind::Plain : t3::AttentionKind::Flash;
+    session_options.t3.attention = options.plain_attention ? nn::AttentionPath::plain : nn::AttentionPath::flash;
     session_options.t3.kv_type = options.f32_cache ? GGML_TYPE_F32 : GGML_TYPE_F16;
     Session session(engine, session_options);
 

@@ -47,7 +47,7 @@ struct T3Context {
 
     static SessionOptions exact_session() {
         SessionOptions options;
-        options.t3.attention = t3::AttentionKind::Plain;
+        options.t3.attention = nn::AttentionPath::plain;
         options.t3.kv_type = GGML_TYPE_F32;
         return options;
     }

@@ -52,7 +52,8 @@ Engine::Engine(const EngineOptions &options)
     if (has(Component::text))
         tokenizer_ = std::make_unique<text::EnTokenizer>(
             text::BpeTokenizer::from_json(files_.tokenizer_json(), files_.path() + " tokenizer"));
-    if (has(Component::t3)) t3_ = std::make_unique<t3::Model>(store, *weights_backend_);
+    if (has(Component::t3))
+        t3_ = std::make_unique<t3::Model>(store, *weights_backend_, t3::HParams::from_store(store, "t3."));
     if (has(Component::flow))
         flow_ = std::make_unique<s3gen::FlowModel>(store, *weights_backend_,
                                                    s3gen::FlowHParams::from_model(files_.hparams().s3gen));

@@ -16,7 +16,7 @@ constexpr int64_t kGrowth = 32;
 
 Conv2d::Conv2d(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, int kernel, int freq_stride)
     : in(in), out(out), kernel(kernel), freq_stride(freq_stride) {
-    weight = w.get_f32(prefix + ".weight", {out, in, kernel, kernel});
+    weight = w.get(prefix + ".weight", {out, in, kernel, kernel}, WeightUse::f32);
 }
 
 ggml_tensor *Conv2d::operator()(ggml_context *ctx, ggml_tensor *x) const {

@@ -62,25 +62,16 @@ TransformerBlock::TransformerBlock(ModuleWeights &w, const std::string &prefix, 
           nn::Activation::gelu_erf),
       n_heads(hp.decoder_heads), head_dim(hp.decoder_head_dim) {}
 
-ggml_tensor *TransformerBlock::operator()(ggml_context *ctx, ggml_tensor *x, EstimatorAttention attention) const {
+ggml_tensor *TransformerBlock::operator()(ggml_context *ctx, ggml_tensor *x, nn::AttentionPath attention) const {
     const int64_t frames = x->ne[1], rows = x->ne[2];
     ggml_tensor *normed = norm1(ctx, x);
     auto heads = [&](const nn::Linear &projection) {
         return ggml_reshape_4d(ctx, projection(ctx, normed), head_dim, n_heads, frames, rows); // [D, H, T, R]
     };
     ggml_tensor *q = heads(to_q), *k = heads(to_k), *v = heads(to_v);
-    const float scale = float(1.0 / std::sqrt(double(head_dim)));
-    ggml_tensor *mixed; // ggml [H*D, T, R]
-    if (attention == EstimatorAttention::flash) {
-        auto by_head = [&](ggml_tensor *t) { return ggml_permute(ctx, t, 0, 2, 1, 3); }; // [D, T, H, R]
-        mixed = ggml_flash_attn_ext(ctx, by_head(q), by_head(k), by_head(v), nullptr, scale, 0.0f, 0.0f);
-        ggml_flash_attn_ext_set_prec(mixed, GGML_PREC_F32);
-        mixed = ggml_reshape_3d(ctx, mixed, head_dim * n_heads, frames, rows);
-    } else {
-        nn::AttentionOptions options;
-        options.scale = scale;
-        mixed = nn::attention(ctx, q, k, v, options);
-    }
+    nn::AttentionOptions options;
+    options.path = attention;
+    ggml_tensor *mixed = nn::attention(ctx, q, k, v, options); // ggml [H*D, T, R]
     x = ggml_add(ctx, x, to_out(ctx, mixed));
     return ggml_add(ctx, x, feed_forward(ctx, norm3(ctx, x)));
 }
@@ -92,7 +83,7 @@ ResnetStage::ResnetStage(ModuleWeights &w, const std::string &prefix, int64_t in
 }
 
 ggml_tensor *ResnetStage::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *time_features,
-                                     EstimatorAttention attention) const {
+                                     nn::AttentionPath attention) const {
     x = resnet(ctx, x, time_features);
     for (const TransformerBlock &block : transformers) x = block(ctx, x, attention);
     return x;

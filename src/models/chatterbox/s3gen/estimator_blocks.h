@@ -7,6 +7,7 @@
 #include "core/module_weights.h"
 #include "models/chatterbox/s3gen/flow_hparams.h"
 #include "models/chatterbox/s3gen/frame_conv.h"
+#include "modules/attention.h"
 #include "modules/feed_forward.h"
 #include "modules/linear.h"
 #include "modules/norm.h"
@@ -15,12 +16,6 @@
 #include <vector>
 
 namespace chatterbox::s3gen {
-
-// How the transformer blocks compute attention. Both are f32 throughout.
-enum class EstimatorAttention {
-    flash, // ggml_flash_attn_ext with f32 K/V: no T x T score tensor
-    plain, // mul_mat + soft_max + mul_mat
-};
 
 // SinusoidalPosEmb(dim)(t) with the reference's scale 1000, computed in f32 as PyTorch does:
 // [sin(scale·t·f_k), cos(scale·t·f_k)], f_k = exp(-k ln(10000) / (dim/2 - 1)), k < dim/2.
@@ -68,7 +63,7 @@ struct TransformerBlock {
 
     TransformerBlock() = default;
     TransformerBlock(ModuleWeights &w, const std::string &prefix, const FlowHParams &hp);
-    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, EstimatorAttention attention) const;
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, nn::AttentionPath attention) const;
 };
 
 // A resnet block followed by its transformer blocks (one entry of down/mid/up_blocks).
@@ -80,7 +75,7 @@ struct ResnetStage {
     // Binds `<prefix>.0` (resnet) and `<prefix>.1.{j}` (transformer blocks).
     ResnetStage(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, const FlowHParams &hp);
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *time_features,
-                            EstimatorAttention attention) const;
+                            nn::AttentionPath attention) const;
 };
 
 } // namespace chatterbox::s3gen

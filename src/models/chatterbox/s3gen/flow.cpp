@@ -57,7 +57,7 @@ FlowModel::FlowModel(const WeightStore &store, Backend &backend, const FlowHPara
     weights_.load();
 }
 
-FlowSession::FlowSession(const FlowModel &model, Backend &backend, EstimatorAttention attention)
+FlowSession::FlowSession(const FlowModel &model, Backend &backend, nn::AttentionPath attention)
     : model_(model), backend_(backend), attention_(attention) {}
 
 void FlowSession::validate(const std::vector<int32_t> &tokens, const FlowReference &reference) const {

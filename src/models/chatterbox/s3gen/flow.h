@@ -91,7 +91,7 @@ class FlowModel {
 class FlowSession {
   public:
     // backend: where this session's graphs run (one per session).
-    FlowSession(const FlowModel &model, Backend &backend, EstimatorAttention attention = EstimatorAttention::flash);
+    FlowSession(const FlowModel &model, Backend &backend, nn::AttentionPath attention = nn::AttentionPath::flash);
 
     // Throws Error for an empty token list, a token id outside [0, vocab) (generated or prompt),
     // more than max_total_tokens tokens in all, a prompt mel that is not whole 80-bin frames or
@@ -117,7 +117,7 @@ class FlowSession {
   private:
     const FlowModel &model_;
     Backend &backend_;
-    EstimatorAttention attention_;
+    nn::AttentionPath attention_;
     std::unique_ptr<EstimatorGraph> estimator_graph_; // the last length used
 };
 

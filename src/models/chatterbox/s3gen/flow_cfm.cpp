@@ -33,7 +33,7 @@ std::vector<float> standard_normal(size_t n, std::mt19937_64 &rng) {
 }
 
 EstimatorGraph::EstimatorGraph(const Estimator &estimator, const FlowHParams &hp, Backend &backend, int64_t frames,
-                               EstimatorAttention attention)
+                               nn::AttentionPath attention)
     : hp_(hp), frames_(frames), graph_(backend) {
     if (frames <= 0) fail("EstimatorGraph: need at least one frame, got ", frames);
     ggml_context *ctx = graph_.ctx();

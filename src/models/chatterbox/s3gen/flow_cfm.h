@@ -29,7 +29,7 @@ std::vector<float> standard_normal(size_t n, std::mt19937_64 &rng);
 class EstimatorGraph {
   public:
     EstimatorGraph(const Estimator &estimator, const FlowHParams &hp, Backend &backend, int64_t frames,
-                   EstimatorAttention attention);
+                   nn::AttentionPath attention);
     EstimatorGraph(const EstimatorGraph &) = delete;
     EstimatorGraph &operator=(const EstimatorGraph &) = delete;
 

@@ -20,7 +20,7 @@ Estimator::Estimator(ModuleWeights &w, const std::string &prefix, const FlowHPar
 }
 
 ggml_tensor *Estimator::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *conditioning, ggml_tensor *sinusoid,
-                                   EstimatorAttention attention) const {
+                                   nn::AttentionPath attention) const {
     if (x->ne[1] != conditioning->ne[1] || x->ne[2] != conditioning->ne[2])
         fail("Estimator: sample [", x->ne[0], ", ", x->ne[1], ", ", x->ne[2], "] and conditioning [",
              conditioning->ne[0], ", ", conditioning->ne[1], ", ", conditioning->ne[2], "] differ in frames or rows");

@@ -24,7 +24,7 @@ class Estimator {
     // (mu, speaker broadcast over T, prompt mel — zeros in the unconditional row); sinusoid:
     // ggml [320, 1] = timestep_sinusoid(t), shared by the rows. Returns the velocity ggml [80, T, R].
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *conditioning, ggml_tensor *sinusoid,
-                            EstimatorAttention attention) const;
+                            nn::AttentionPath attention) const;
 
   private:
     TimeEmbedding time_mlp_;

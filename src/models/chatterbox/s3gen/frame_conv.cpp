@@ -13,8 +13,10 @@ FrameConv1d::FrameConv1d(ModuleWeights &w, const std::string &prefix, int64_t in
     const std::string weight_name = prefix + ".weight";
     const TensorView *stored = w.stored(weight_name);
     const bool flattened = stored && stored->shape == Shape{out, in * kernel};
-    weight = w.get(weight_name, flattened ? Shape{out, in * kernel} : Shape{out, in, kernel});
-    bias = w.get_f32(prefix + ".bias", {out});
+    // A flattened kernel is only multiplied; a 3-D one also gives im2col its shape.
+    weight = flattened ? w.get(weight_name, {out, in * kernel}, WeightUse::matmul)
+                       : w.get(weight_name, {out, in, kernel}, WeightUse::as_stored);
+    bias = w.get(prefix + ".bias", {out}, WeightUse::f32);
 }
 
 ggml_tensor *FrameConv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {

@@ -8,10 +8,6 @@ namespace chatterbox::t3 {
 
 namespace {
 
-ggml_tensor *rms_norm(ggml_context *ctx, ggml_tensor *x, ggml_tensor *weight, float eps) {
-    return ggml_mul(ctx, ggml_rms_norm(ctx, x, eps), weight);
-}
-
 // (hidden, n * n_rows) -> (head_dim, n_heads, n, n_rows), rotated: HF rotate-half pairs (d, d + 32)
 // are ggml's NEOX mode; the llama3 scaling enters through the frequency factors.
 ggml_tensor *rope(ggml_context *ctx, const Model &model, ggml_tensor *x, ggml_tensor *positions, int64_t n_rows) {
@@ -22,33 +18,11 @@ ggml_tensor *rope(ggml_context *ctx, const Model &model, ggml_tensor *x, ggml_te
                          /*attn_factor=*/1.0f, /*beta_fast=*/32.0f, /*beta_slow=*/1.0f);
 }
 
-// The first n_kv positions of a cache tensor as (head_dim, n_kv, n_heads, n_rows), a strided view.
+// The first n_kv positions of a cache tensor as (head_dim, n_heads, n_kv, n_rows): a strided view
+// in nn::attention's key/value layout.
 ggml_tensor *cache_heads(ggml_context *ctx, const HParams &hp, ggml_tensor *cache, int n_kv) {
-    ggml_tensor *v = ggml_view_4d(ctx, cache, hp.head_dim, hp.n_heads, n_kv, cache->ne[2],
-                                  ggml_row_size(cache->type, hp.head_dim), cache->nb[1], cache->nb[2], 0);
-    return ggml_permute(ctx, v, 0, 2, 1, 3);
-}
-
-// Causal self-attention of the new tokens over the cache. q: (head_dim, n_heads, n, n_rows) roped.
-ggml_tensor *attention(ggml_context *ctx, const HParams &hp, ggml_tensor *q, ggml_tensor *k_cache, ggml_tensor *v_cache,
-                       const BackboneInputs &in, AttentionKind kind) {
-    const int64_t n = q->ne[2], n_rows = q->ne[3];
-    const float scale = 1.0f / std::sqrt(float(hp.head_dim));
-    ggml_tensor *qh = ggml_permute(ctx, q, 0, 2, 1, 3);      // (d, n, H, rows)
-    ggml_tensor *k = cache_heads(ctx, hp, k_cache, in.n_kv); // (d, n_kv, H, rows)
-    ggml_tensor *v = cache_heads(ctx, hp, v_cache, in.n_kv); // (d, n_kv, H, rows)
-    ggml_tensor *out;
-    if (kind == AttentionKind::Flash) {
-        out = ggml_flash_attn_ext(ctx, qh, k, v, in.mask, scale, 0.0f, 0.0f); // (d, H, n, rows)
-        ggml_flash_attn_ext_set_prec(out, GGML_PREC_F32);
-    } else {
-        ggml_tensor *scores = ggml_mul_mat(ctx, k, qh); // (n_kv, n, H, rows)
-        scores = ggml_soft_max_ext(ctx, scores, in.mask, scale, 0.0f);
-        ggml_tensor *vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 0, 2, 3)); // (n_kv, d, H, rows)
-        out = ggml_mul_mat(ctx, vt, scores);                                // (d, n, H, rows)
-        out = ggml_cont(ctx, ggml_permute(ctx, out, 0, 2, 1, 3));           // (d, H, n, rows)
-    }
-    return ggml_reshape_2d(ctx, out, hp.hidden, n * n_rows);
+    return ggml_view_4d(ctx, cache, hp.head_dim, hp.n_heads, n_kv, cache->ne[2],
+                        ggml_row_size(cache->type, hp.head_dim), cache->nb[1], cache->nb[2], 0);
 }
 
 } // namespace
@@ -66,32 +40,33 @@ BackboneInputs make_backbone_inputs(GraphRunner &graph, const HParams &hp, int n
 }
 
 ggml_tensor *build_decoder_layers(ggml_context *ctx, const Model &model, const KvCache &cache, const BackboneInputs &in,
-                                  AttentionKind attention_kind) {
+                                  nn::AttentionPath attention_path) {
     const HParams &hp = model.hparams();
     if (in.n_kv > cache.capacity())
         fail("T3 backbone: attention over ", in.n_kv, " positions exceeds the cache capacity ", cache.capacity());
     if (in.embeds->ne[2] != cache.n_rows())
         fail("T3 backbone: ", in.embeds->ne[2], " rows but the cache holds ", cache.n_rows());
     const int64_t n = in.n_tokens, n_rows = in.embeds->ne[2];
+    nn::AttentionOptions attention;
+    attention.mask = in.mask; // causal over the cache, prepared on the host
+    attention.path = attention_path;
     // Tokens of every row side by side: each weight matrix is streamed once per step for all rows
     // (a 3-D operand would make ggml run one matrix-vector product per row).
     ggml_tensor *x = ggml_reshape_2d(ctx, in.embeds, hp.hidden, n * n_rows);
     for (int il = 0; il < hp.n_layers; ++il) {
         const LayerWeights &w = model.layers()[size_t(il)];
-        ggml_tensor *h = rms_norm(ctx, x, w.attn_norm, hp.rms_eps);
-        ggml_tensor *q = rope(ctx, model, ggml_mul_mat(ctx, w.wq, h), in.positions, n_rows);
-        ggml_tensor *k = rope(ctx, model, ggml_mul_mat(ctx, w.wk, h), in.positions, n_rows);
-        ggml_tensor *v = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, w.wv, h), hp.hidden, n, n_rows);
+        ggml_tensor *h = w.input_norm(ctx, x);
+        ggml_tensor *q = rope(ctx, model, w.q_proj(ctx, h), in.positions, n_rows);
+        ggml_tensor *k = rope(ctx, model, w.k_proj(ctx, h), in.positions, n_rows);
+        ggml_tensor *v = ggml_reshape_3d(ctx, w.v_proj(ctx, h), hp.hidden, n, n_rows);
         // The written caches (views of the cache tensors) carry the dependency to the attention reads.
         ggml_tensor *k_cache =
             ggml_set_rows(ctx, cache.k(il), ggml_reshape_3d(ctx, k, hp.hidden, n, n_rows), in.cache_slots);
         ggml_tensor *v_cache = ggml_set_rows(ctx, cache.v(il), v, in.cache_slots);
-        ggml_tensor *attn = attention(ctx, hp, q, k_cache, v_cache, in, attention_kind);
-        x = ggml_add(ctx, x, ggml_mul_mat(ctx, w.wo, attn));
-
-        h = rms_norm(ctx, x, w.ffn_norm, hp.rms_eps);
-        ggml_tensor *ffn = ggml_swiglu_split(ctx, ggml_mul_mat(ctx, w.w_gate, h), ggml_mul_mat(ctx, w.w_up, h));
-        x = ggml_add(ctx, x, ggml_mul_mat(ctx, w.w_down, ffn));
+        ggml_tensor *mixed = nn::attention(ctx, q, cache_heads(ctx, hp, k_cache, in.n_kv),
+                                           cache_heads(ctx, hp, v_cache, in.n_kv), attention); // (hidden, n, n_rows)
+        x = ggml_add(ctx, x, w.o_proj(ctx, ggml_reshape_2d(ctx, mixed, hp.hidden, n * n_rows)));
+        x = ggml_add(ctx, x, w.mlp(ctx, w.post_attention_norm(ctx, x)));
     }
     return ggml_reshape_3d(ctx, x, hp.hidden, n, n_rows);
 }
@@ -99,9 +74,8 @@ ggml_tensor *build_decoder_layers(ggml_context *ctx, const Model &model, const K
 ggml_tensor *build_speech_logits(ggml_context *ctx, const Model &model, ggml_tensor *hidden) {
     const int64_t n = hidden->ne[1], n_rows = hidden->ne[2];
     ggml_tensor *flat = ggml_reshape_2d(ctx, hidden, hidden->ne[0], n * n_rows); // one pass over the head
-    ggml_tensor *normed = rms_norm(ctx, flat, model.final_norm(), model.hparams().rms_eps);
-    return ggml_reshape_3d(ctx, ggml_mul_mat(ctx, model.speech_head(), normed), model.hparams().speech_vocab, n,
-                           n_rows);
+    ggml_tensor *logits = model.speech_head()(ctx, model.final_norm()(ctx, flat));
+    return ggml_reshape_3d(ctx, logits, model.hparams().speech_vocab, n, n_rows);
 }
 
 std::vector<ggml_fp16_t> causal_mask(int n_tokens, int n_kv, int first_query) {

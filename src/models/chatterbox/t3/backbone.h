@@ -7,13 +7,9 @@
 #include "core/graph.h"
 #include "models/chatterbox/t3/kv_cache.h"
 #include "models/chatterbox/t3/model.h"
+#include "modules/attention.h"
 
 namespace chatterbox::t3 {
-
-enum class AttentionKind {
-    Flash, // ggml_flash_attn_ext (f16 mask; fast path, skips masked cache positions)
-    Plain, // mul_mat + soft_max + mul_mat (reference path for checking)
-};
 
 // The persistent inputs of one backbone graph.
 struct BackboneInputs {
@@ -30,7 +26,7 @@ BackboneInputs make_backbone_inputs(GraphRunner &graph, const HParams &hp, int n
 // Writes the new keys/values into cache and runs every layer. Returns the residual stream
 // (hidden, n_tokens, n_rows) in ggml order, before the final norm.
 ggml_tensor *build_decoder_layers(ggml_context *ctx, const Model &model, const KvCache &cache, const BackboneInputs &in,
-                                  AttentionKind attention);
+                                  nn::AttentionPath attention);
 
 // Final RMSNorm and speech head: hidden (hidden, n, n_rows) -> logits (speech_vocab, n, n_rows).
 ggml_tensor *build_speech_logits(ggml_context *ctx, const Model &model, ggml_tensor *hidden);

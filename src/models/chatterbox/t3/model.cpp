@@ -20,32 +20,35 @@ void EmbeddingTable::add_row(int64_t i, float *dst) const {
     for (int d = 0; d < dim_; ++d) dst[d] += src[d];
 }
 
-Model::Model(const WeightStore &store, Backend &backend, const std::string &prefix)
-    : hp_(HParams::from_store(store, prefix)), backend_(backend), weights_(store, prefix, backend) {
+Model::Model(const WeightStore &store, Backend &backend, const HParams &hp, const std::string &prefix)
+    : hp_(hp), backend_(backend), weights_(store, prefix, backend) {
     const int64_t h = hp_.hidden;
     ModuleWeights &w = weights_;
-    layers_.resize(size_t(hp_.n_layers));
+    auto projection = [&](const std::string &name, int64_t in, int64_t out) {
+        return nn::Linear(w, name, in, out, /*bias=*/false);
+    };
+    layers_.reserve(size_t(hp_.n_layers));
     for (int i = 0; i < hp_.n_layers; ++i) {
         const std::string p = "tfmr.layers." + std::to_string(i) + ".";
-        LayerWeights &l = layers_[size_t(i)];
-        l.attn_norm = w.get_f32(p + "input_layernorm.weight", {h});
-        l.wq = w.get(p + "self_attn.q_proj.weight", {h, h});
-        l.wk = w.get(p + "self_attn.k_proj.weight", {h, h});
-        l.wv = w.get(p + "self_attn.v_proj.weight", {h, h});
-        l.wo = w.get(p + "self_attn.o_proj.weight", {h, h});
-        l.ffn_norm = w.get_f32(p + "post_attention_layernorm.weight", {h});
-        l.w_gate = w.get(p + "mlp.gate_proj.weight", {hp_.ffn, h});
-        l.w_up = w.get(p + "mlp.up_proj.weight", {hp_.ffn, h});
-        l.w_down = w.get(p + "mlp.down_proj.weight", {h, hp_.ffn});
+        layers_.push_back(LayerWeights{
+            nn::RMSNorm(w, p + "input_layernorm", h, hp_.rms_eps),
+            projection(p + "self_attn.q_proj", h, h),
+            projection(p + "self_attn.k_proj", h, h),
+            projection(p + "self_attn.v_proj", h, h),
+            projection(p + "self_attn.o_proj", h, h),
+            nn::RMSNorm(w, p + "post_attention_layernorm", h, hp_.rms_eps),
+            nn::GatedFeedForward(projection(p + "mlp.gate_proj", h, hp_.ffn), projection(p + "mlp.up_proj", h, hp_.ffn),
+                                 projection(p + "mlp.down_proj", hp_.ffn, h)),
+        });
     }
-    final_norm_ = w.get_f32("tfmr.norm.weight", {h});
-    speech_head_ = w.get("speech_head.weight", {hp_.speech_vocab, h});
+    final_norm_ = nn::RMSNorm(w, "tfmr.norm", h, hp_.rms_eps);
+    speech_head_ = projection("speech_head", h, hp_.speech_vocab);
     rope_freq_factors_ = w.derived("rope_freq_factors", {hp_.head_dim / 2}, llama3_rope_freq_factors(hp_));
 
     speaker_proj_ = nn::Linear(w, "cond_enc.spkr_enc", hp_.speaker_embed, h);
     emotion_weight_ = w.host_f32("cond_enc.emotion_adv_fc.weight", {h, 1});
     const std::string attn = "cond_enc.perceiver.attn.";
-    perceiver_.queries = w.get_f32("cond_enc.perceiver.pre_attention_query", {1, hp_.perceiver_queries, h});
+    perceiver_.queries = w.get("cond_enc.perceiver.pre_attention_query", {1, hp_.perceiver_queries, h}, WeightUse::f32);
     perceiver_.norm = nn::LayerNorm(w, attn + "norm", h, hp_.layer_norm_eps);
     perceiver_.attn = nn::MultiHeadAttention(nn::Linear(w, attn + "to_q", h, h), nn::Linear(w, attn + "to_k", h, h),
                                              nn::Linear(w, attn + "to_v", h, h), nn::Linear(w, attn + "proj_out", h, h),

@@ -8,6 +8,7 @@
 #include "core/weight_store.h"
 #include "models/chatterbox/t3/hparams.h"
 #include "modules/attention.h"
+#include "modules/feed_forward.h"
 #include "modules/linear.h"
 #include "modules/norm.h"
 
@@ -16,11 +17,12 @@
 
 namespace chatterbox::t3 {
 
+// One pre-norm decoder layer of the Llama backbone (tfmr.layers.<i>).
 struct LayerWeights {
-    ggml_tensor *attn_norm; // (hidden) f32
-    ggml_tensor *wq, *wk, *wv, *wo;
-    ggml_tensor *ffn_norm; // (hidden) f32
-    ggml_tensor *w_gate, *w_up, *w_down;
+    nn::RMSNorm input_norm;                    // input_layernorm
+    nn::Linear q_proj, k_proj, v_proj, o_proj; // self_attn, no biases
+    nn::RMSNorm post_attention_norm;           // post_attention_layernorm
+    nn::GatedFeedForward mlp;                  // SwiGLU, no biases
 };
 
 // The perceiver resampler: learned queries and ONE attention block (shared LayerNorm, 4 heads of
@@ -52,20 +54,20 @@ class EmbeddingTable {
 
 class Model {
   public:
-    // Binds every tensor of the T3 checkpoint under prefix in store (all problems reported in one
-    // Error) and uploads the backend part. The store may be dropped afterwards.
-    Model(const WeightStore &store, Backend &backend, const std::string &prefix = "t3.");
+    // Binds every tensor of the T3 checkpoint under prefix in store with the sizes of hp (all
+    // problems reported in one Error) and uploads the backend part. The store may be dropped afterwards.
+    Model(const WeightStore &store, Backend &backend, const HParams &hp, const std::string &prefix = "t3.");
     Model(const Model &) = delete;
     Model &operator=(const Model &) = delete;
 
     const HParams &hparams() const { return hp_; }
     Backend &backend() const { return backend_; }
     size_t backend_bytes() const { return weights_.bytes(); }
-    ggml_type matmul_type() const { return layers_.front().wq->type; } // storage type of the big matrices
+    ggml_type matmul_type() const { return layers_.front().q_proj.weight->type; } // storage type of the big matrices
 
     const std::vector<LayerWeights> &layers() const { return layers_; }
-    ggml_tensor *final_norm() const { return final_norm_; }
-    ggml_tensor *speech_head() const { return speech_head_; }
+    const nn::RMSNorm &final_norm() const { return final_norm_; }
+    const nn::Linear &speech_head() const { return speech_head_; }
     ggml_tensor *rope_freq_factors() const { return rope_freq_factors_; }
     const nn::Linear &speaker_proj() const { return speaker_proj_; }
     const PerceiverWeights &perceiver() const { return perceiver_; }
@@ -84,8 +86,8 @@ class Model {
     Backend &backend_;
     ModuleWeights weights_;
     std::vector<LayerWeights> layers_;
-    ggml_tensor *final_norm_ = nullptr;
-    ggml_tensor *speech_head_ = nullptr;
+    nn::RMSNorm final_norm_;
+    nn::Linear speech_head_;
     ggml_tensor *rope_freq_factors_ = nullptr;
     nn::Linear speaker_proj_;
     PerceiverWeights perceiver_;

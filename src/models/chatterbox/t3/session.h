@@ -15,7 +15,7 @@
 namespace chatterbox::t3 {
 
 struct RuntimeOptions {
-    AttentionKind attention = AttentionKind::Flash;
+    nn::AttentionPath attention = nn::AttentionPath::flash;
     ggml_type kv_type = GGML_TYPE_F16; // f16 (fast) or f32 (exact, for checking)
     int prefill_bucket = 32;           // prefill graphs exist per multiple of this many tokens
     int capacity_step = 256;           // the KV cache grows in multiples of this many positions
