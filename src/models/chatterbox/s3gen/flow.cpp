@@ -49,7 +49,7 @@ Mel generated_part(const std::vector<float> &full, int64_t mel_bins, int64_t fra
 }
 
 FlowModel::FlowModel(const WeightStore &store, Backend &backend, const FlowHParams &hp, const std::string &prefix)
-    : hp_(hp), backend_(backend), weights_(store, prefix, backend),
+    : hp_(hp), weights_(store, prefix, backend),
       token_embedding_(weights_, "input_embedding", hp.vocab, hp.encoder_dim),
       speaker_projection_(weights_, "spk_embed_affine_layer", hp.speaker_dim, hp.mel_bins),
       encoder_(weights_, "encoder", hp), encoder_projection_(weights_, "encoder_proj", hp.encoder_dim, hp.mel_bins),

@@ -68,7 +68,6 @@ class FlowModel {
     FlowModel &operator=(const FlowModel &) = delete;
 
     const FlowHParams &hparams() const { return hp_; }
-    Backend &backend() const { return backend_; }
     size_t weight_bytes() const { return weights_.bytes(); }
 
     const nn::Embedding &token_embedding() const { return token_embedding_; }
@@ -79,7 +78,6 @@ class FlowModel {
 
   private:
     FlowHParams hp_;
-    Backend &backend_;
     ModuleWeights weights_;
     nn::Embedding token_embedding_; // input_embedding
     nn::Linear speaker_projection_; // spk_embed_affine_layer

@@ -21,7 +21,7 @@ void EmbeddingTable::add_row(int64_t i, float *dst) const {
 }
 
 Model::Model(const WeightStore &store, Backend &backend, const HParams &hp, const std::string &prefix)
-    : hp_(hp), backend_(backend), weights_(store, prefix, backend) {
+    : hp_(hp), weights_(store, prefix, backend) {
     const int64_t h = hp_.hidden;
     ModuleWeights &w = weights_;
     auto projection = [&](const std::string &name, int64_t in, int64_t out) {

@@ -61,7 +61,6 @@ class Model {
     Model &operator=(const Model &) = delete;
 
     const HParams &hparams() const { return hp_; }
-    Backend &backend() const { return backend_; }
     size_t backend_bytes() const { return weights_.bytes(); }
     ggml_type matmul_type() const { return layers_.front().q_proj.weight->type; } // storage type of the big matrices
 
@@ -83,7 +82,6 @@ class Model {
     EmbeddingTable host_table(const std::string &name, int rows);
 
     HParams hp_;
-    Backend &backend_;
     ModuleWeights weights_;
     std::vector<LayerWeights> layers_;
     nn::RMSNorm final_norm_;
