@@ -103,10 +103,10 @@ nlohmann::json run_s3gen_bench(Backend &backend, const S3GenBenchOptions &option
                                S3GenOutputs &outputs) {
     const ModelFiles files = ModelFiles::open(options.weights);
     if (!files.has_component("s3gen")) fail(options.weights, ": the model has no s3gen component");
-    const s3gen::FlowHParams hp = s3gen::FlowHParams::from_model(files.hparams().s3gen);
+    const s3gen::FlowHParams hp = files.hparams().flow;
     auto start = Clock::now();
     const s3gen::FlowModel flow(files.weights(), backend, hp);
-    hift::Vocoder vocoder(files.weights(), backend);
+    hift::Vocoder vocoder(files.weights(), backend, files.hparams().hift);
     const double load_ms = ms_since(start);
 
     const Request request = make_request(options, hp);

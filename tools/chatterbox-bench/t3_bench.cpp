@@ -36,7 +36,7 @@ nlohmann::json run_t3_bench(Backend &backend, const T3BenchOptions &options) {
     else
         store.add_gguf(options.weights);
     auto start = Clock::now();
-    const t3::Model model(store, backend);
+    const t3::Model model(store, backend, t3::HParams::from_checkpoint(store, "t3.", Variant::english));
     const double load_ms = ms_since(start);
     const t3::HParams &hp = model.hparams();
 

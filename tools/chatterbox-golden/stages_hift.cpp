@@ -14,7 +14,7 @@ namespace {
 void run_hift(GoldenRun &run) {
     const ModelFiles files = ModelFiles::open(run.model_path());
     Backend backend(BackendOptions{"cpu", run.threads()});
-    hift::Vocoder vocoder(files.weights(), backend);
+    hift::Vocoder vocoder(files.weights(), backend, files.hparams().hift);
 
     const NpyArray &mel_array = run.computed("flow_mel"); // (1, 80, T)
     const std::vector<float> mel = mel_array.f32();

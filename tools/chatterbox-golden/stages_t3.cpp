@@ -36,7 +36,7 @@ struct T3Context {
 
     explicit T3Context(GoldenRun &run)
         : files(ModelFiles::open(run.model_path())), backend(BackendOptions{"cpu", run.threads()}),
-          model(files.weights(), backend), session(model, exact_runtime()) {
+          model(files.weights(), backend, files.hparams().t3), session(model, exact_runtime()) {
         // The speaker embedding and prompt tokens the voice stage computed.
         t3::Conditioning voice;
         voice.speaker_emb = run.computed("ve_speaker_emb").f32();

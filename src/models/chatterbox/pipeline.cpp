@@ -328,9 +328,9 @@ struct Pipeline::Impl {
     explicit Impl(const PipelineOptions &o)
         : options(o), files(open_model(o.model_path)),
           tokenizer(text::BpeTokenizer::from_json(files.tokenizer_json(), files.path() + " tokenizer")),
-          backend(o.backend), t3(files.weights(), backend), t3_session(t3),
-          flow(files.weights(), backend, s3gen::FlowHParams::from_model(files.hparams().s3gen)), flow_session(flow),
-          vocoder(files.weights(), backend) {}
+          backend(o.backend), t3(files.weights(), backend, files.hparams().t3), t3_session(t3),
+          flow(files.weights(), backend, files.hparams().flow), flow_session(flow),
+          vocoder(files.weights(), backend, files.hparams().hift) {}
 
     static ModelFiles open_model(const std::string &path) {
         ModelFiles files = ModelFiles::open(path);

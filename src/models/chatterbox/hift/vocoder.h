@@ -45,7 +45,7 @@ class Vocoder {
   public:
     // prefix: where mel2wav lives in the store ("s3gen.mel2wav."). Every problem with the tensors
     // (missing, mis-shaped, unexpected) is reported in one Error.
-    Vocoder(const WeightStore &store, Backend &backend, const HiftHParams &hp = HiftHParams::standard(),
+    Vocoder(const WeightStore &store, Backend &backend, const HiftHParams &hp,
             const std::string &prefix = "s3gen.mel2wav.");
     ~Vocoder();
     Vocoder(const Vocoder &) = delete;

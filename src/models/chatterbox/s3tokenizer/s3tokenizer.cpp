@@ -92,8 +92,10 @@ ggml_tensor *AttentionBlock::operator()(ggml_context *ctx, ggml_tensor *x, ggml_
     return ggml_add(ctx, x, mlp(ctx, mlp_ln(ctx, x)));
 }
 
-S3Tokenizer::S3Tokenizer(const WeightStore &store, Backend &backend, const std::string &prefix)
-    : backend_(backend), weights_(std::make_unique<ModuleWeights>(store, prefix, backend)) {
+S3Tokenizer::S3Tokenizer(const WeightStore &store, Backend &backend, const S3TokenizerHParams &hp,
+                         const std::string &prefix)
+    : hp_(hp), backend_(backend), weights_(std::make_unique<ModuleWeights>(store, prefix, backend)) {
+    validate_fields(S3TokenizerHParams::fields(), hp_); // the code below is written for the fixed sizes
     ModuleWeights &w = *weights_;
     conv1_ = nn::Conv1d(w, "encoder.conv1", kMelBins, kState, 3, nn::ConvOptions().with_stride(2).with_padding(1));
     conv2_ = nn::Conv1d(w, "encoder.conv2", kState, kState, 3, nn::ConvOptions().with_stride(2).with_padding(1));

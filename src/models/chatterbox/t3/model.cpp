@@ -20,8 +20,8 @@ void EmbeddingTable::add_row(int64_t i, float *dst) const {
     for (int d = 0; d < dim_; ++d) dst[d] += src[d];
 }
 
-Model::Model(const WeightStore &store, Backend &backend, const std::string &prefix)
-    : hp_(HParams::from_store(store, prefix)), backend_(backend), weights_(store, prefix, backend) {
+Model::Model(const WeightStore &store, Backend &backend, const HParams &hp, const std::string &prefix)
+    : hp_(hp), backend_(backend), weights_(store, prefix, backend) {
     const int64_t h = hp_.hidden;
     ModuleWeights &w = weights_;
     layers_.resize(size_t(hp_.n_layers));

@@ -54,7 +54,7 @@ class Model {
   public:
     // Binds every tensor of the T3 checkpoint under prefix in store (all problems reported in one
     // Error) and uploads the backend part. The store may be dropped afterwards.
-    Model(const WeightStore &store, Backend &backend, const std::string &prefix = "t3.");
+    Model(const WeightStore &store, Backend &backend, const HParams &hp, const std::string &prefix = "t3.");
     Model(const Model &) = delete;
     Model &operator=(const Model &) = delete;
 
