@@ -109,9 +109,6 @@ ModelHparams ModelHparams::from_metadata(const GgufFile &file) {
     visit_component_hparams(h, [&](const auto &table, auto &component) { component = read_fields(table, file); });
     h.t3.variant = h.variant;
     try {
-        h.t3.validate();
-        h.flow.validate();
-        h.hift.validate();
         h.validate();
     } catch (const Error &e) {
         fail(file.path(), ": ", e.what());
@@ -120,6 +117,10 @@ ModelHparams ModelHparams::from_metadata(const GgufFile &file) {
 }
 
 void ModelHparams::validate() const {
+    t3.validate();
+    flow.validate();
+    hift.validate();
+    visit_component_hparams(*this, [](const auto &table, const auto &component) { validate_fields(table, component); });
     if (t3.speaker_embed != ve.embedding)
         fail("chatterbox.t3.speaker_embed ", t3.speaker_embed, " must equal chatterbox.ve.embedding ", ve.embedding);
     if (flow.speaker_dim != campplus.embedding)

@@ -47,8 +47,8 @@ struct ModelHparams {
     void write_metadata(GgufWriter &writer) const;
     // Throws Error naming the file and the missing, mistyped or unsupported key.
     static ModelHparams from_metadata(const GgufFile &file);
-    // The rules between components (T3's speaker embedding is the VoiceEncoder's, ...); throws
-    // Error naming the keys.
+    // Every component's rules, then those between components (T3's speaker embedding is the
+    // VoiceEncoder's, ...); throws Error naming the keys.
     void validate() const;
 };
 
