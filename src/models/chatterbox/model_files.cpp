@@ -89,6 +89,7 @@ ModelHparams ModelHparams::from_checkpoints(const WeightStore &store, Variant va
     h.t3 = t3::HParams::from_checkpoint(store, "t3.", variant);
     h.flow = s3gen::FlowHParams::from_checkpoint(store, "s3gen.flow.");
     h.hift = hift::HiftHParams::from_checkpoint(store, "s3gen.mel2wav.");
+    h.s3tokenizer = s3tokenizer::S3TokenizerHParams::from_checkpoint(store, "s3gen.tokenizer.");
     h.validate();
     return h;
 }
@@ -120,6 +121,7 @@ void ModelHparams::validate() const {
     t3.validate();
     flow.validate();
     hift.validate();
+    s3tokenizer.validate();
     visit_component_hparams(*this, [](const auto &table, const auto &component) { validate_fields(table, component); });
     if (t3.speaker_embed != ve.embedding)
         fail("chatterbox.t3.speaker_embed ", t3.speaker_embed, " must equal chatterbox.ve.embedding ", ve.embedding);

@@ -242,6 +242,8 @@ std::vector<WidthRule> width_rules(const ModelHparams &official, const ModelHpar
         {"t3_cfg.safetensors", "", official.t3.hidden, hp.t3.hidden},
         {"t3_cfg.safetensors", "", official.t3.ffn, hp.t3.ffn},
         {"s3gen.safetensors", "mel2wav.", official.hift.base_channels, hp.hift.base_channels},
+        {"s3gen.safetensors", "tokenizer.", official.s3tokenizer.state, hp.s3tokenizer.state},
+        {"s3gen.safetensors", "tokenizer.", 4 * official.s3tokenizer.state, 4 * hp.s3tokenizer.state}, // MLP
     };
     for (int stage = 0; stage < int(official.hift.upsample_rates.size()); ++stage)
         rules.push_back({"s3gen.safetensors", "mel2wav.", official.hift.channels(stage), hp.hift.channels(stage)});
@@ -252,6 +254,8 @@ std::vector<BlockRule> block_rules(const ModelHparams &official, const ModelHpar
     const s3gen::FlowHParams &of = official.flow, &f = hp.flow;
     return {
         {"t3_cfg.safetensors", std::regex(R"(^tfmr\.layers\.(\d+)\.)"), official.t3.n_layers, hp.t3.n_layers},
+        {"s3gen.safetensors", std::regex(R"(^tokenizer\.encoder\.blocks\.(\d+)\.)"), official.s3tokenizer.layers,
+         hp.s3tokenizer.layers},
         {"s3gen.safetensors", std::regex(R"(^flow\.encoder\.encoders\.(\d+)\.)"), of.encoder_blocks, f.encoder_blocks},
         {"s3gen.safetensors", std::regex(R"(^flow\.encoder\.up_encoders\.(\d+)\.)"), of.encoder_up_blocks,
          f.encoder_up_blocks},
@@ -308,6 +312,9 @@ ModelHparams tiny_hparams() {
     hp.flow.decoder_transformer_blocks = 1;
     hp.flow.cfm_steps = 2;
     hp.hift.base_channels = 64;
+    hp.s3tokenizer.state = 128;
+    hp.s3tokenizer.heads = 2;
+    hp.s3tokenizer.layers = 1;
     return hp;
 }
 

@@ -53,7 +53,8 @@ void fill_tensor(const std::string &name, const Shape &shape, uint64_t seed, voi
 void write_synthetic_model(const std::string &out_dir, uint64_t seed = kDefaultSeed);
 
 // The tiny model: the English architecture with 2 T3 layers of 128, one block of each kind in the
-// flow, 2 CFM steps and a 64-channel HiFT. The voice models keep their fixed full size.
+// flow, 2 CFM steps, a 64-channel HiFT and a 1-layer S3Tokenizer of 128. The VoiceEncoder and
+// CAMPPlus keep their fixed full size.
 ModelHparams tiny_hparams();
 
 // The stored tensors of a model with hyper-parameters hp, derived from the official manifest: widths

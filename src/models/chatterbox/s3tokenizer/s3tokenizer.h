@@ -52,10 +52,12 @@ struct AttentionBlock {
     nn::Linear query, key, value, out;
     nn::Conv1d fsmn; // depthwise, kernel 31, padding 15 / 15
     nn::FeedForward mlp;
+    int64_t state = 0;
+    int heads = 0;
 
     AttentionBlock() = default;
-    AttentionBlock(ModuleWeights &w, const std::string &prefix);
-    // x: ggml [1280, T, 1]; positions: i32 [T] (0..T-1).
+    AttentionBlock(ModuleWeights &w, const std::string &prefix, const S3TokenizerHParams &hp);
+    // x: ggml [state, T, 1]; positions: i32 [T] (0..T-1).
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *positions) const;
 };
 
