@@ -13,7 +13,8 @@ const HparamTable<FlowHParams> &FlowHParams::fields() {
         // The voice's prompt mel comes from the fixed 80-bin S3Gen mel extractor.
         {"chatterbox.s3gen.mel_bins", &H::mel_bins, R::fixed},
         {"chatterbox.s3gen.speaker_dim", &H::speaker_dim, R::positive},
-        {"chatterbox.s3gen.token_mel_ratio", &H::token_mel_ratio, R::positive},
+        // The pipeline's window bookkeeping (pipeline.cpp) assumes two mel frames per token.
+        {"chatterbox.s3gen.token_mel_ratio", &H::token_mel_ratio, R::fixed},
         {"chatterbox.s3gen.encoder_dim", &H::encoder_dim, R::positive},
         {"chatterbox.s3gen.encoder_heads", &H::encoder_heads, R::positive},
         {"chatterbox.s3gen.encoder_ffn", &H::encoder_ffn, R::positive},
