@@ -3,6 +3,7 @@
 // the Pipeline loads it and speaks with the built-in voice and with a cloned one, in seconds.
 
 #include "audio/audio_file.h"
+#include "models/chatterbox/convert.h"
 #include "models/chatterbox/model_files.h"
 #include "models/chatterbox/pipeline.h"
 #include "models/chatterbox/synthetic_weights.h"
@@ -61,6 +62,17 @@ TEST(TinyModel, FileHoldsTheTinyHparamsTokenizerVoiceAndRuleValues) {
             ++checked;
         }
     EXPECT_GT(checked, 500u);
+}
+
+TEST(TinyModel, ConvertsToQ8AndKeepsItsHparams) {
+    const std::string out = test::temp_dir("tiny") + "/model-q8.gguf";
+    ConvertOptions options;
+    options.matrix_type = GGML_TYPE_Q8_0;
+    convert_model(test::tiny_model_path(), out, options);
+    const ModelFiles converted = ModelFiles::open(out);
+    EXPECT_EQ(converted.hparams().t3.hidden, synthetic::tiny_hparams().t3.hidden);
+    EXPECT_EQ(converted.hparams().hift.base_channels, synthetic::tiny_hparams().hift.base_channels);
+    EXPECT_EQ(converted.weights().size(), ModelFiles::open(test::tiny_model_path()).weights().size());
 }
 
 TEST(TinyModel, PipelineSpeaksWithTheBuiltinAndAClonedVoice) {
