@@ -28,7 +28,7 @@ class CampPlusGolden : public ::testing::Test {
         store_ = std::make_unique<WeightStore>();
         store_->add_safetensors(synthetic_dir() + "/s3gen.safetensors", "s3gen.");
         backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
-        encoder_ = std::make_unique<campplus::CampPlus>(*store_, *backend_);
+        encoder_ = std::make_unique<campplus::CampPlus>(*store_, *backend_, campplus::CampPlusHParams{});
         const NpyArray fbank = read_npy(golden_path("campplus_fbank.npy"));
         frames_ = fbank.shape.at(0);
         fbank_ = fbank.f32();

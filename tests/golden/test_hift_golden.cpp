@@ -45,7 +45,7 @@ class HiftGolden : public ::testing::Test {
         store_ = std::make_unique<WeightStore>();
         store_->add_safetensors(synthetic_dir() + "/s3gen.safetensors", "s3gen.");
         backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
-        model_ = std::make_unique<VocoderModel>(*store_, *backend_);
+        model_ = std::make_unique<VocoderModel>(*store_, *backend_, HiftHParams::standard());
         vocoder_ = std::make_unique<Vocoder>(*model_, *backend_);
         mel_ = read_f32("flow_mel");
         recorded_.phases = read_f32("hift_phase_vec");

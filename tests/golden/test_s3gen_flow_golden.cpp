@@ -44,7 +44,7 @@ class S3GenFlowGolden : public ::testing::Test {
         store_ = std::make_unique<WeightStore>();
         store_->add_safetensors(synthetic_dir() + "/s3gen.safetensors", "s3gen.");
         const auto start = std::chrono::steady_clock::now();
-        model_ = std::make_unique<FlowModel>(*store_, *backend_);
+        model_ = std::make_unique<FlowModel>(*store_, *backend_, FlowHParams::standard());
         std::printf("flow weights bound and uploaded in %.2f s (%.1f MB)\n", seconds_since(start),
                     double(model_->weight_bytes()) / 1e6);
         reference_.prompt_tokens = read_tokens("s3gen_prompt_tokens");

@@ -29,7 +29,7 @@ class S3TokenizerGolden : public ::testing::Test {
         store_ = std::make_unique<WeightStore>();
         store_->add_safetensors(synthetic_dir() + "/s3gen.safetensors", "s3gen.");
         backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
-        tokenizer_ = std::make_unique<s3tokenizer::S3Tokenizer>(*store_, *backend_);
+        tokenizer_ = std::make_unique<s3tokenizer::S3Tokenizer>(*store_, *backend_, s3tokenizer::S3TokenizerHParams{});
     }
     static void TearDownTestSuite() {
         tokenizer_.reset();

@@ -1,8 +1,9 @@
 // needs: synthetic-weights
 // The generated synthetic checkpoints: exactly the official tensors (names, shapes, dtypes), the byte sizes of
-// shared/golden/WEIGHTS.md, and the WEIGHTS.md test-vector values.
+// shared/golden/WEIGHTS.md, the WEIGHTS.md test-vector values, and the hyper-parameters their shapes declare.
 
 #include "core/safetensors.h"
+#include "models/chatterbox/model_files.h"
 #include "models/chatterbox/synthetic_weights.h"
 #include "support/synthetic_test_vectors.h"
 #include "support/test_support.h"
@@ -82,6 +83,22 @@ TEST(SyntheticFiles, BatchNormCountersAreZero) {
         EXPECT_EQ(to_i64(view), std::vector<int64_t>{0}) << view.name;
     }
     EXPECT_EQ(counters, 122u);
+}
+
+// The folder's sizes come from its tensor shapes; on the full-size synthetic folder they give exactly the
+// English configuration (each component struct's defaults).
+TEST(SyntheticFiles, FolderHparamsAreTheEnglishDefaults) {
+    const ModelFiles files = ModelFiles::open(test::synthetic_model_dir());
+    EXPECT_EQ(files.hparams().variant, Variant::english);
+    size_t compared = 0;
+    visit_component_hparams(files.hparams(), [&](const auto &table, const auto &component) {
+        const std::decay_t<decltype(component)> english{};
+        for (const auto &field : table) {
+            std::visit([&](auto member) { EXPECT_EQ(component.*member, english.*member) << field.key; }, field.member);
+            ++compared;
+        }
+    });
+    EXPECT_GT(compared, 90u);
 }
 
 } // namespace

@@ -44,7 +44,8 @@ class T3Golden : public ::testing::Test {
         store_ = std::make_unique<WeightStore>();
         store_->add_safetensors(chatterbox::test::synthetic_dir() + "/t3_cfg.safetensors", "t3.");
         backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
-        model_ = std::make_unique<Model>(*store_, *backend_, HParams::from_store(*store_, "t3."));
+        model_ =
+            std::make_unique<Model>(*store_, *backend_, HParams::from_checkpoint(*store_, "t3.", Variant::english));
         voice_.speaker_emb = read_npy(golden_path("ve_speaker_emb.npy")).f32();
         voice_.prompt_tokens = golden_tokens("t3_cond_prompt_tokens.npy");
         voice_.exaggeration = 0.5f;

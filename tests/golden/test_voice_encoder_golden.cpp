@@ -28,7 +28,8 @@ class VoiceEncoderGolden : public ::testing::Test {
         store_ = std::make_unique<WeightStore>();
         store_->add_safetensors(synthetic_dir() + "/ve.safetensors", "ve.");
         backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
-        encoder_ = std::make_unique<voice_encoder::VoiceEncoder>(*store_, *backend_);
+        encoder_ =
+            std::make_unique<voice_encoder::VoiceEncoder>(*store_, *backend_, voice_encoder::VoiceEncoderHParams{});
         const NpyArray mel = read_npy(golden_path("ve_mel.npy"));
         frames_ = mel.shape.at(0);
         mel_ = mel.f32();
@@ -89,12 +90,12 @@ TEST(VoiceEncoderWeights, ReportsMissingAndUnexpectedTensors) {
     store.add_tensor(HostTensor("ve.extra.weight", GGML_TYPE_F32, {3}));
     Backend backend(BackendOptions{"cpu", 1});
     try {
-        voice_encoder::VoiceEncoder encoder(store, backend);
+        voice_encoder::VoiceEncoder encoder(store, backend, voice_encoder::VoiceEncoderHParams{});
         FAIL() << "an unexpected tensor was accepted";
     } catch (const Error &e) {
         EXPECT_NE(std::string(e.what()).find("ve.extra.weight"), std::string::npos) << e.what();
     }
-    EXPECT_THROW(voice_encoder::VoiceEncoder(store, backend, "missing."), Error);
+    EXPECT_THROW(voice_encoder::VoiceEncoder(store, backend, voice_encoder::VoiceEncoderHParams{}, "missing."), Error);
 }
 
 } // namespace

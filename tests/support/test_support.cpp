@@ -37,6 +37,8 @@ std::string synthetic_model_dir() {
     return dir;
 }
 
+std::string tiny_model_path() { return CHATTERBOX_TINY_MODEL; }
+
 std::string tool_path(const std::string &tool) { return std::string(CHATTERBOX_TOOLS_DIR) + "/" + tool; }
 
 std::string temp_dir(const std::string &tag) {

@@ -16,6 +16,7 @@ std::string golden_path(const std::string &name); // tests/data/golden/<name>
 std::string synthetic_dir();                      // full-size synthetic weights (ctest fixture)
 // A model folder of the synthetic weights (linked) and the golden tokenizer.json, no built-in voice.
 std::string synthetic_model_dir();
+std::string tiny_model_path(); // the tiny synthetic model.gguf (ctest fixture tiny_model, seed 0x5EEDC0DE)
 std::string tool_path(const std::string &tool); // a built tool executable
 std::string temp_dir(const std::string &tag);   // a fresh empty folder for this test
 

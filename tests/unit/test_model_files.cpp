@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -57,8 +58,8 @@ const std::vector<std::pair<std::string, std::vector<TinyTensor>>> &tiny_model()
              {"tfmr.layers.0.input_layernorm.weight", F32, {64}, F32, F32},
              {"cond_enc.spkr_enc.weight", BF16, {64, 256}, Q8, Q4},
              {"cond_enc.emotion_adv_fc.weight", F32, {64, 1}, F32, F32}, // < 4096 elements
-             {"cond_enc.perceiver.pre_attention_query", F32, {1, 32, 128}, F32, F32},
-             {"text_emb.weight", F32, {704, 8}, F32, F32},
+             {"cond_enc.perceiver.pre_attention_query", F32, {1, 32, 64}, F32, F32},
+             {"text_emb.weight", F32, {704, 64}, F32, F32},
              {"speech_pos_emb.emb.weight", F32, {100, 64}, F32, F32},
              {"speech_head.weight", F32, {64, 256}, Q8, Q4},
          }},
@@ -66,7 +67,7 @@ const std::vector<std::pair<std::string, std::vector<TinyTensor>>> &tiny_model()
          {
              {"mel2wav.conv_pre.parametrizations.weight.original1", F32, {64, 80, 7}, F16, F16}, // kernel 7
              {"mel2wav.conv_pre.parametrizations.weight.original0", F32, {64, 1, 1}, F32, F32},
-             {"flow.input_embedding.weight", F32, {100, 64}, F32, F32},
+             {"flow.input_embedding.weight", F32, {6561, 64}, F32, F32},
              {"flow.encoder.encoders.0.self_attn.pos_bias_u", F32, {8, 64}, F32, F32},
              {"flow.encoder.encoders.0.norm_mha.weight", F32, {512}, F32, F32},
              {"flow.decoder.estimator.transformer_blocks.0.attn1.to_out.0.weight", F32, {64, 512}, Q8, Q4},
@@ -122,14 +123,24 @@ TEST(ModelFiles, OpensTheOfficialFolderLayout) {
 
     EXPECT_FALSE(files.is_gguf());
     EXPECT_EQ(files.components(), (std::vector<std::string>{"ve", "t3", "s3gen"}));
-    EXPECT_EQ(files.hparams().variant, "english");
-    EXPECT_EQ(files.hparams().t3.n_layers, 30);
-    EXPECT_EQ(files.hparams().t3.text_vocab, 704);
-    EXPECT_EQ(files.hparams().hift.upsample_rates, (std::vector<int64_t>{8, 5, 3}));
+    // The English defaults, with the sizes the tensors present declare.
+    const ModelHparams &hp = files.hparams();
+    EXPECT_EQ(hp.variant, Variant::english);
+    EXPECT_EQ(hp.t3.n_layers, 1);
+    EXPECT_EQ(hp.t3.hidden, 64);
+    EXPECT_EQ(hp.t3.head_dim, 4);
+    EXPECT_EQ(hp.t3.text_vocab, 704);
+    EXPECT_EQ(hp.t3.speech_positions, 100);
+    EXPECT_EQ(hp.t3.rope_theta, t3::HParams::english().rope_theta);
+    EXPECT_EQ(hp.flow.encoder_dim, 64);
+    EXPECT_EQ(hp.flow.encoder_blocks, 1);
+    EXPECT_EQ(hp.flow.decoder_mid_blocks, s3gen::FlowHParams::standard().decoder_mid_blocks); // none present
+    EXPECT_EQ(hp.hift.base_channels, 64);
+    EXPECT_EQ(hp.hift.upsample_rates, (std::array<int, 3>{8, 5, 3}));
     EXPECT_EQ(files.tokenizer_json(), read_text(test::golden_path("tokenizer.json")));
 
     const WeightStore &store = files.weights();
-    EXPECT_EQ(store.get("t3.text_emb.weight").shape, (Shape{704, 8}));
+    EXPECT_EQ(store.get("t3.text_emb.weight").shape, (Shape{704, 64}));
     EXPECT_EQ(store.get("ve.proj.bias").shape, (Shape{256}));
     EXPECT_EQ(store.get("t3.tfmr.layers.0.self_attn.q_proj.weight").type, GGML_TYPE_F16);
     EXPECT_EQ(store.names_with_prefix("s3gen.").size(), tiny_model()[2].second.size());
@@ -165,36 +176,108 @@ TEST(ModelFiles, MissingPiecesGiveClearErrors) {
     expect_error([&] { ModelFiles::open(dir + "/ve.safetensors"); }, {dir + "/ve.safetensors", "bad magic"});
 }
 
-TEST(ModelFiles, HparamsRoundTripThroughMetadata) {
-    const std::string path = test::temp_dir("model") + "/hparams.gguf";
-    ModelHparams h;
-    h.variant = "test-variant";
-    h.t3.n_layers = 7;
-    h.t3.rope_theta = 12345.5;
-    h.ve.n_layers = 2;
-    h.s3gen.cfm_cfg_rate = 0.25;
-    h.s3gen.cfm_steps = 2;
-    h.hift.upsample_rates = {2, 2};
+// Field i of a component struct changed: integers +1, floats doubled (or 1 from 0), arrays element-wise +1.
+template <class H> H with_changed_field(H h, const HparamField<H> &field) {
+    std::visit(
+        [&](auto member) {
+            auto &value = h.*member;
+            using T = std::decay_t<decltype(value)>;
+            if constexpr (std::is_integral_v<T>)
+                value = T(value + 1);
+            else if constexpr (std::is_floating_point_v<T>)
+                value = value == 0 ? T(1) : T(value * 2);
+            else
+                for (auto &x : value) ++x;
+        },
+        field.member);
+    return h;
+}
+
+template <class H> bool same_field(const H &a, const H &b, const HparamField<H> &field) {
+    return std::visit([&](auto member) { return a.*member == b.*member; }, field.member);
+}
+
+// The component struct of type H in h (each component has its own type).
+template <class H, class Hparams> auto &component_of(Hparams &h) {
+    std::conditional_t<std::is_const_v<Hparams>, const H, H> *found = nullptr;
+    visit_component_hparams(h, [&](const auto &, auto &c) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(c)>, H>) found = &c;
+    });
+    return *found;
+}
+
+std::string write_metadata_gguf(const std::string &path, const ModelHparams &h) {
     GgufWriter writer;
     h.write_metadata(writer);
     writer.write(path);
+    return path;
+}
 
-    GgufFile file(path);
-    const ModelHparams got = ModelHparams::from_metadata(file);
-    EXPECT_EQ(got.variant, "test-variant");
-    EXPECT_EQ(got.t3.n_layers, 7);
-    EXPECT_EQ(got.t3.rope_theta, 12345.5);
-    EXPECT_EQ(got.t3.rms_eps, 1e-5);
-    EXPECT_EQ(got.ve.n_layers, 2);
-    EXPECT_EQ(got.s3gen.cfm_cfg_rate, 0.25);
-    EXPECT_EQ(got.s3gen.cfm_steps, 2);
-    EXPECT_EQ(got.hift.upsample_rates, (std::vector<int64_t>{2, 2}));
-    EXPECT_EQ(got.hift.upsample_kernels, (std::vector<int64_t>{16, 11, 7}));
+TEST(ModelHparams, EveryKeyRoundTripsAndNothingElseIsWritten) {
+    const std::string dir = test::temp_dir("hparams");
+    for (const Variant variant : {Variant::english, Variant::multilingual}) {
+        const ModelHparams h = ModelHparams::for_variant(variant);
+        const GgufFile file(write_metadata_gguf(dir + "/hparams.gguf", h));
+        const ModelHparams got = ModelHparams::from_metadata(file);
+        EXPECT_EQ(got.variant, variant);
+        EXPECT_EQ(got.t3.is_multilingual(), variant == Variant::multilingual);
+        // Besides the tables: the variant and the writer's own tensor-name records.
+        std::vector<std::string> keys = {model_keys::kVariant, "chatterbox.tensor_names", "chatterbox.tensor_ranks"};
+        visit_component_hparams(got, [&](const auto &table, const auto &component) {
+            const auto &want = component_of<std::decay_t<decltype(component)>>(h);
+            for (const auto &field : table) {
+                keys.push_back(field.key);
+                EXPECT_TRUE(same_field(component, want, field)) << field.key;
+            }
+        });
+        std::vector<std::string> written = file.keys();
+        std::sort(keys.begin(), keys.end());
+        std::sort(written.begin(), written.end());
+        EXPECT_EQ(written, keys);
+    }
+}
 
+TEST(ModelHparams, ChangingAnyKeyChangesTheComponentOrIsRefusedByName) {
+    const std::string path = test::temp_dir("hparams") + "/changed.gguf";
+    const ModelHparams english = ModelHparams::for_variant(Variant::english);
+    size_t changed = 0, refused = 0;
+    visit_component_hparams(english, [&](const auto &table, const auto &component) {
+        using H = std::decay_t<decltype(component)>;
+        for (const HparamField<H> &field : table) {
+            ModelHparams h = english;
+            component_of<H>(h) = with_changed_field(component, field);
+            write_metadata_gguf(path, h);
+            try {
+                const ModelHparams got = ModelHparams::from_metadata(GgufFile(path));
+                EXPECT_TRUE(same_field(component_of<H>(got), component_of<H>(h), field)) << field.key;
+                EXPECT_FALSE(same_field(component_of<H>(got), component, field)) << field.key;
+                ++changed;
+            } catch (const Error &e) {
+                EXPECT_TRUE(test::contains(e.what(), field.key)) << field.key;
+                EXPECT_TRUE(test::contains(e.what(), path));
+                ++refused;
+            }
+        }
+    });
+    EXPECT_GT(changed, 40u);
+    EXPECT_GT(refused, 20u); // the fixed sizes of the voice models, the rules between fields
+}
+
+TEST(ModelHparams, MissingKeysAndUnknownVariantsAreErrors) {
+    const std::string path = test::temp_dir("hparams") + "/hparams.gguf";
     GgufWriter partial;
     partial.set_string(model_keys::kVariant, "english");
     partial.write(path);
     expect_error([&] { ModelHparams::from_metadata(GgufFile(path)); }, {path, "no metadata key chatterbox.t3."});
+
+    for (const auto &[name, message] : {std::pair{"bogus", "known: english, multilingual, turbo, nano"},
+                                        {"turbo", "not supported yet"},
+                                        {"nano", "not supported yet"}}) {
+        GgufWriter writer;
+        writer.set_string(model_keys::kVariant, name);
+        writer.write(path);
+        expect_error([&] { ModelHparams::from_metadata(GgufFile(path)); }, {path, model_keys::kVariant, name, message});
+    }
 }
 
 TEST(Convert, F32RoundTripKeepsEveryTensorAndPiece) {
@@ -217,7 +300,8 @@ TEST(Convert, F32RoundTripKeepsEveryTensorAndPiece) {
     EXPECT_TRUE(file.is_gguf());
     EXPECT_EQ(file.components(), folder.components());
     EXPECT_EQ(file.tokenizer_json(), folder.tokenizer_json());
-    EXPECT_EQ(file.hparams().variant, "english");
+    EXPECT_EQ(file.hparams().variant, Variant::english);
+    EXPECT_EQ(file.hparams().t3.hidden, folder.hparams().t3.hidden);
     EXPECT_EQ(file.hparams().t3.rope_original_max_positions, 8192);
     EXPECT_EQ(file.weights().size(), folder.weights().size());
     for (const std::string &name : folder.weights().names_with_prefix("")) {
@@ -299,7 +383,7 @@ TEST(Convert, RefusesBadRequests) {
 // Writes a GGUF with English metadata, no components and the given voice tensors.
 void write_voice_gguf(const std::string &path, const std::vector<HostTensor> &voice) {
     GgufWriter writer;
-    ModelHparams::english().write_metadata(writer);
+    ModelHparams::for_variant(Variant::english).write_metadata(writer);
     writer.set_string_array(model_keys::kComponents, {});
     for (const HostTensor &t : voice)
         writer.add_tensor(t.name, t.type, t.shape,
@@ -353,7 +437,7 @@ TEST(ModelFiles, BindingReportsMissingAndMisShapedTensors) {
 
     ModuleWeights good(files.weights(), "t3.", backend);
     good.get("tfmr.layers.0.mlp.up_proj.weight", {128, 64}, WeightUse::matmul);
-    good.get("text_emb.weight", {704, 8}, WeightUse::as_stored);
+    good.get("text_emb.weight", {704, 64}, WeightUse::as_stored);
     good.ignore("tfmr.layers.0.self_attn.");
     good.ignore("tfmr.layers.0.input_layernorm.");
     good.ignore("cond_enc.");
@@ -370,7 +454,7 @@ TEST(ModelFiles, BindingReportsMissingAndMisShapedTensors) {
     bad.ignore("cond_enc.");
     bad.ignore("speech_");
     expect_error([&] { bad.load(); }, {"2 problems", "t3.tfmr.layers.1.mlp.up_proj.weight: missing",
-                                       "t3.text_emb.weight: expected [704, 16], file has [704, 8]"});
+                                       "t3.text_emb.weight: expected [704, 16], file has [704, 64]"});
 }
 
 } // namespace

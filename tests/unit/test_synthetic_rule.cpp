@@ -1,6 +1,7 @@
 // The synthetic-weights rule of shared/golden/WEIGHTS.md: primitives, test vectors bit for bit, the rule table
 // against the manifest, and the compiled-in manifest against tests/data/manifest.json.
 
+#include "models/chatterbox/model_files.h"
 #include "models/chatterbox/synthetic_weights.h"
 #include "support/synthetic_test_vectors.h"
 #include "support/test_support.h"
@@ -151,6 +152,43 @@ TEST(SyntheticRule, EmbeddedManifestEqualsJson) {
         }
         EXPECT_EQ(stored, checkpoint.at("n_tensors").get<size_t>());
     }
+}
+
+// The official sizes scale the manifest to itself: the tensor list of any size comes from one rule.
+TEST(SyntheticRule, ScaledManifestOfTheOfficialSizesIsTheManifest) {
+    const auto scaled = scaled_manifest(ModelHparams::for_variant(Variant::english));
+    const auto &official = official_manifest();
+    ASSERT_EQ(scaled.size(), official.size());
+    for (size_t c = 0; c < official.size(); ++c) {
+        std::vector<std::pair<std::string, Shape>> want, got;
+        for (const ManifestTensor &t : official[c].tensors)
+            if (t.stored) want.emplace_back(t.name, t.shape);
+        for (const ManifestTensor &t : scaled[c].tensors) got.emplace_back(t.name, t.shape);
+        EXPECT_EQ(got, want) << official[c].file;
+    }
+}
+
+TEST(SyntheticRule, TinyManifestFollowsTheTinyHparams) {
+    const ModelHparams tiny = tiny_hparams();
+    size_t t3_layers = 0, tokenizer_blocks = 0;
+    for (const ManifestCheckpoint &checkpoint : scaled_manifest(tiny))
+        for (const ManifestTensor &t : checkpoint.tensors) {
+            if (t.name.rfind("tfmr.layers.", 0) == 0 && t.name.find(".input_layernorm.") != std::string::npos) {
+                ++t3_layers;
+                EXPECT_EQ(t.shape, (Shape{tiny.t3.hidden})) << t.name;
+            }
+            if (t.name.rfind("tokenizer.encoder.blocks.", 0) == 0 &&
+                t.name.find(".attn_ln.weight") != std::string::npos)
+                ++tokenizer_blocks;
+            if (t.name == "mel2wav.conv_pre.parametrizations.weight.original1")
+                EXPECT_EQ(t.shape, (Shape{tiny.hift.base_channels, tiny.hift.mel_bins, tiny.hift.conv_pre_kernel}));
+        }
+    EXPECT_EQ(t3_layers, size_t(tiny.t3.n_layers));
+    EXPECT_EQ(tokenizer_blocks, size_t(tiny.s3tokenizer.layers));
+
+    ModelHparams too_deep = tiny;
+    too_deep.t3.n_layers = 31;
+    EXPECT_THROW(scaled_manifest(too_deep), Error);
 }
 
 } // namespace

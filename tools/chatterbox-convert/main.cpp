@@ -1,6 +1,7 @@
 // chatterbox-convert: the official Chatterbox model folder (or a GGUF) -> one GGUF file, with the
 // chosen precision for weight matrices; or, with --synthetic, a folder of deterministic synthetic
-// weights in the official format for tests and benchmarks.
+// weights in the official format for tests and benchmarks; with --synthetic --tiny, a small GGUF of
+// the same architecture (DIR/model.gguf) that loads and speaks in seconds.
 
 #include "core/error.h"
 #include "models/chatterbox/convert.h"
@@ -48,10 +49,10 @@ void report_progress(size_t index, size_t count, const std::string &name) {
 int main(int argc, char **argv) {
     CLI::App app{"Convert a Chatterbox model (official folder or GGUF) into one GGUF file.\n"
                  "  chatterbox-convert MODEL_DIR -o model.gguf [--type f32|f16|q8_0|q4_k] [--components ve,t3,s3gen]\n"
-                 "  chatterbox-convert --synthetic [--seed 0x5EEDC0DE] --out DIR"};
+                 "  chatterbox-convert --synthetic [--tiny] [--seed 0x5EEDC0DE] --out DIR"};
     std::string input, output, type_name = "f32", seed_text = "0x5EEDC0DE";
     std::vector<std::string> components;
-    bool synthetic = false;
+    bool synthetic = false, tiny = false;
     app.add_option("model", input,
                    "official model folder (ve/t3_cfg/s3gen .safetensors, tokenizer.json, conds.pt) "
                    "or a GGUF from chatterbox-convert");
@@ -63,6 +64,10 @@ int main(int argc, char **argv) {
             ->delimiter(',');
     auto *synthetic_flag =
         app.add_flag("--synthetic", synthetic, "write synthetic weights (shared/golden/WEIGHTS.md rule) to --out");
+    app.add_flag("--tiny", tiny,
+                 "with --synthetic: DIR/model.gguf, a tiny model of the same architecture with the English tokenizer "
+                 "and a built-in voice")
+        ->needs(synthetic_flag);
     app.add_option("--seed", seed_text, "seed of the synthetic weights (decimal or 0x hex)")
         ->capture_default_str()
         ->needs(synthetic_flag);
@@ -73,9 +78,12 @@ int main(int argc, char **argv) {
         if (synthetic) {
             if (!input.empty()) chatterbox::fail("--synthetic takes no model argument (got ", input, ")");
             const uint64_t seed = parse_seed(seed_text);
-            std::fprintf(stderr, "writing synthetic weights (seed 0x%llX) to %s\n",
+            std::fprintf(stderr, "writing %s synthetic weights (seed 0x%llX) to %s\n", tiny ? "tiny" : "full-size",
                          static_cast<unsigned long long>(seed), output.c_str());
-            chatterbox::synthetic::write_synthetic_model(output, seed);
+            if (tiny)
+                chatterbox::synthetic::write_tiny_model(output, seed);
+            else
+                chatterbox::synthetic::write_synthetic_model(output, seed);
             return 0;
         }
         if (input.empty()) chatterbox::fail("no model given: chatterbox-convert MODEL_DIR -o model.gguf");

@@ -40,8 +40,7 @@ void run_flow(GoldenRun &run) {
     reference.xvector = run.computed("campplus_xvector").f32();
     // What tts.py hands S3Gen: the greedy tokens after drop_invalid_tokens.
     const std::vector<int32_t> tokens =
-        t3::drop_invalid_tokens(token_ids(run.computed("t3_greedy_tokens"), "t3_greedy_tokens"),
-                                t3::HParams::from_store(files.weights(), "t3."));
+        t3::drop_invalid_tokens(token_ids(run.computed("t3_greedy_tokens"), "t3_greedy_tokens"), files.hparams().t3);
     run.write("s3gen_input_tokens", NpyArray::from_i64({int64_t(tokens.size())}, {tokens.begin(), tokens.end()}));
     const std::vector<float> noise = run.input("flow_noise").f32();
 

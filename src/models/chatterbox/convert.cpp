@@ -134,6 +134,15 @@ std::string ConvertSummary::text() const {
     return out;
 }
 
+void write_model_metadata(GgufWriter &writer, const ModelHparams &hparams, const std::vector<std::string> &components,
+                          ggml_type matrix_type, const std::string *tokenizer_json) {
+    writer.set_string("general.architecture", "chatterbox");
+    hparams.write_metadata(writer);
+    writer.set_string_array(model_keys::kComponents, components);
+    writer.set_string("chatterbox.matrix_type", matrix_type_name(matrix_type));
+    if (tokenizer_json) writer.set_string(model_keys::kTokenizerJson, *tokenizer_json);
+}
+
 ConvertSummary convert_model(const std::string &input, const std::string &output, const ConvertOptions &options) {
     matrix_type_name(options.matrix_type); // validates the requested type
     std::error_code ec;
@@ -159,11 +168,8 @@ ConvertSummary convert_model(const std::string &input, const std::string &output
                     "weights)");
 
     GgufWriter writer;
-    writer.set_string("general.architecture", "chatterbox");
-    model.hparams().write_metadata(writer);
-    writer.set_string_array(model_keys::kComponents, components);
-    writer.set_string("chatterbox.matrix_type", matrix_type_name(options.matrix_type));
-    if (model.has_tokenizer()) writer.set_string(model_keys::kTokenizerJson, model.tokenizer_json());
+    write_model_metadata(writer, model.hparams(), components, options.matrix_type,
+                         model.has_tokenizer() ? &model.tokenizer_json() : nullptr);
 
     std::vector<std::string> names;
     for (const ModelComponent &c : model_components())

@@ -26,6 +26,9 @@
 
 namespace chatterbox {
 
+class GgufWriter;
+struct ModelHparams;
+
 // "f32", "f16", "q8_0", "q4_k" (case-insensitive) -> ggml type; throws Error listing the choices.
 ggml_type parse_matrix_type(const std::string &name);
 std::string matrix_type_name(ggml_type type); // "f32", "f16", "q8_0", "q4_k"
@@ -51,6 +54,11 @@ struct ConvertSummary {
     size_t fallbacks = 0;     // matrices stored in a wider type than requested (block size)
     std::string text() const; // "q8_0: 412 tensors, 251.3 MiB\n..."
 };
+
+// The metadata every Chatterbox GGUF carries: architecture, hyper-parameters, components, matrix
+// type and, when the model has one, the tokenizer JSON (tokenizer_json may be null).
+void write_model_metadata(GgufWriter &writer, const ModelHparams &hparams, const std::vector<std::string> &components,
+                          ggml_type matrix_type, const std::string *tokenizer_json);
 
 // Converts `input` (the official folder or a GGUF) into the GGUF file `output`.
 // Throws Error for unknown components, a missing tokenizer when T3 is included, output == input, ...

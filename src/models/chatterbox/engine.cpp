@@ -53,11 +53,11 @@ Engine::Engine(const EngineOptions &options)
         tokenizer_ = std::make_unique<text::EnTokenizer>(
             text::BpeTokenizer::from_json(files_.tokenizer_json(), files_.path() + " tokenizer"));
     if (has(Component::t3))
-        t3_ = std::make_unique<t3::Model>(store, *weights_backend_, t3::HParams::from_store(store, "t3."));
+        t3_ = std::make_unique<t3::Model>(store, *weights_backend_, files_.hparams().t3);
     if (has(Component::flow))
-        flow_ = std::make_unique<s3gen::FlowModel>(store, *weights_backend_,
-                                                   s3gen::FlowHParams::from_model(files_.hparams().s3gen));
-    if (has(Component::vocoder)) vocoder_ = std::make_unique<hift::VocoderModel>(store, *weights_backend_);
+        flow_ = std::make_unique<s3gen::FlowModel>(store, *weights_backend_, files_.hparams().flow);
+    if (has(Component::vocoder))
+        vocoder_ = std::make_unique<hift::VocoderModel>(store, *weights_backend_, files_.hparams().hift);
 }
 
 Engine::~Engine() = default;

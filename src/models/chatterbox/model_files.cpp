@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <type_traits>
 
 namespace chatterbox {
 
@@ -18,69 +17,6 @@ namespace {
 using model_keys::kComponents;
 using model_keys::kTokenizerJson;
 using model_keys::kVariant;
-
-// Every hyper-parameter with its metadata key, so writing and reading cannot drift apart.
-template <class Hparams, class Visit> void visit_fields(Hparams &h, Visit &&visit) {
-    visit("chatterbox.t3.n_layers", h.t3.n_layers);
-    visit("chatterbox.t3.hidden", h.t3.hidden);
-    visit("chatterbox.t3.n_heads", h.t3.n_heads);
-    visit("chatterbox.t3.n_kv_heads", h.t3.n_kv_heads);
-    visit("chatterbox.t3.head_dim", h.t3.head_dim);
-    visit("chatterbox.t3.intermediate", h.t3.intermediate);
-    visit("chatterbox.t3.rms_eps", h.t3.rms_eps);
-    visit("chatterbox.t3.rope.theta", h.t3.rope_theta);
-    visit("chatterbox.t3.rope.factor", h.t3.rope_factor);
-    visit("chatterbox.t3.rope.low_freq_factor", h.t3.rope_low_freq_factor);
-    visit("chatterbox.t3.rope.high_freq_factor", h.t3.rope_high_freq_factor);
-    visit("chatterbox.t3.rope.original_max_positions", h.t3.rope_original_max_positions);
-    visit("chatterbox.t3.text_vocab", h.t3.text_vocab);
-    visit("chatterbox.t3.speech_vocab", h.t3.speech_vocab);
-    visit("chatterbox.t3.start_text_token", h.t3.start_text_token);
-    visit("chatterbox.t3.stop_text_token", h.t3.stop_text_token);
-    visit("chatterbox.t3.start_speech_token", h.t3.start_speech_token);
-    visit("chatterbox.t3.stop_speech_token", h.t3.stop_speech_token);
-    visit("chatterbox.t3.max_text_tokens", h.t3.max_text_tokens);
-    visit("chatterbox.t3.max_speech_tokens", h.t3.max_speech_tokens);
-    visit("chatterbox.t3.speaker_emb", h.t3.speaker_emb);
-    visit("chatterbox.t3.perceiver_queries", h.t3.perceiver_queries);
-    visit("chatterbox.t3.speech_cond_prompt_len", h.t3.speech_cond_prompt_len);
-
-    visit("chatterbox.ve.n_mels", h.ve.n_mels);
-    visit("chatterbox.ve.hidden", h.ve.hidden);
-    visit("chatterbox.ve.n_layers", h.ve.n_layers);
-    visit("chatterbox.ve.embedding", h.ve.embedding);
-    visit("chatterbox.ve.partial_frames", h.ve.partial_frames);
-    visit("chatterbox.ve.sample_rate", h.ve.sample_rate);
-
-    visit("chatterbox.s3gen.token_vocab", h.s3gen.token_vocab);
-    visit("chatterbox.s3gen.encoder_dim", h.s3gen.encoder_dim);
-    visit("chatterbox.s3gen.encoder_heads", h.s3gen.encoder_heads);
-    visit("chatterbox.s3gen.encoder_ffn", h.s3gen.encoder_ffn);
-    visit("chatterbox.s3gen.encoder_blocks", h.s3gen.encoder_blocks);
-    visit("chatterbox.s3gen.encoder_up_blocks", h.s3gen.encoder_up_blocks);
-    visit("chatterbox.s3gen.pre_lookahead", h.s3gen.pre_lookahead);
-    visit("chatterbox.s3gen.token_mel_ratio", h.s3gen.token_mel_ratio);
-    visit("chatterbox.s3gen.mel_bins", h.s3gen.mel_bins);
-    visit("chatterbox.s3gen.speaker_emb", h.s3gen.speaker_emb);
-    visit("chatterbox.s3gen.decoder_channels", h.s3gen.decoder_channels);
-    visit("chatterbox.s3gen.decoder_heads", h.s3gen.decoder_heads);
-    visit("chatterbox.s3gen.decoder_head_dim", h.s3gen.decoder_head_dim);
-    visit("chatterbox.s3gen.decoder_transformer_blocks", h.s3gen.decoder_transformer_blocks);
-    visit("chatterbox.s3gen.decoder_mid_blocks", h.s3gen.decoder_mid_blocks);
-    visit("chatterbox.s3gen.cfm_steps", h.s3gen.cfm_steps);
-    visit("chatterbox.s3gen.cfm_cfg_rate", h.s3gen.cfm_cfg_rate);
-    visit("chatterbox.s3gen.sample_rate", h.s3gen.sample_rate);
-
-    visit("chatterbox.hift.base_channels", h.hift.base_channels);
-    visit("chatterbox.hift.n_harmonics", h.hift.n_harmonics);
-    visit("chatterbox.hift.upsample_rates", h.hift.upsample_rates);
-    visit("chatterbox.hift.upsample_kernels", h.hift.upsample_kernels);
-    visit("chatterbox.hift.resblock_kernels", h.hift.resblock_kernels);
-    visit("chatterbox.hift.source_resblock_kernels", h.hift.source_resblock_kernels);
-    visit("chatterbox.hift.istft_n_fft", h.hift.istft_n_fft);
-    visit("chatterbox.hift.istft_hop", h.hift.istft_hop);
-    visit("chatterbox.hift.sample_rate", h.hift.sample_rate);
-}
 
 std::string read_text_file(const std::string &path) {
     std::ifstream in(path, std::ios::binary);
@@ -141,32 +77,65 @@ void check_token_range(const std::string &path, const TensorView &t, int64_t voc
 
 } // namespace
 
+ModelHparams ModelHparams::for_variant(Variant variant) {
+    ModelHparams h;
+    h.variant = variant;
+    h.t3 = t3::HParams::for_variant(variant);
+    return h;
+}
+
+ModelHparams ModelHparams::from_checkpoints(const WeightStore &store, Variant variant) {
+    ModelHparams h = for_variant(variant);
+    h.t3 = t3::HParams::from_checkpoint(store, "t3.", variant);
+    h.flow = s3gen::FlowHParams::from_checkpoint(store, "s3gen.flow.");
+    h.hift = hift::HiftHParams::from_checkpoint(store, "s3gen.mel2wav.");
+    h.s3tokenizer = s3tokenizer::S3TokenizerHParams::from_checkpoint(store, "s3gen.tokenizer.");
+    h.validate();
+    return h;
+}
+
 void ModelHparams::write_metadata(GgufWriter &writer) const {
-    writer.set_string(kVariant, variant);
-    visit_fields(*this, [&](const char *key, const auto &value) {
-        using T = std::decay_t<decltype(value)>;
-        if constexpr (std::is_same_v<T, int64_t>)
-            writer.set_int(key, value);
-        else if constexpr (std::is_same_v<T, double>)
-            writer.set_float(key, value);
-        else
-            writer.set_int_array(key, value);
-    });
+    writer.set_string(kVariant, variant_name(variant));
+    visit_component_hparams(*this,
+                            [&](const auto &table, const auto &component) { write_fields(table, component, writer); });
 }
 
 ModelHparams ModelHparams::from_metadata(const GgufFile &file) {
     ModelHparams h;
-    h.variant = file.get_string(kVariant);
-    visit_fields(h, [&](const char *key, auto &value) {
-        using T = std::decay_t<decltype(value)>;
-        if constexpr (std::is_same_v<T, int64_t>)
-            value = file.get_int(key);
-        else if constexpr (std::is_same_v<T, double>)
-            value = file.get_float(key);
-        else
-            value = file.get_int_array(key);
-    });
+    try {
+        h = for_variant(parse_variant(file.get_string(kVariant)));
+    } catch (const Error &e) {
+        fail(file.path(), ": ", kVariant, ": ", e.what());
+    }
+    visit_component_hparams(h, [&](const auto &table, auto &component) { component = read_fields(table, file); });
+    h.t3.variant = h.variant;
+    try {
+        h.validate();
+    } catch (const Error &e) {
+        fail(file.path(), ": ", e.what());
+    }
     return h;
+}
+
+void ModelHparams::validate() const {
+    t3.validate();
+    flow.validate();
+    hift.validate();
+    s3tokenizer.validate();
+    visit_component_hparams(*this, [](const auto &table, const auto &component) { validate_fields(table, component); });
+    if (t3.speaker_embed != ve.embedding)
+        fail("chatterbox.t3.speaker_embed ", t3.speaker_embed, " must equal chatterbox.ve.embedding ", ve.embedding);
+    if (flow.speaker_dim != campplus.embedding)
+        fail("chatterbox.s3gen.speaker_dim ", flow.speaker_dim, " must equal chatterbox.campplus.embedding ",
+             campplus.embedding);
+    if (flow.vocab != s3tokenizer.vocab)
+        fail("chatterbox.s3gen.token_vocab ", flow.vocab, " must equal chatterbox.s3tokenizer.vocab ",
+             s3tokenizer.vocab);
+    if (t3.speech_token_limit > flow.vocab)
+        fail("chatterbox.t3.speech_token_limit ", t3.speech_token_limit, " exceeds chatterbox.s3gen.token_vocab ",
+             flow.vocab, " (T3's speech tokens are the flow's input)");
+    if (hift.mel_bins != flow.mel_bins)
+        fail("chatterbox.hift.mel_bins ", hift.mel_bins, " must equal chatterbox.s3gen.mel_bins ", flow.mel_bins);
 }
 
 const std::vector<ModelComponent> &model_components() {
@@ -232,7 +201,11 @@ void ModelFiles::open_folder(const std::string &dir) {
             fail(conds.string(), ": expected a dict {t3, gen} (the built-in voice), got ", root.kind_name());
         for (const VoiceField &f : kVoiceFields) store_.add_tensor(conds_tensor(root, conds.string(), f.group, f.key));
     }
-    hparams_ = ModelHparams::english();
+    try {
+        hparams_ = ModelHparams::from_checkpoints(store_, Variant::english); // t3_cfg.safetensors is English T3
+    } catch (const Error &e) {
+        fail(dir, ": ", e.what());
+    }
 }
 
 void ModelFiles::open_gguf(const std::string &file) {
@@ -266,16 +239,16 @@ void ModelFiles::read_builtin_voice() {
         if (!views.back()) missing += (n_missing++ ? ", " : "") + name;
     }
     if (n_missing == 0) {
-        const T3Hparams &t3 = hparams_.t3;
-        const S3GenHparams &gen = hparams_.s3gen;
-        check_voice_tensor(path_, *views[0], GGML_TYPE_F32, {1, t3.speaker_emb});
+        const t3::HParams &t3 = hparams_.t3;
+        const s3gen::FlowHParams &gen = hparams_.flow;
+        check_voice_tensor(path_, *views[0], GGML_TYPE_F32, {1, t3.speaker_embed});
         check_voice_tensor(path_, *views[1], GGML_TYPE_I64, {1, -1});
         check_voice_tensor(path_, *views[2], GGML_TYPE_F32, {1, 1, 1});
         check_voice_tensor(path_, *views[3], GGML_TYPE_I64, {1, -1});
         check_voice_tensor(path_, *views[4], GGML_TYPE_F32, {1, -1, gen.mel_bins});
-        check_voice_tensor(path_, *views[5], GGML_TYPE_F32, {1, gen.speaker_emb});
+        check_voice_tensor(path_, *views[5], GGML_TYPE_F32, {1, gen.speaker_dim});
         check_token_range(path_, *views[1], t3.start_speech_token); // real speech tokens, below SOS
-        check_token_range(path_, *views[3], gen.token_vocab);
+        check_token_range(path_, *views[3], gen.vocab);
         voice_ = BuiltinVoice{HostTensor::from_view(*views[0]), HostTensor::from_view(*views[1]),
                               HostTensor::from_view(*views[2]), HostTensor::from_view(*views[3]),
                               HostTensor::from_view(*views[4]), HostTensor::from_view(*views[5])};

@@ -12,6 +12,13 @@
 
 #include "core/gguf_file.h"
 #include "core/weight_store.h"
+#include "models/chatterbox/campplus/campplus_hparams.h"
+#include "models/chatterbox/hift/hift_hparams.h"
+#include "models/chatterbox/s3gen/flow_hparams.h"
+#include "models/chatterbox/s3tokenizer/s3tokenizer_hparams.h"
+#include "models/chatterbox/t3/hparams.h"
+#include "models/chatterbox/variant.h"
+#include "models/chatterbox/voice_encoder/voice_encoder_hparams.h"
 
 #include <optional>
 #include <string>
@@ -19,92 +26,42 @@
 
 namespace chatterbox {
 
-// T3 (Llama-520M backbone for the English model); t3.md §1.
-struct T3Hparams {
-    int64_t n_layers = 30;
-    int64_t hidden = 1024;
-    int64_t n_heads = 16;
-    int64_t n_kv_heads = 16;
-    int64_t head_dim = 64;
-    int64_t intermediate = 4096;
-    double rms_eps = 1e-5;
-    double rope_theta = 500000.0;
-    // llama3 rope scaling
-    double rope_factor = 8.0;
-    double rope_low_freq_factor = 1.0;
-    double rope_high_freq_factor = 4.0;
-    int64_t rope_original_max_positions = 8192;
-    int64_t text_vocab = 704;
-    int64_t speech_vocab = 8194;
-    int64_t start_text_token = 255;
-    int64_t stop_text_token = 0;
-    int64_t start_speech_token = 6561;
-    int64_t stop_speech_token = 6562;
-    int64_t max_text_tokens = 2048;   // text_pos_emb has max_text_tokens + 2 rows
-    int64_t max_speech_tokens = 4096; // speech_pos_emb has max_speech_tokens + 4 rows
-    int64_t speaker_emb = 256;
-    int64_t perceiver_queries = 32;
-    int64_t speech_cond_prompt_len = 150;
-};
-
-// VoiceEncoder (3-layer LSTM); voice_encoder.md §1.
-struct VoiceEncoderHparams {
-    int64_t n_mels = 40;
-    int64_t hidden = 256;
-    int64_t n_layers = 3;
-    int64_t embedding = 256;
-    int64_t partial_frames = 160;
-    int64_t sample_rate = 16000;
-};
-
-// S3Gen flow (token embedding, upsampling conformer, CFM decoder); s3gen.md §1, §4–6.
-struct S3GenHparams {
-    int64_t token_vocab = 6561;
-    int64_t encoder_dim = 512;
-    int64_t encoder_heads = 8;
-    int64_t encoder_ffn = 2048;
-    int64_t encoder_blocks = 6;
-    int64_t encoder_up_blocks = 4;
-    int64_t pre_lookahead = 3;
-    int64_t token_mel_ratio = 2;
-    int64_t mel_bins = 80;
-    int64_t speaker_emb = 192; // CAMPPlus x-vector
-    int64_t decoder_channels = 256;
-    int64_t decoder_heads = 8;
-    int64_t decoder_head_dim = 64;
-    int64_t decoder_transformer_blocks = 4; // per resnet block
-    int64_t decoder_mid_blocks = 12;
-    int64_t cfm_steps = 10;
-    double cfm_cfg_rate = 0.7;
-    int64_t sample_rate = 24000;
-};
-
-// HiFT vocoder; hift.md §1.
-struct HiftHparams {
-    int64_t base_channels = 512;
-    int64_t n_harmonics = 8;
-    std::vector<int64_t> upsample_rates = {8, 5, 3};
-    std::vector<int64_t> upsample_kernels = {16, 11, 7};
-    std::vector<int64_t> resblock_kernels = {3, 7, 11};
-    std::vector<int64_t> source_resblock_kernels = {7, 7, 11};
-    int64_t istft_n_fft = 16;
-    int64_t istft_hop = 4;
-    int64_t sample_rate = 24000;
-};
-
+// The hyper-parameters of every component, and the variant they belong to. In a GGUF they are the
+// metadata "chatterbox.variant" plus each component's field table (t3::HParams::fields(), ...);
+// the official folder has the variant's published values with the sizes its tensor shapes declare.
 struct ModelHparams {
-    std::string variant = "english";
-    T3Hparams t3;
-    VoiceEncoderHparams ve;
-    S3GenHparams s3gen;
-    HiftHparams hift;
+    Variant variant = Variant::english;
+    t3::HParams t3;
+    voice_encoder::VoiceEncoderHParams ve;
+    campplus::CampPlusHParams campplus;
+    s3tokenizer::S3TokenizerHParams s3tokenizer;
+    s3gen::FlowHParams flow;
+    hift::HiftHParams hift;
 
-    static ModelHparams english() { return {}; }
-    // Keys "chatterbox.variant", "chatterbox.t3.n_layers", ... (every field).
+    // The published configuration of a variant; throws Error for the ones not supported yet.
+    static ModelHparams for_variant(Variant variant);
+    // The variant's configuration with the sizes the checkpoints in store ("t3.*", "s3gen.*")
+    // declare by their tensor shapes; throws Error naming a tensor the sizes cannot come from.
+    static ModelHparams from_checkpoints(const WeightStore &store, Variant variant);
+    // Keys "chatterbox.variant" and every field of every component table.
     void write_metadata(GgufWriter &writer) const;
-    // Throws Error naming the file and the missing or mistyped key.
+    // Throws Error naming the file and the missing, mistyped or unsupported key.
     static ModelHparams from_metadata(const GgufFile &file);
+    // Every component's rules, then those between components (T3's speaker embedding is the
+    // VoiceEncoder's, ...); throws Error naming the keys.
+    void validate() const;
 };
+
+// visit(field table, component struct) for every component of h (a ModelHparams, const or not):
+// writing, reading and the tests all walk these same tables.
+template <class Hparams, class Visit> void visit_component_hparams(Hparams &h, Visit &&visit) {
+    visit(t3::HParams::fields(), h.t3);
+    visit(voice_encoder::VoiceEncoderHParams::fields(), h.ve);
+    visit(campplus::CampPlusHParams::fields(), h.campplus);
+    visit(s3tokenizer::S3TokenizerHParams::fields(), h.s3tokenizer);
+    visit(s3gen::FlowHParams::fields(), h.flow);
+    visit(hift::HiftHParams::fields(), h.hift);
+}
 
 // GGUF metadata keys written by chatterbox-convert (besides ModelHparams' own).
 namespace model_keys {
@@ -135,7 +92,7 @@ struct BuiltinVoice {
 const std::vector<std::string> &builtin_voice_tensor_names();
 
 class ModelFiles {
-public:
+  public:
     // `path`: the official folder or a .gguf written by chatterbox-convert. Throws Error naming
     // the path and what is missing or wrong.
     static ModelFiles open(const std::string &path);
@@ -153,7 +110,7 @@ public:
 
     const std::optional<BuiltinVoice> &builtin_voice() const { return voice_; }
 
-private:
+  private:
     ModelFiles() = default;
     void open_folder(const std::string &dir);
     void open_gguf(const std::string &file);

@@ -1,12 +1,17 @@
 #include "models/chatterbox/synthetic_weights.h"
 
 #include "core/error.h"
+#include "core/gguf_file.h"
 #include "core/safetensors.h"
+#include "models/chatterbox/convert.h"
+#include "models/chatterbox/model_files.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -14,6 +19,8 @@ namespace chatterbox::synthetic {
 
 // The text of src/models/chatterbox/official_manifest.txt, compiled in by CMake (see the top-level CMakeLists.txt).
 extern const char *const kOfficialManifestText;
+// tests/data/golden/tokenizer.json (the English tokenizer), compiled in the same way.
+extern const char *const kEnglishTokenizerJson;
 
 namespace {
 
@@ -210,6 +217,170 @@ void write_synthetic_model(const std::string &out_dir, uint64_t seed) {
         }
         write_safetensors((std::filesystem::path(out_dir) / checkpoint.file).string(), std::move(entries));
     }
+}
+
+namespace {
+
+// A width of the official model and the one hp gives it, replaced in the shapes of one checkpoint's
+// tensors whose names start with name_prefix. Only widths no other size of that checkpoint shares
+// are listed, so that every replacement is unambiguous.
+struct WidthRule {
+    const char *file;
+    const char *name_prefix;
+    int64_t official, scaled;
+};
+
+// Numbered blocks of one checkpoint (the regex captures the block number) and how many hp keeps.
+struct BlockRule {
+    const char *file;
+    std::regex numbered;
+    int64_t official, scaled;
+};
+
+std::vector<WidthRule> width_rules(const ModelHparams &official, const ModelHparams &hp) {
+    std::vector<WidthRule> rules = {
+        {"t3_cfg.safetensors", "", official.t3.hidden, hp.t3.hidden},
+        {"t3_cfg.safetensors", "", official.t3.ffn, hp.t3.ffn},
+        {"s3gen.safetensors", "mel2wav.", official.hift.base_channels, hp.hift.base_channels},
+        {"s3gen.safetensors", "tokenizer.", official.s3tokenizer.state, hp.s3tokenizer.state},
+        {"s3gen.safetensors", "tokenizer.", 4 * official.s3tokenizer.state, 4 * hp.s3tokenizer.state}, // MLP
+    };
+    for (int stage = 0; stage < int(official.hift.upsample_rates.size()); ++stage)
+        rules.push_back({"s3gen.safetensors", "mel2wav.", official.hift.channels(stage), hp.hift.channels(stage)});
+    return rules;
+}
+
+std::vector<BlockRule> block_rules(const ModelHparams &official, const ModelHparams &hp) {
+    const s3gen::FlowHParams &of = official.flow, &f = hp.flow;
+    return {
+        {"t3_cfg.safetensors", std::regex(R"(^tfmr\.layers\.(\d+)\.)"), official.t3.n_layers, hp.t3.n_layers},
+        {"s3gen.safetensors", std::regex(R"(^tokenizer\.encoder\.blocks\.(\d+)\.)"), official.s3tokenizer.layers,
+         hp.s3tokenizer.layers},
+        {"s3gen.safetensors", std::regex(R"(^flow\.encoder\.encoders\.(\d+)\.)"), of.encoder_blocks, f.encoder_blocks},
+        {"s3gen.safetensors", std::regex(R"(^flow\.encoder\.up_encoders\.(\d+)\.)"), of.encoder_up_blocks,
+         f.encoder_up_blocks},
+        {"s3gen.safetensors", std::regex(R"(^flow\.decoder\.estimator\.mid_blocks\.(\d+)\.)"), of.decoder_mid_blocks,
+         f.decoder_mid_blocks},
+        {"s3gen.safetensors", std::regex(R"(^flow\.decoder\.estimator\.\w+_blocks\.\d+\.1\.(\d+)\.)"),
+         of.decoder_transformer_blocks, f.decoder_transformer_blocks},
+    };
+}
+
+bool kept(const std::string &file, const std::string &name, const std::vector<BlockRule> &rules) {
+    for (const BlockRule &rule : rules) {
+        std::smatch block;
+        if (rule.file == file && std::regex_search(name, block, rule.numbered) && std::stoll(block[1]) >= rule.scaled)
+            return false;
+    }
+    return true;
+}
+
+Shape scaled_shape(const std::string &file, const std::string &name, Shape shape, const std::vector<WidthRule> &rules) {
+    for (int64_t &dim : shape)
+        for (const WidthRule &rule : rules)
+            if (rule.file == file && starts_with(name, rule.name_prefix) && dim == rule.official) {
+                dim = rule.scaled;
+                break; // each dimension is replaced once
+            }
+    return shape;
+}
+
+// Prompt of the tiny model's built-in voice: 2 s of speech tokens (25 Hz) for S3Gen.
+constexpr int64_t kTinyVoicePromptTokens = 50;
+constexpr float kTinyVoiceExaggeration = 0.5f; // the official default
+
+// Token ids in [0, vocab) drawn from the seed and the tensor's name.
+std::vector<int64_t> voice_tokens(const std::string &name, uint64_t seed, int64_t count, int64_t vocab) {
+    SplitMix64 rng{seed ^ fnv1a64(name)};
+    std::vector<int64_t> ids(static_cast<size_t>(count));
+    for (int64_t &id : ids) id = int64_t(rng.next() % uint64_t(vocab));
+    return ids;
+}
+
+} // namespace
+
+ModelHparams tiny_hparams() {
+    ModelHparams hp = ModelHparams::for_variant(Variant::english);
+    hp.t3.n_layers = 2;
+    hp.t3.hidden = 128;
+    hp.t3.n_heads = 4;
+    hp.t3.head_dim = 32;
+    hp.t3.ffn = 256;
+    hp.flow.encoder_blocks = 1;
+    hp.flow.encoder_up_blocks = 1;
+    hp.flow.decoder_mid_blocks = 1;
+    hp.flow.decoder_transformer_blocks = 1;
+    hp.flow.cfm_steps = 2;
+    hp.hift.base_channels = 64;
+    hp.s3tokenizer.state = 128;
+    hp.s3tokenizer.heads = 2;
+    hp.s3tokenizer.layers = 1;
+    return hp;
+}
+
+std::vector<ManifestCheckpoint> scaled_manifest(const ModelHparams &hp) {
+    const ModelHparams official = ModelHparams::for_variant(Variant::english);
+    const std::vector<WidthRule> widths = width_rules(official, hp);
+    const std::vector<BlockRule> blocks = block_rules(official, hp);
+    for (const BlockRule &rule : blocks)
+        if (rule.scaled > rule.official)
+            fail("synthetic weights: ", rule.scaled, " blocks asked where the official model has ", rule.official);
+    std::vector<ManifestCheckpoint> scaled;
+    for (const ManifestCheckpoint &checkpoint : official_manifest()) {
+        scaled.push_back({checkpoint.file, {}});
+        for (const ManifestTensor &tensor : checkpoint.tensors) {
+            if (!tensor.stored || !kept(checkpoint.file, tensor.name, blocks)) continue;
+            ManifestTensor t = tensor;
+            t.shape = scaled_shape(checkpoint.file, tensor.name, tensor.shape, widths);
+            scaled.back().tensors.push_back(std::move(t));
+        }
+    }
+    return scaled;
+}
+
+void write_tiny_model(const std::string &out_dir, uint64_t seed) {
+    std::error_code error;
+    std::filesystem::create_directories(out_dir, error);
+    if (error) fail("cannot create the folder ", out_dir, ": ", error.message());
+    const ModelHparams hp = tiny_hparams();
+    hp.validate();
+
+    GgufWriter writer;
+    std::vector<std::string> components;
+    for (const ModelComponent &c : model_components()) components.push_back(c.name);
+    const std::string tokenizer = kEnglishTokenizerJson;
+    write_model_metadata(writer, hp, components, GGML_TYPE_F32, &tokenizer);
+
+    const std::vector<ManifestCheckpoint> checkpoints = scaled_manifest(hp);
+    for (const ManifestCheckpoint &checkpoint : checkpoints) {
+        const auto component = std::find_if(model_components().begin(), model_components().end(),
+                                            [&](const ModelComponent &c) { return checkpoint.file == c.folder_file; });
+        if (component == model_components().end()) fail("official manifest: unknown checkpoint ", checkpoint.file);
+        for (const ManifestTensor &t : checkpoint.tensors)
+            writer.add_tensor(component->prefix + t.name, t.type, t.shape,
+                              [&t, seed](void *dst) { fill_tensor(t.name, t.shape, seed, dst); });
+    }
+
+    // The built-in voice, in builtin_voice_tensor_names() order.
+    const std::vector<std::string> &voice = builtin_voice_tensor_names();
+    const auto add_f32 = [&](const std::string &name, const Shape &shape) {
+        writer.add_tensor(name, GGML_TYPE_F32, shape,
+                          [name, shape, seed](void *dst) { fill_tensor(name, shape, seed, dst); });
+    };
+    const auto add_tokens = [&](const std::string &name, int64_t count, int64_t vocab) {
+        writer.add_tensor(name, GGML_TYPE_I64, {1, count}, [name, count, vocab, seed](void *dst) {
+            const std::vector<int64_t> ids = voice_tokens(name, seed, count, vocab);
+            std::memcpy(dst, ids.data(), ids.size() * sizeof(int64_t));
+        });
+    };
+    add_f32(voice[0], {1, hp.t3.speaker_embed});
+    add_tokens(voice[1], hp.t3.speech_cond_prompt_len, hp.t3.speech_token_limit);
+    writer.add_tensor(voice[2], GGML_TYPE_F32, {1, 1, 1},
+                      [](void *dst) { std::memcpy(dst, &kTinyVoiceExaggeration, sizeof(float)); });
+    add_tokens(voice[3], kTinyVoicePromptTokens, hp.flow.vocab);
+    add_f32(voice[4], {1, kTinyVoicePromptTokens * hp.flow.token_mel_ratio, hp.flow.mel_bins});
+    add_f32(voice[5], {1, hp.flow.speaker_dim});
+    writer.write((std::filesystem::path(out_dir) / "model.gguf").string());
 }
 
 } // namespace chatterbox::synthetic

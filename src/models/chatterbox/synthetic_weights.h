@@ -10,6 +10,10 @@
 #include <string_view>
 #include <vector>
 
+namespace chatterbox {
+struct ModelHparams;
+}
+
 namespace chatterbox::synthetic {
 
 constexpr uint64_t kDefaultSeed = 0x5EEDC0DE;
@@ -47,5 +51,20 @@ void fill_tensor(const std::string &name, const Shape &shape, uint64_t seed, voi
 
 // Writes ve.safetensors, t3_cfg.safetensors and s3gen.safetensors into out_dir (created if needed).
 void write_synthetic_model(const std::string &out_dir, uint64_t seed = kDefaultSeed);
+
+// The tiny model: the English architecture with 2 T3 layers of 128, one block of each kind in the
+// flow, 2 CFM steps, a 64-channel HiFT and a 1-layer S3Tokenizer of 128. The VoiceEncoder and
+// CAMPPlus keep their fixed full size.
+ModelHparams tiny_hparams();
+
+// The stored tensors of a model with hyper-parameters hp, derived from the official manifest: widths
+// that hp changes are replaced in every shape, numbered blocks beyond hp's counts left out. Names are
+// the checkpoints' own (no store prefix); one list per manifest checkpoint. Throws Error when hp asks
+// for more blocks than the official model has.
+std::vector<ManifestCheckpoint> scaled_manifest(const ModelHparams &hp);
+
+// Writes out_dir/model.gguf: the tiny model's tensors (filled by the WEIGHTS.md rule), its
+// hyper-parameters, the English tokenizer and a built-in voice drawn from the seed.
+void write_tiny_model(const std::string &out_dir, uint64_t seed = kDefaultSeed);
 
 } // namespace chatterbox::synthetic

@@ -63,7 +63,9 @@ struct VoiceBuilder::Models {
     int64_t t3_prompt_tokens; // speech_cond_prompt_len
 
     Models(const ModelFiles &files, Backend &backend)
-        : ve(files.weights(), backend), campplus(files.weights(), backend), tokenizer(files.weights(), backend),
+        : ve(files.weights(), backend, files.hparams().ve),
+          campplus(files.weights(), backend, files.hparams().campplus),
+          tokenizer(files.weights(), backend, files.hparams().s3tokenizer),
           t3_prompt_tokens(files.hparams().t3.speech_cond_prompt_len) {}
 };
 

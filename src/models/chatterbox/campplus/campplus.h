@@ -11,6 +11,7 @@
 #include "core/module_weights.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/campplus/blocks.h"
+#include "models/chatterbox/campplus/campplus_hparams.h"
 #include "modules/conv1d.h"
 #include "modules/norm.h"
 
@@ -21,17 +22,12 @@
 
 namespace chatterbox::campplus {
 
-constexpr int64_t kFbankBins = 80;
-constexpr int64_t kEmbeddingSize = 192;
-// The 1-D network halves the frame rate; the unbiased standard deviation needs two frames after it.
-constexpr int64_t kMinFrames = 3;
-// An hour of 10 ms frames: beyond this the 2-D head's intermediate buffers grow past reason.
-constexpr int64_t kMaxFrames = 360000;
-
 class CampPlus {
   public:
     // Weights under `prefix` ("s3gen.speaker_encoder." when s3gen.safetensors was added as "s3gen.").
-    CampPlus(const WeightStore &store, Backend &backend, const std::string &prefix = "s3gen.speaker_encoder.");
+    CampPlus(const WeightStore &store, Backend &backend, const CampPlusHParams &hp,
+             const std::string &prefix = "s3gen.speaker_encoder.");
+    const CampPlusHParams &hparams() const { return hp_; }
     ~CampPlus();
     CampPlus(const CampPlus &) = delete;
     CampPlus &operator=(const CampPlus &) = delete;
@@ -43,6 +39,7 @@ class CampPlus {
     std::vector<float> embed(Backend &backend, const std::vector<float> &fbank, int64_t frames) const;
 
   private:
+    CampPlusHParams hp_;
     // x: ggml [T, 80, 1] (fbank transposed) -> ggml [192, 1].
     ggml_tensor *build(ggml_context *ctx, ggml_tensor *x, const SegmentPooling &pooling) const;
 

@@ -1,9 +1,17 @@
 #pragma once
 // Hyper-parameters of the HiFT vocoder (spec hift.md §1): HiFTGenerator as s3gen.py builds it
-// for Chatterbox, mel (80, T) at 50 Hz -> 24 kHz waveform, 480 samples per mel frame.
+// for Chatterbox, mel (80, T) at 50 Hz -> 24 kHz waveform, 480 samples per mel frame. Metadata
+// keys "chatterbox.hift.*" (HiftHParams::fields()).
+
+#include "models/chatterbox/hparam_fields.h"
 
 #include <array>
 #include <cstdint>
+#include <string>
+
+namespace chatterbox {
+class WeightStore;
+}
 
 namespace chatterbox::hift {
 
@@ -54,6 +62,13 @@ struct HiftHParams {
     int64_t channels(int stage) const { return base_channels >> (stage + 1); } // 256, 128, 64
 
     static HiftHParams standard() { return {}; }
+    // The standard configuration with the sizes the HiFT checkpoint in store under prefix
+    // ("s3gen.mel2wav.") declares by its tensor shapes.
+    static HiftHParams from_checkpoint(const WeightStore &store, const std::string &prefix);
+
+    static const HparamTable<HiftHParams> &fields();
+    // The field rules, then the rules between fields; throws Error naming the keys.
+    void validate() const;
 };
 
 } // namespace chatterbox::hift

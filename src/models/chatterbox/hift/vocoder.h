@@ -46,7 +46,7 @@ class VocoderModel {
   public:
     // prefix: where mel2wav lives in the store ("s3gen.mel2wav."). Every problem with the tensors
     // (missing, mis-shaped, unexpected) is reported in one Error.
-    VocoderModel(const WeightStore &store, Backend &backend, const HiftHParams &hp = HiftHParams::standard(),
+    VocoderModel(const WeightStore &store, Backend &backend, const HiftHParams &hp,
                  const std::string &prefix = "s3gen.mel2wav.");
     VocoderModel(const VocoderModel &) = delete;
     VocoderModel &operator=(const VocoderModel &) = delete;

@@ -62,7 +62,7 @@ class FlowModel {
   public:
     // Binds every tensor under prefix ("s3gen.flow."): all problems (missing, mis-shaped,
     // unexpected) in one Error. The store may be dropped afterwards.
-    FlowModel(const WeightStore &store, Backend &backend, const FlowHParams &hp = FlowHParams::standard(),
+    FlowModel(const WeightStore &store, Backend &backend, const FlowHParams &hp,
               const std::string &prefix = "s3gen.flow.");
     FlowModel(const FlowModel &) = delete;
     FlowModel &operator=(const FlowModel &) = delete;

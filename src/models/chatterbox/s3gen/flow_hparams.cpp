@@ -1,41 +1,70 @@
 #include "models/chatterbox/s3gen/flow_hparams.h"
 
 #include "core/error.h"
-#include "models/chatterbox/model_files.h"
+#include "core/weight_store.h"
 
 namespace chatterbox::s3gen {
 
-FlowHParams FlowHParams::from_model(const S3GenHparams &model) {
-    FlowHParams hp;
-    hp.vocab = model.token_vocab;
-    hp.mel_bins = model.mel_bins;
-    hp.speaker_dim = model.speaker_emb;
-    hp.token_mel_ratio = model.token_mel_ratio;
-    hp.encoder_dim = model.encoder_dim;
-    hp.encoder_heads = int(model.encoder_heads);
-    hp.encoder_ffn = model.encoder_ffn;
-    hp.encoder_blocks = int(model.encoder_blocks);
-    hp.encoder_up_blocks = int(model.encoder_up_blocks);
-    hp.pre_lookahead = int(model.pre_lookahead);
-    hp.decoder_channels = model.decoder_channels;
-    hp.decoder_heads = int(model.decoder_heads);
-    hp.decoder_head_dim = model.decoder_head_dim;
-    hp.decoder_transformer_blocks = int(model.decoder_transformer_blocks);
-    hp.decoder_mid_blocks = int(model.decoder_mid_blocks);
-    hp.cfm_steps = int(model.cfm_steps);
-    hp.cfg_rate = model.cfm_cfg_rate;
+const HparamTable<FlowHParams> &FlowHParams::fields() {
+    using H = FlowHParams;
+    using R = FieldRule;
+    static const HparamTable<FlowHParams> table = {
+        {"chatterbox.s3gen.token_vocab", &H::vocab, R::positive},
+        // The voice's prompt mel comes from the fixed 80-bin S3Gen mel extractor.
+        {"chatterbox.s3gen.mel_bins", &H::mel_bins, R::fixed},
+        {"chatterbox.s3gen.speaker_dim", &H::speaker_dim, R::positive},
+        // The pipeline's window bookkeeping (pipeline.cpp) assumes two mel frames per token.
+        {"chatterbox.s3gen.token_mel_ratio", &H::token_mel_ratio, R::fixed},
+        {"chatterbox.s3gen.encoder_dim", &H::encoder_dim, R::positive},
+        {"chatterbox.s3gen.encoder_heads", &H::encoder_heads, R::positive},
+        {"chatterbox.s3gen.encoder_ffn", &H::encoder_ffn, R::positive},
+        {"chatterbox.s3gen.encoder_blocks", &H::encoder_blocks, R::non_negative},
+        {"chatterbox.s3gen.encoder_up_blocks", &H::encoder_up_blocks, R::non_negative},
+        {"chatterbox.s3gen.pre_lookahead", &H::pre_lookahead, R::positive},
+        {"chatterbox.s3gen.embed_norm_eps", &H::embed_norm_eps, R::positive},
+        {"chatterbox.s3gen.conformer_norm_eps", &H::conformer_norm_eps, R::positive},
+        {"chatterbox.s3gen.leaky_relu_slope", &H::leaky_relu_slope, R::non_negative},
+        {"chatterbox.s3gen.decoder_channels", &H::decoder_channels, R::positive},
+        {"chatterbox.s3gen.decoder_heads", &H::decoder_heads, R::positive},
+        {"chatterbox.s3gen.decoder_head_dim", &H::decoder_head_dim, R::positive},
+        {"chatterbox.s3gen.decoder_transformer_blocks", &H::decoder_transformer_blocks, R::non_negative},
+        {"chatterbox.s3gen.decoder_mid_blocks", &H::decoder_mid_blocks, R::non_negative},
+        {"chatterbox.s3gen.decoder_ffn_mult", &H::decoder_ffn_mult, R::positive},
+        {"chatterbox.s3gen.decoder_conv_kernel", &H::decoder_conv_kernel, R::positive},
+        {"chatterbox.s3gen.decoder_norm_eps", &H::decoder_norm_eps, R::positive},
+        {"chatterbox.s3gen.cfm_steps", &H::cfm_steps, R::positive},
+        {"chatterbox.s3gen.cfm_cfg_rate", &H::cfg_rate, R::non_negative},
+        {"chatterbox.s3gen.time_scale", &H::time_scale, R::positive},
+        {"chatterbox.s3gen.max_total_tokens", &H::max_total_tokens, R::positive},
+    };
+    return table;
+}
 
-    const bool sizes_ok = hp.vocab > 0 && hp.mel_bins > 0 && hp.speaker_dim > 0 && hp.token_mel_ratio > 0 &&
-                          hp.encoder_heads > 0 && hp.encoder_dim % hp.encoder_heads == 0 && hp.encoder_ffn > 0 &&
-                          hp.encoder_blocks >= 0 && hp.encoder_up_blocks >= 0 && hp.pre_lookahead > 0 &&
-                          hp.decoder_channels > 0 && hp.decoder_heads > 0 && hp.decoder_head_dim > 0 &&
-                          hp.decoder_transformer_blocks >= 0 && hp.decoder_mid_blocks >= 0 && hp.cfm_steps > 0;
-    if (!sizes_ok)
-        fail("S3Gen flow hyper-parameters are inconsistent: vocab ", hp.vocab, ", mel bins ", hp.mel_bins,
-             ", speaker dim ", hp.speaker_dim, ", token/mel ratio ", hp.token_mel_ratio, ", encoder ", hp.encoder_dim,
-             " / ", hp.encoder_heads, " heads, decoder ", hp.decoder_channels, " channels / ", hp.decoder_heads, " x ",
-             hp.decoder_head_dim, ", ", hp.cfm_steps, " CFM steps");
-    return hp;
+void FlowHParams::validate() const {
+    validate_fields(fields(), *this);
+    if (encoder_dim % encoder_heads != 0)
+        fail("chatterbox.s3gen.encoder_heads ", encoder_heads, " does not divide chatterbox.s3gen.encoder_dim ",
+             encoder_dim);
+}
+
+FlowHParams FlowHParams::from_checkpoint(const WeightStore &store, const std::string &prefix) {
+    FlowHParams hp;
+    const CheckpointShapes shapes(store, prefix);
+    shapes.read("input_embedding.weight", 2, 0, hp.vocab);
+    shapes.read("input_embedding.weight", 2, 1, hp.encoder_dim);
+    shapes.read("spk_embed_affine_layer.weight", 2, 1, hp.speaker_dim);
+    shapes.read("encoder.encoders.0.feed_forward.w_1.weight", 2, 0, hp.encoder_ffn);
+    shapes.read("encoder.encoders.0.self_attn.pos_bias_u", 2, 0, hp.encoder_heads);
+    shapes.count("encoder.encoders.", ".norm_mha.weight", hp.encoder_blocks);
+    shapes.count("encoder.up_encoders.", ".norm_mha.weight", hp.encoder_up_blocks);
+    const std::string first_transformer = "decoder.estimator.down_blocks.0.1.0.";
+    shapes.read(first_transformer + "norm1.weight", 1, 0, hp.decoder_channels);
+    int64_t decoder_inner = hp.decoder_inner_dim();
+    shapes.read(first_transformer + "attn1.to_q.weight", 2, 0, decoder_inner);
+    hp.decoder_head_dim = decoder_inner / hp.decoder_heads; // the head count is not in any shape
+    shapes.count("decoder.estimator.down_blocks.0.1.", ".norm1.weight", hp.decoder_transformer_blocks);
+    shapes.count("decoder.estimator.mid_blocks.", ".0.res_conv.weight", hp.decoder_mid_blocks);
+    return shapes.validated(hp);
 }
 
 } // namespace chatterbox::s3gen

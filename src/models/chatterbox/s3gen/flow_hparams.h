@@ -1,13 +1,15 @@
 #pragma once
 // Hyper-parameters of the S3Gen flow (spec s3gen.md §1, §4–§6): speech-token embedding, the
-// upsampling conformer encoder, the UNet-1D estimator and the CFM solver. Sizes that a variant
-// could change come from the model metadata (S3GenHparams); the rest is fixed by the official
-// module definitions and named here once.
+// upsampling conformer encoder, the UNet-1D estimator and the CFM solver. Metadata keys
+// "chatterbox.s3gen.*" (FlowHParams::fields()).
+
+#include "models/chatterbox/hparam_fields.h"
 
 #include <cstdint>
+#include <string>
 
 namespace chatterbox {
-struct S3GenHparams;
+class WeightStore;
 }
 
 namespace chatterbox::s3gen {
@@ -58,8 +60,13 @@ struct FlowHParams {
 
     // The English / multilingual / VC configuration.
     static FlowHParams standard() { return {}; }
-    // The configuration a model file describes (GGUF metadata or the official folder's defaults).
-    static FlowHParams from_model(const S3GenHparams &model);
+    // The standard configuration with the sizes the flow checkpoint in store under prefix
+    // ("s3gen.flow.") declares by its tensor shapes.
+    static FlowHParams from_checkpoint(const WeightStore &store, const std::string &prefix);
+
+    static const HparamTable<FlowHParams> &fields();
+    // The field rules, then the rules between fields; throws Error naming the keys.
+    void validate() const;
 };
 
 } // namespace chatterbox::s3gen

@@ -61,44 +61,47 @@ int32_t fsq_token(const float *projection) {
     return token;
 }
 
-AttentionBlock::AttentionBlock(ModuleWeights &w, const std::string &prefix)
-    : attn_ln(w, prefix + ".attn_ln", kState, 1e-6f), mlp_ln(w, prefix + ".mlp_ln", kState, 1e-5f),
-      query(w, prefix + ".attn.query", kState, kState), key(w, prefix + ".attn.key", kState, kState, false),
-      value(w, prefix + ".attn.value", kState, kState), out(w, prefix + ".attn.out", kState, kState),
-      fsmn(w, prefix + ".attn.fsmn_block", kState, kState, kFsmnKernel,
-           nn::ConvOptions().with_groups(int(kState)).with_padding(kFsmnKernel / 2).without_bias()),
-      mlp(nn::Linear(w, prefix + ".mlp.0", kState, 4 * kState), nn::Linear(w, prefix + ".mlp.2", 4 * kState, kState),
-          nn::Activation::gelu_erf) {}
+AttentionBlock::AttentionBlock(ModuleWeights &w, const std::string &prefix, const S3TokenizerHParams &hp)
+    : attn_ln(w, prefix + ".attn_ln", hp.state, 1e-6f), mlp_ln(w, prefix + ".mlp_ln", hp.state, 1e-5f),
+      query(w, prefix + ".attn.query", hp.state, hp.state), key(w, prefix + ".attn.key", hp.state, hp.state, false),
+      value(w, prefix + ".attn.value", hp.state, hp.state), out(w, prefix + ".attn.out", hp.state, hp.state),
+      fsmn(w, prefix + ".attn.fsmn_block", hp.state, hp.state, kFsmnKernel,
+           nn::ConvOptions().with_groups(int(hp.state)).with_padding(kFsmnKernel / 2).without_bias()),
+      mlp(nn::Linear(w, prefix + ".mlp.0", hp.state, 4 * hp.state),
+          nn::Linear(w, prefix + ".mlp.2", 4 * hp.state, hp.state), nn::Activation::gelu_erf),
+      state(hp.state), heads(hp.heads) {}
 
 ggml_tensor *AttentionBlock::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *positions) const {
     const int64_t frames = x->ne[1];
-    const int64_t head_dim = kState / kHeads;
+    const int64_t head_dim = state / heads;
     ggml_tensor *h = attn_ln(ctx, x);
     auto rope = [&](ggml_tensor *projected) {
-        ggml_tensor *heads = ggml_reshape_4d(ctx, projected, head_dim, kHeads, frames, 1);
-        return ggml_rope_ext(ctx, heads, positions, nullptr, int(head_dim), GGML_ROPE_TYPE_NEOX, 0, kRopeBase, 1.0f,
+        ggml_tensor *split = ggml_reshape_4d(ctx, projected, head_dim, heads, frames, 1);
+        return ggml_rope_ext(ctx, split, positions, nullptr, int(head_dim), GGML_ROPE_TYPE_NEOX, 0, kRopeBase, 1.0f,
                              0.0f, 1.0f, 0.0f, 0.0f);
     };
-    ggml_tensor *v = value(ctx, h); // [1280, T, 1]
+    ggml_tensor *v = value(ctx, h); // [state, T, 1]
     ggml_tensor *q = rope(query(ctx, h));
     ggml_tensor *k = rope(key(ctx, h));
-    ggml_tensor *wv = nn::attention(ctx, q, k, ggml_reshape_4d(ctx, v, head_dim, kHeads, frames, 1));
+    ggml_tensor *wv = nn::attention(ctx, q, k, ggml_reshape_4d(ctx, v, head_dim, heads, frames, 1));
     // FSMN memory: depthwise conv over time of the values, plus the values.
-    ggml_tensor *v_time = transpose(ctx, v); // [T, 1280]
-    ggml_tensor *memory = ggml_add(ctx, fsmn(ctx, ggml_reshape_3d(ctx, v_time, frames, kState, 1)),
-                                   ggml_reshape_3d(ctx, v_time, frames, kState, 1));
-    memory = ggml_reshape_3d(ctx, transpose(ctx, memory), kState, frames, 1);
+    ggml_tensor *v_time = transpose(ctx, v); // [T, state]
+    ggml_tensor *memory = ggml_add(ctx, fsmn(ctx, ggml_reshape_3d(ctx, v_time, frames, state, 1)),
+                                   ggml_reshape_3d(ctx, v_time, frames, state, 1));
+    memory = ggml_reshape_3d(ctx, transpose(ctx, memory), state, frames, 1);
     x = ggml_add(ctx, x, ggml_add(ctx, out(ctx, wv), memory));
     return ggml_add(ctx, x, mlp(ctx, mlp_ln(ctx, x)));
 }
 
-S3Tokenizer::S3Tokenizer(const WeightStore &store, Backend &backend, const std::string &prefix)
-    : weights_(std::make_unique<ModuleWeights>(store, prefix, backend)) {
+S3Tokenizer::S3Tokenizer(const WeightStore &store, Backend &backend, const S3TokenizerHParams &hp,
+                         const std::string &prefix)
+    : hp_(hp), weights_(std::make_unique<ModuleWeights>(store, prefix, backend)) {
+    hp_.validate();
     ModuleWeights &w = *weights_;
-    conv1_ = nn::Conv1d(w, "encoder.conv1", kMelBins, kState, 3, nn::ConvOptions().with_stride(2).with_padding(1));
-    conv2_ = nn::Conv1d(w, "encoder.conv2", kState, kState, 3, nn::ConvOptions().with_stride(2).with_padding(1));
-    for (int b = 0; b < kLayers; ++b) blocks_.emplace_back(w, "encoder.blocks." + std::to_string(b));
-    project_down_ = nn::Linear(w, "quantizer._codebook.project_down", kState, kFsqDims);
+    conv1_ = nn::Conv1d(w, "encoder.conv1", kMelBins, hp_.state, 3, nn::ConvOptions().with_stride(2).with_padding(1));
+    conv2_ = nn::Conv1d(w, "encoder.conv2", hp_.state, hp_.state, 3, nn::ConvOptions().with_stride(2).with_padding(1));
+    for (int b = 0; b < hp_.layers; ++b) blocks_.emplace_back(w, "encoder.blocks." + std::to_string(b), hp_);
+    project_down_ = nn::Linear(w, "quantizer._codebook.project_down", hp_.state, kFsqDims);
     w.ignore("_mel_filters");
     w.ignore("window");
     w.load();
@@ -119,8 +122,8 @@ std::vector<float> S3Tokenizer::project_window(Backend &backend, const std::vect
     ggml_tensor *log_mel = graph.input("log_mel", GGML_TYPE_F32, {1, kMelBins, window.frames});
     ggml_tensor *positions = graph.input("positions", GGML_TYPE_I32, {n_tokens});
     ggml_tensor *x = nn::gelu_erf(ctx, conv1_(ctx, log_mel));
-    x = nn::gelu_erf(ctx, conv2_(ctx, x)); // [T', 1280, 1]
-    x = ggml_reshape_3d(ctx, transpose(ctx, x), kState, n_tokens, 1);
+    x = nn::gelu_erf(ctx, conv2_(ctx, x)); // [T', state, 1]
+    x = ggml_reshape_3d(ctx, transpose(ctx, x), hp_.state, n_tokens, 1);
     for (const AttentionBlock &block : blocks_) x = block(ctx, x, positions);
     ggml_tensor *projection = project_down_(ctx, x); // [8, T', 1]
     graph.build({projection});

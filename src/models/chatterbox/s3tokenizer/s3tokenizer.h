@@ -11,6 +11,7 @@
 #include "core/backend.h"
 #include "core/module_weights.h"
 #include "core/weight_store.h"
+#include "models/chatterbox/s3tokenizer/s3tokenizer_hparams.h"
 #include "modules/conv1d.h"
 #include "modules/feed_forward.h"
 #include "modules/linear.h"
@@ -23,19 +24,6 @@
 #include <vector>
 
 namespace chatterbox::s3tokenizer {
-
-constexpr int64_t kMelBins = 128;
-constexpr int64_t kState = 1280;
-constexpr int kHeads = 20;
-constexpr int kLayers = 6;
-constexpr int64_t kFsqDims = 8;
-constexpr int32_t kVocabSize = 6561; // 3^8
-// Inputs longer than one 30 s window are tokenised in windows of 3000 frames every 2600 frames
-// (4 s overlap), as the reference's quantize() does; an hour is the most accepted.
-constexpr int64_t kWindowFrames = 3000;
-constexpr int64_t kWindowStride = 2600;
-constexpr int64_t kOverlapTokens = 50; // (4 s overlap // 2) x 25 tokens/s dropped at each inner window edge
-constexpr int64_t kMaxFrames = 360000;
 
 struct Tokens {
     std::vector<float> projection; // (T', 8): project_down output, before tanh
@@ -64,10 +52,12 @@ struct AttentionBlock {
     nn::Linear query, key, value, out;
     nn::Conv1d fsmn; // depthwise, kernel 31, padding 15 / 15
     nn::FeedForward mlp;
+    int64_t state = 0;
+    int heads = 0;
 
     AttentionBlock() = default;
-    AttentionBlock(ModuleWeights &w, const std::string &prefix);
-    // x: ggml [1280, T, 1]; positions: i32 [T] (0..T-1).
+    AttentionBlock(ModuleWeights &w, const std::string &prefix, const S3TokenizerHParams &hp);
+    // x: ggml [state, T, 1]; positions: i32 [T] (0..T-1).
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *positions) const;
 };
 
@@ -75,7 +65,9 @@ class S3Tokenizer {
   public:
     // Weights under `prefix` ("s3gen.tokenizer." when s3gen.safetensors was added as "s3gen."). The
     // mel filter bank and window buffers some checkpoints carry are constants of the front end, ignored here.
-    S3Tokenizer(const WeightStore &store, Backend &backend, const std::string &prefix = "s3gen.tokenizer.");
+    S3Tokenizer(const WeightStore &store, Backend &backend, const S3TokenizerHParams &hp,
+                const std::string &prefix = "s3gen.tokenizer.");
+    const S3TokenizerHParams &hparams() const { return hp_; }
     ~S3Tokenizer();
     S3Tokenizer(const S3Tokenizer &) = delete;
     S3Tokenizer &operator=(const S3Tokenizer &) = delete;
@@ -88,6 +80,7 @@ class S3Tokenizer {
     Tokens tokenize(Backend &backend, const std::vector<float> &log_mel, int64_t frames, int64_t max_len = 0) const;
 
   private:
+    S3TokenizerHParams hp_;
     // FSQ projection (T', 8) of one window; mel: (128, total) row-major, window frames [start, start + count).
     std::vector<float> project_window(Backend &backend, const std::vector<float> &mel, int64_t total,
                                       const Window &window) const;

@@ -1,7 +1,10 @@
 #pragma once
 // T3 hyper-parameters (spec t3.md §1): the Llama_520M backbone, the embedding tables, the
 // conditioning encoder and the special tokens. English and multilingual differ only in the
-// text vocabulary, which is read from the checkpoint.
+// text vocabulary. Metadata keys "chatterbox.t3.*" (HParams::fields()).
+
+#include "models/chatterbox/hparam_fields.h"
+#include "models/chatterbox/variant.h"
 
 #include <cstdint>
 #include <string>
@@ -44,8 +47,12 @@ struct HParams {
     int perceiver_queries = 32;
     int perceiver_heads = 4;
     float layer_norm_eps = 1e-5f;
+    int speech_cond_prompt_len = 150; // speech tokens of a voice's T3 prompt (6 s at 25 Hz)
 
-    bool is_multilingual() const { return text_vocab == 2454; }
+    // Not a metadata field of its own: the model's chatterbox.variant.
+    Variant variant = Variant::english;
+
+    bool is_multilingual() const { return variant == Variant::multilingual; }
     // Tokens the conditioning occupies: speaker + perceiver queries (when there is a prompt) + emotion.
     int cond_length(bool has_prompt) const { return 1 + (has_prompt ? perceiver_queries : 0) + 1; }
     // Longest framed text ([start] + ids + [stop]) the text position table can place.
@@ -55,9 +62,15 @@ struct HParams {
 
     // The English configuration.
     static HParams english();
-    // The configuration of the T3 checkpoint in store under prefix ("t3."): the text vocabulary
-    // comes from text_emb; a GPT-2 (Turbo/Nano) checkpoint is refused with a clear error.
-    static HParams from_store(const WeightStore &store, const std::string &prefix);
+    // The published configuration of a Llama-T3 variant (english, multilingual).
+    static HParams for_variant(Variant variant);
+    // The variant's configuration with the sizes the T3 checkpoint in store under prefix ("t3.")
+    // declares by its tensor shapes; a GPT-2 (Turbo/Nano) checkpoint is refused with a clear error.
+    static HParams from_checkpoint(const WeightStore &store, const std::string &prefix, Variant variant);
+
+    static const HparamTable<HParams> &fields();
+    // The field rules, then the rules between fields; throws Error naming the keys.
+    void validate() const;
 };
 
 // ggml rope freq_factors (one per rotated pair, head_dim / 2 values): the ratio between the

@@ -9,6 +9,7 @@
 
 #include "core/backend.h"
 #include "core/weight_store.h"
+#include "models/chatterbox/voice_encoder/voice_encoder_hparams.h"
 #include "modules/lstm.h"
 
 #include <cstdint>
@@ -16,11 +17,6 @@
 #include <vector>
 
 namespace chatterbox::voice_encoder {
-
-constexpr int64_t kMelBins = 40;
-constexpr int64_t kPartialFrames = 160;
-constexpr int64_t kEmbeddingSize = 256;
-constexpr int kSampleRate = 16000;
 
 // How the mel is cut into partial windows (embeds_from_wavs defaults). With rate > 0 the step is
 // round((16000 / rate) / 160) frames and overlap is unused; with rate 0 it is round(160 (1 - overlap)).
@@ -49,13 +45,16 @@ class VoiceEncoder {
   public:
     // Weights under `prefix` ("ve." for ve.safetensors added as "ve."); similarity_* (training only)
     // are ignored, anything else unexpected is an error. The backend is unused: the model runs on the host.
-    VoiceEncoder(const WeightStore &store, Backend &backend, const std::string &prefix = "ve.");
+    VoiceEncoder(const WeightStore &store, Backend &backend, const VoiceEncoderHParams &hp,
+                 const std::string &prefix = "ve.");
+    const VoiceEncoderHParams &hparams() const { return hp_; }
 
     // mel: (frames, 40) row-major linear power mel (melspectrogram(...).T). Throws Error for a wrong
     // size, frames < 1, non-finite values, or a partial whose projection is all zero (cannot normalise).
     Embedding embed(const std::vector<float> &mel, int64_t frames, const PartialOptions &options = {}) const;
 
   private:
+    VoiceEncoderHParams hp_;
     nn::Lstm lstm_;
     std::vector<float> proj_weight_t_; // (256 in, 256 out)
     std::vector<float> proj_bias_;     // (256)
