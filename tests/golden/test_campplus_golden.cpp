@@ -7,6 +7,7 @@
 #include "core/npy.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/campplus/campplus.h"
+#include "support/golden_component.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -22,53 +23,41 @@ using namespace chatterbox::test;
 
 namespace {
 
-class CampPlusGolden : public ::testing::Test {
+class CampPlusGolden : public test::GoldenComponent<campplus::CampPlus> {
   protected:
     static void SetUpTestSuite() {
-        store_ = std::make_unique<WeightStore>();
-        store_->add_safetensors(synthetic_dir() + "/s3gen.safetensors", "s3gen.");
-        backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
-        encoder_ = std::make_unique<campplus::CampPlus>(*store_, *backend_, campplus::CampPlusHParams{});
+        load("s3gen.safetensors", "s3gen.", [](const WeightStore &s, Backend &b) {
+            return std::make_unique<campplus::CampPlus>(s, b, campplus::CampPlusHParams{});
+        });
         const NpyArray fbank = read_npy(golden_path("campplus_fbank.npy"));
         frames_ = fbank.shape.at(0);
         fbank_ = fbank.f32();
     }
-    static void TearDownTestSuite() {
-        encoder_.reset();
-        backend_.reset();
-        store_.reset();
-    }
-    static std::unique_ptr<WeightStore> store_;
-    static std::unique_ptr<Backend> backend_;
-    static std::unique_ptr<campplus::CampPlus> encoder_;
     static std::vector<float> fbank_;
     static int64_t frames_;
 };
 
-std::unique_ptr<WeightStore> CampPlusGolden::store_;
-std::unique_ptr<Backend> CampPlusGolden::backend_;
-std::unique_ptr<campplus::CampPlus> CampPlusGolden::encoder_;
 std::vector<float> CampPlusGolden::fbank_;
 int64_t CampPlusGolden::frames_ = 0;
 
 TEST_F(CampPlusGolden, XVector) {
-    expect_matches_golden(encoder_->embed(*backend_, fbank_, frames_), "campplus_xvector");
+    expect_matches_golden(model_->embed(*backend_, fbank_, frames_), "campplus_xvector");
 }
 
 TEST_F(CampPlusGolden, ShortestInputRuns) {
     const std::vector<float> head(fbank_.begin(), fbank_.begin() + campplus::kMinFrames * campplus::kFbankBins);
-    const std::vector<float> x = encoder_->embed(*backend_, head, campplus::kMinFrames);
+    const std::vector<float> x = model_->embed(*backend_, head, campplus::kMinFrames);
     ASSERT_EQ(x.size(), size_t(campplus::kEmbeddingSize));
     for (float v : x) ASSERT_TRUE(std::isfinite(v));
 }
 
 TEST_F(CampPlusGolden, RejectsBadInput) {
-    EXPECT_THROW(encoder_->embed(*backend_, {}, 0), Error);
-    EXPECT_THROW(encoder_->embed(*backend_, std::vector<float>(2 * 80, 0.0f), 2), Error); // std over one frame
-    EXPECT_THROW(encoder_->embed(*backend_, fbank_, frames_ + 1), Error);
+    EXPECT_THROW(model_->embed(*backend_, {}, 0), Error);
+    EXPECT_THROW(model_->embed(*backend_, std::vector<float>(2 * 80, 0.0f), 2), Error); // std over one frame
+    EXPECT_THROW(model_->embed(*backend_, fbank_, frames_ + 1), Error);
     std::vector<float> bad = fbank_;
     bad[999] = std::numeric_limits<float>::infinity();
-    EXPECT_THROW(encoder_->embed(*backend_, bad, frames_), Error);
+    EXPECT_THROW(model_->embed(*backend_, bad, frames_), Error);
 }
 
 TEST(CampPlusSegmentPooling, MeanPlusSegmentAverage) {

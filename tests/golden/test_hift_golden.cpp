@@ -9,6 +9,7 @@
 #include "core/npy.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/hift/vocoder.h"
+#include "support/golden_component.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -39,36 +40,27 @@ double snr_db(const std::vector<float> &actual, const std::vector<float> &refere
     return noise == 0 ? std::numeric_limits<double>::infinity() : 10.0 * std::log10(signal / noise);
 }
 
-class HiftGolden : public ::testing::Test {
+class HiftGolden : public test::GoldenComponent<VocoderModel> {
   protected:
     static void SetUpTestSuite() {
-        store_ = std::make_unique<WeightStore>();
-        store_->add_safetensors(synthetic_dir() + "/s3gen.safetensors", "s3gen.");
-        backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
-        model_ = std::make_unique<VocoderModel>(*store_, *backend_, HiftHParams::standard());
+        load("s3gen.safetensors", "s3gen.", [](const WeightStore &s, Backend &b) {
+            return std::make_unique<VocoderModel>(s, b, HiftHParams::standard());
+        });
         vocoder_ = std::make_unique<Vocoder>(*model_, *backend_);
         mel_ = read_f32("flow_mel");
         recorded_.phases = read_f32("hift_phase_vec");
         recorded_.noise = read_f32("hift_sine_noise");
     }
     static void TearDownTestSuite() {
-        vocoder_.reset();
-        model_.reset();
-        backend_.reset();
-        store_.reset();
+        vocoder_.reset(); // its graphs use the backend
+        GoldenComponent::TearDownTestSuite();
     }
 
-    static std::unique_ptr<WeightStore> store_;
-    static std::unique_ptr<Backend> backend_;
-    static std::unique_ptr<VocoderModel> model_;
     static std::unique_ptr<Vocoder> vocoder_;
     static std::vector<float> mel_;
     static SourceNoise recorded_;
 };
 
-std::unique_ptr<WeightStore> HiftGolden::store_;
-std::unique_ptr<Backend> HiftGolden::backend_;
-std::unique_ptr<VocoderModel> HiftGolden::model_;
 std::unique_ptr<Vocoder> HiftGolden::vocoder_;
 std::vector<float> HiftGolden::mel_;
 SourceNoise HiftGolden::recorded_;

@@ -9,6 +9,7 @@
 #include "core/npy.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/s3gen/flow.h"
+#include "support/golden_component.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -37,14 +38,13 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-class S3GenFlowGolden : public ::testing::Test {
+class S3GenFlowGolden : public test::GoldenComponent<FlowModel> {
   protected:
     static void SetUpTestSuite() {
-        backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
-        store_ = std::make_unique<WeightStore>();
-        store_->add_safetensors(synthetic_dir() + "/s3gen.safetensors", "s3gen.");
+        load("s3gen.safetensors", "s3gen.", [](const WeightStore &s, Backend &b) {
+            return std::make_unique<FlowModel>(s, b, FlowHParams::standard());
+        });
         const auto start = std::chrono::steady_clock::now();
-        model_ = std::make_unique<FlowModel>(*store_, *backend_, FlowHParams::standard());
         std::printf("flow weights bound and uploaded in %.2f s (%.1f MB)\n", seconds_since(start),
                     double(model_->weight_bytes()) / 1e6);
         reference_.prompt_tokens = read_tokens("s3gen_prompt_tokens");
@@ -52,22 +52,11 @@ class S3GenFlowGolden : public ::testing::Test {
         reference_.xvector = read_f32("campplus_xvector");
         tokens_ = read_tokens("s3gen_input_tokens");
     }
-    static void TearDownTestSuite() {
-        model_.reset();
-        store_.reset();
-        backend_.reset();
-    }
 
-    static std::unique_ptr<Backend> backend_;
-    static std::unique_ptr<WeightStore> store_;
-    static std::unique_ptr<FlowModel> model_;
     static FlowReference reference_;
     static std::vector<int32_t> tokens_;
 };
 
-std::unique_ptr<Backend> S3GenFlowGolden::backend_;
-std::unique_ptr<WeightStore> S3GenFlowGolden::store_;
-std::unique_ptr<FlowModel> S3GenFlowGolden::model_;
 FlowReference S3GenFlowGolden::reference_;
 std::vector<int32_t> S3GenFlowGolden::tokens_;
 

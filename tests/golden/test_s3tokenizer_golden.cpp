@@ -8,6 +8,7 @@
 #include "core/npy.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/s3tokenizer/s3tokenizer.h"
+#include "support/golden_component.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -23,25 +24,19 @@ using namespace chatterbox::test;
 
 namespace {
 
-class S3TokenizerGolden : public ::testing::Test {
+class S3TokenizerGolden : public test::GoldenComponent<s3tokenizer::S3Tokenizer> {
   protected:
     static void SetUpTestSuite() {
-        store_ = std::make_unique<WeightStore>();
-        store_->add_safetensors(synthetic_dir() + "/s3gen.safetensors", "s3gen.");
-        backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
-        tokenizer_ = std::make_unique<s3tokenizer::S3Tokenizer>(*store_, *backend_, s3tokenizer::S3TokenizerHParams{});
-    }
-    static void TearDownTestSuite() {
-        tokenizer_.reset();
-        backend_.reset();
-        store_.reset();
+        load("s3gen.safetensors", "s3gen.", [](const WeightStore &s, Backend &b) {
+            return std::make_unique<s3tokenizer::S3Tokenizer>(s, b, s3tokenizer::S3TokenizerHParams{});
+        });
     }
 
     // Runs one golden call and checks projection and tokens; a token may differ only where the
     // reference's |tanh(h) * 0.999| lies within 1e-3 of the 0.5 rounding threshold (each printed).
     static void check_call(const std::string &call, int64_t max_len) {
         const NpyArray mel = read_npy(golden_path("s3tok_logmel_" + call + ".npy"));
-        const s3tokenizer::Tokens t = tokenizer_->tokenize(*backend_, mel.f32(), mel.shape.at(1), max_len);
+        const s3tokenizer::Tokens t = model_->tokenize(*backend_, mel.f32(), mel.shape.at(1), max_len);
 
         const std::string projection_name = "s3tok_fsq_projection_" + call;
         const std::vector<float> expected = read_npy(golden_path(projection_name + ".npy")).f32();
@@ -62,15 +57,7 @@ class S3TokenizerGolden : public ::testing::Test {
         }
         std::printf("[s3tokenizer] %s: %zu tokens, %d flips\n", call.c_str(), tokens.size(), flips);
     }
-
-    static std::unique_ptr<WeightStore> store_;
-    static std::unique_ptr<Backend> backend_;
-    static std::unique_ptr<s3tokenizer::S3Tokenizer> tokenizer_;
 };
-
-std::unique_ptr<WeightStore> S3TokenizerGolden::store_;
-std::unique_ptr<Backend> S3TokenizerGolden::backend_;
-std::unique_ptr<s3tokenizer::S3Tokenizer> S3TokenizerGolden::tokenizer_;
 
 TEST_F(S3TokenizerGolden, T3PromptWithMaxLen) { check_call("t3prompt", 150); }
 
@@ -78,28 +65,28 @@ TEST_F(S3TokenizerGolden, S3GenPrompt) { check_call("s3genprompt", 0); }
 
 TEST_F(S3TokenizerGolden, MaxLenTruncatesFrames) {
     const NpyArray mel = read_npy(golden_path("s3tok_logmel_s3genprompt.npy"));
-    const s3tokenizer::Tokens full = tokenizer_->tokenize(*backend_, mel.f32(), mel.shape.at(1));
-    const s3tokenizer::Tokens cut = tokenizer_->tokenize(*backend_, mel.f32(), mel.shape.at(1), 20); // first 80 frames
+    const s3tokenizer::Tokens full = model_->tokenize(*backend_, mel.f32(), mel.shape.at(1));
+    const s3tokenizer::Tokens cut = model_->tokenize(*backend_, mel.f32(), mel.shape.at(1), 20); // first 80 frames
     ASSERT_EQ(full.tokens.size(), size_t(175));
     ASSERT_EQ(cut.tokens.size(), size_t(20));
     // Odd frame counts round up: ceil(ceil(7 / 2) / 2) = 2.
     std::vector<float> seven(size_t(128 * 7));
     for (int64_t m = 0; m < 128; ++m) std::copy_n(mel.f32().begin() + m * mel.shape.at(1), 7, seven.begin() + m * 7);
-    EXPECT_EQ(tokenizer_->tokenize(*backend_, seven, 7).tokens.size(), size_t(2));
+    EXPECT_EQ(model_->tokenize(*backend_, seven, 7).tokens.size(), size_t(2));
 }
 
 TEST_F(S3TokenizerGolden, RejectsBadInput) {
-    EXPECT_THROW(tokenizer_->tokenize(*backend_, {}, 0), Error);
-    EXPECT_THROW(tokenizer_->tokenize(*backend_, std::vector<float>(128 * 10, 0.0f), 11), Error);
-    EXPECT_THROW(tokenizer_->tokenize(*backend_, std::vector<float>(128 * 10, 0.0f), 10, -1), Error);
+    EXPECT_THROW(model_->tokenize(*backend_, {}, 0), Error);
+    EXPECT_THROW(model_->tokenize(*backend_, std::vector<float>(128 * 10, 0.0f), 11), Error);
+    EXPECT_THROW(model_->tokenize(*backend_, std::vector<float>(128 * 10, 0.0f), 10, -1), Error);
     std::vector<float> bad(128 * 10, 0.0f);
     bad[77] = std::numeric_limits<float>::quiet_NaN();
-    EXPECT_THROW(tokenizer_->tokenize(*backend_, bad, 10), Error);
+    EXPECT_THROW(model_->tokenize(*backend_, bad, 10), Error);
     const int64_t too_long = s3tokenizer::kMaxFrames + 1;
     const std::vector<float> hour(size_t(128 * too_long), 0.0f);
-    EXPECT_THROW(tokenizer_->tokenize(*backend_, hour, too_long), Error);
+    EXPECT_THROW(model_->tokenize(*backend_, hour, too_long), Error);
     // ... unless max_len keeps it within the limit.
-    EXPECT_EQ(tokenizer_->tokenize(*backend_, hour, too_long, 10).tokens.size(), size_t(10));
+    EXPECT_EQ(model_->tokenize(*backend_, hour, too_long, 10).tokens.size(), size_t(10));
 }
 
 TEST(S3TokenizerFsq, DigitsAreBase3) {

@@ -10,6 +10,7 @@
 #include "core/weight_store.h"
 #include "models/chatterbox/t3/cond_encoder.h"
 #include "models/chatterbox/t3/generate.h"
+#include "support/golden_component.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -38,14 +39,12 @@ std::vector<int32_t> golden_tokens(const std::string &name) {
 }
 
 // The model is loaded once for every test here: 2 GB of f32 weights.
-class T3Golden : public ::testing::Test {
+class T3Golden : public test::GoldenComponent<Model> {
   protected:
     static void SetUpTestSuite() {
-        store_ = std::make_unique<WeightStore>();
-        store_->add_safetensors(chatterbox::test::synthetic_dir() + "/t3_cfg.safetensors", "t3.");
-        backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
-        model_ =
-            std::make_unique<Model>(*store_, *backend_, HParams::from_checkpoint(*store_, "t3.", Variant::english));
+        load("t3_cfg.safetensors", "t3.", [](const WeightStore &s, Backend &b) {
+            return std::make_unique<Model>(s, b, HParams::from_checkpoint(s, "t3.", Variant::english));
+        });
         voice_.speaker_emb = read_npy(golden_path("ve_speaker_emb.npy")).f32();
         voice_.prompt_tokens = golden_tokens("t3_cond_prompt_tokens.npy");
         voice_.exaggeration = 0.5f;
@@ -53,12 +52,6 @@ class T3Golden : public ::testing::Test {
         // index.json's t3_text_tokens has both CFG rows; they are the same framed ids.
         const std::vector<int32_t> both = golden_tokens("t3_text_tokens.npy");
         text_.assign(both.begin(), both.begin() + std::ptrdiff_t(both.size() / 2));
-    }
-    static void TearDownTestSuite() {
-        cond_.reset();
-        model_.reset();
-        backend_.reset();
-        store_.reset();
     }
 
     static RuntimeOptions exact_path() {
@@ -113,17 +106,11 @@ class T3Golden : public ::testing::Test {
         }
     }
 
-    static std::unique_ptr<WeightStore> store_;
-    static std::unique_ptr<Backend> backend_;
-    static std::unique_ptr<Model> model_;
     static Conditioning voice_;
     static std::unique_ptr<CondEmbeddings> cond_;
     static std::vector<int32_t> text_;
 };
 
-std::unique_ptr<WeightStore> T3Golden::store_;
-std::unique_ptr<Backend> T3Golden::backend_;
-std::unique_ptr<Model> T3Golden::model_;
 Conditioning T3Golden::voice_;
 std::unique_ptr<CondEmbeddings> T3Golden::cond_;
 std::vector<int32_t> T3Golden::text_;

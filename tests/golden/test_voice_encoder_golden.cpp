@@ -7,6 +7,7 @@
 #include "core/npy.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/voice_encoder/voice_encoder.h"
+#include "support/golden_component.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -22,39 +23,26 @@ using namespace chatterbox::test;
 
 namespace {
 
-class VoiceEncoderGolden : public ::testing::Test {
+class VoiceEncoderGolden : public test::GoldenComponent<voice_encoder::VoiceEncoder> {
   protected:
     static void SetUpTestSuite() {
-        store_ = std::make_unique<WeightStore>();
-        store_->add_safetensors(synthetic_dir() + "/ve.safetensors", "ve.");
-        backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
-        encoder_ =
-            std::make_unique<voice_encoder::VoiceEncoder>(*store_, *backend_, voice_encoder::VoiceEncoderHParams{});
+        load("ve.safetensors", "ve.", [](const WeightStore &s, Backend &b) {
+            return std::make_unique<voice_encoder::VoiceEncoder>(s, b, voice_encoder::VoiceEncoderHParams{});
+        });
         const NpyArray mel = read_npy(golden_path("ve_mel.npy"));
         frames_ = mel.shape.at(0);
         mel_ = mel.f32();
     }
-    static void TearDownTestSuite() {
-        encoder_.reset();
-        backend_.reset();
-        store_.reset();
-    }
-    static std::unique_ptr<WeightStore> store_;
-    static std::unique_ptr<Backend> backend_;
-    static std::unique_ptr<voice_encoder::VoiceEncoder> encoder_;
     static std::vector<float> mel_;
     static int64_t frames_;
 };
 
-std::unique_ptr<WeightStore> VoiceEncoderGolden::store_;
-std::unique_ptr<Backend> VoiceEncoderGolden::backend_;
-std::unique_ptr<voice_encoder::VoiceEncoder> VoiceEncoderGolden::encoder_;
 std::vector<float> VoiceEncoderGolden::mel_;
 int64_t VoiceEncoderGolden::frames_ = 0;
 
 TEST_F(VoiceEncoderGolden, PartialAndSpeakerEmbeddings) {
     ASSERT_EQ(frames_, 697);
-    const voice_encoder::Embedding e = encoder_->embed(mel_, frames_);
+    const voice_encoder::Embedding e = model_->embed(mel_, frames_);
     EXPECT_EQ(e.partials, 8);
     expect_matches_golden(e.partial_embeds, "ve_partial_embeds");
     expect_matches_golden(e.speaker_emb, "ve_speaker_emb");
@@ -63,7 +51,7 @@ TEST_F(VoiceEncoderGolden, PartialAndSpeakerEmbeddings) {
 TEST_F(VoiceEncoderGolden, ShortMelIsOnePaddedPartial) {
     // 10 frames: one partial, zero-padded to 160 frames; still a unit vector.
     const std::vector<float> head(mel_.begin(), mel_.begin() + 10 * voice_encoder::kMelBins);
-    const voice_encoder::Embedding e = encoder_->embed(head, 10);
+    const voice_encoder::Embedding e = model_->embed(head, 10);
     ASSERT_EQ(e.partials, 1);
     double norm = 0;
     for (float v : e.speaker_emb) norm += double(v) * v;
@@ -74,14 +62,14 @@ TEST_F(VoiceEncoderGolden, ShortMelIsOnePaddedPartial) {
 }
 
 TEST_F(VoiceEncoderGolden, RejectsBadInput) {
-    EXPECT_THROW(encoder_->embed({}, 0), Error);
-    EXPECT_THROW(encoder_->embed(mel_, frames_ - 1), Error);
+    EXPECT_THROW(model_->embed({}, 0), Error);
+    EXPECT_THROW(model_->embed(mel_, frames_ - 1), Error);
     std::vector<float> bad = mel_;
     bad[4321] = std::numeric_limits<float>::quiet_NaN();
-    EXPECT_THROW(encoder_->embed(bad, frames_), Error);
+    EXPECT_THROW(model_->embed(bad, frames_), Error);
     voice_encoder::PartialOptions options;
     options.min_coverage = 0.0;
-    EXPECT_THROW(encoder_->embed(mel_, frames_, options), Error);
+    EXPECT_THROW(model_->embed(mel_, frames_, options), Error);
 }
 
 TEST(VoiceEncoderWeights, ReportsMissingAndUnexpectedTensors) {
