@@ -159,9 +159,7 @@ chatterbox::SynthesisParams synthesis_params(const chatterbox_synthesis_params &
     for (const chatterbox::SynthesisParameter &parameter : chatterbox::synthesis_parameters()) {
         const double value = c_value(p, c_field(parameter));
         // Checked here, not after the conversion: a C int or float outside the C++ field's range must not wrap.
-        if (!parameter.accepts(value))
-            throw argument_error(
-                chatterbox::concat(parameter.name, " is ", value, ", expected ", parameter.range_text()));
+        parameter.check(value);
         parameter.set(params, value);
     }
     params.sampling.seed = p.seed;
@@ -212,9 +210,7 @@ void require_voice_models(const chatterbox::Engine &engine) {
 }
 
 void check_exaggeration(float exaggeration) {
-    const chatterbox::SynthesisParameter &range = *chatterbox::find_synthesis_parameter("exaggeration");
-    if (!range.accepts(exaggeration))
-        throw argument_error(chatterbox::concat("exaggeration is ", exaggeration, ", expected ", range.range_text()));
+    chatterbox::find_synthesis_parameter("exaggeration")->check(exaggeration);
 }
 
 // A recording or a voice file, told apart by content; a recording is computed on session.
@@ -424,15 +420,13 @@ const chatterbox_param_info *chatterbox_synthesis_param_info(size_t index) {
     return index < infos.size() ? &infos[index] : nullptr;
 }
 
-chatterbox_status chatterbox_synthesis_params_set(chatterbox_synthesis_params *params, const char *name,
-                                                  double value) {
+chatterbox_status chatterbox_synthesis_params_set(chatterbox_synthesis_params *params, const char *name, double value) {
     return guarded(CHATTERBOX_ERROR_INVALID_ARGUMENT, [&] {
         require(params, "chatterbox_synthesis_params_set", "params");
         require(name, "chatterbox_synthesis_params_set", "name");
         const chatterbox::SynthesisParameter *parameter = chatterbox::find_synthesis_parameter(name);
         if (!parameter) throw argument_error(chatterbox::concat("no synthesis parameter is named '", name, "'"));
-        if (!parameter->accepts(value))
-            throw argument_error(chatterbox::concat(name, " is ", value, ", expected ", parameter->range_text()));
+        parameter->check(value);
         set_c_value(*params, c_field(*parameter), value);
     });
 }
@@ -449,7 +443,8 @@ chatterbox_status chatterbox_synthesize(chatterbox_engine *engine, const char *t
     clear_audio(audio);
     return guarded(CHATTERBOX_ERROR_INTERNAL, [&] {
         require(engine, "chatterbox_synthesize", "engine");
-        on_internal_session(*engine, [&](chatterbox::Session &session) { synthesize(session, text, voice, params, audio); });
+        on_internal_session(*engine,
+                            [&](chatterbox::Session &session) { synthesize(session, text, voice, params, audio); });
     });
 }
 
@@ -459,9 +454,8 @@ chatterbox_status chatterbox_convert_voice(chatterbox_engine *engine, const char
     clear_audio(audio);
     return guarded(CHATTERBOX_ERROR_INTERNAL, [&] {
         require(engine, "chatterbox_convert_voice", "engine");
-        on_internal_session(*engine, [&](chatterbox::Session &session) {
-            convert_voice(session, source_path, voice, params, audio);
-        });
+        on_internal_session(
+            *engine, [&](chatterbox::Session &session) { convert_voice(session, source_path, voice, params, audio); });
     });
 }
 
@@ -498,8 +492,7 @@ chatterbox_status chatterbox_session_synthesize(chatterbox_session *session, con
 
 chatterbox_status chatterbox_session_convert_voice(chatterbox_session *session, const char *source_path,
                                                    const chatterbox_voice *voice,
-                                                   const chatterbox_synthesis_params *params,
-                                                   chatterbox_audio *audio) {
+                                                   const chatterbox_synthesis_params *params, chatterbox_audio *audio) {
     clear_audio(audio);
     return guarded(CHATTERBOX_ERROR_INTERNAL, [&] {
         require(session, "chatterbox_session_convert_voice", "session");

@@ -43,11 +43,8 @@ class CancelScope {
 
 } // namespace
 
-void SynthesisOptions::validate(int max_new_tokens_limit) const {
+void SynthesisOptions::validate() const {
     chatterbox::validate(params);
-    if (params.sampling.max_new_tokens > max_new_tokens_limit)
-        throw InvalidArgument(concat("max_new_tokens is ", params.sampling.max_new_tokens, ", expected 1 .. ",
-                                     max_new_tokens_limit, " (the model's speech positions)"));
     if (stream) chunks.validate();
 }
 
@@ -175,7 +172,10 @@ Voice Session::voice_from_audio(const audio::Audio &audio, float exaggeration, V
 SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, const SynthesisOptions &options) {
     const t3::Model &model = engine_.t3();
     const t3::HParams &hp = model.hparams();
-    options.validate(hp.max_new_tokens_limit());
+    options.validate();
+    if (options.params.sampling.max_new_tokens > hp.max_new_tokens_limit())
+        throw InvalidArgument(concat("max_new_tokens is ", options.params.sampling.max_new_tokens, ", expected 1 .. ",
+                                     hp.max_new_tokens_limit(), " (the model's speech positions)"));
     const std::vector<text::TextPiece> pieces = engine_.split_text(text);
     if (pieces.empty()) throw InvalidArgument("the text is empty (nothing to say)");
     const VocodingStages stages = vocoding();
@@ -189,9 +189,9 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
     const int n = int(pieces.size());
     for (int i = 0; i < n; ++i) {
         request.check_cancel();
-        const std::vector<int32_t> framed = text::t3_text_tokens(
-            engine_.tokenizer().text_to_tokens(text::punc_norm(pieces[size_t(i)].text)), hp.start_text_token,
-            hp.stop_text_token);
+        const std::vector<int32_t> framed =
+            text::t3_text_tokens(engine_.tokenizer().text_to_tokens(text::punc_norm(pieces[size_t(i)].text)),
+                                 hp.start_text_token, hp.stop_text_token);
         t3::SamplingParams sampling = options.params.sampling;
         // The first piece uses the seed itself, so a one-sentence request is the plain seeded run.
         if (i > 0) sampling.seed = mix_seed(sampling.seed, uint64_t(i) << 32);
@@ -226,8 +226,7 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
 }
 
 SynthesisResult Session::convert(const audio::Audio &source, const Voice &target, const SynthesisOptions &options) {
-    options.validate(engine_.has(Component::t3) ? engine_.t3().hparams().max_new_tokens_limit()
-                                                : options.params.sampling.max_new_tokens);
+    options.validate();
     const VocodingStages stages = vocoding();
     CancelScope cancel_scope(cancel_, options.cancel);
     Request request(options, cancel_, engine_.sample_rate());

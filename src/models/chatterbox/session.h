@@ -40,8 +40,9 @@ struct SynthesisOptions {
     std::function<void(const char *stage, float fraction)> on_progress;
     const volatile int *cancel = nullptr; // the C API's flag: nonzero stops the request soon
 
-    // Throws InvalidArgument naming the parameter, its value and the accepted range.
-    void validate(int max_new_tokens_limit) const;
+    // Throws InvalidArgument naming the parameter, its value and the accepted range (the table's;
+    // synthesize also checks max_new_tokens against the model's speech positions).
+    void validate() const;
 };
 
 struct SynthesisResult {
@@ -54,8 +55,8 @@ struct SynthesisResult {
 };
 
 struct SessionOptions {
-    int threads = 0;         // CPU threads of the session's backend; 0 takes the engine's setting
-    t3::RuntimeOptions t3;   // attention path, KV cache type (f32 for exact golden runs)
+    int threads = 0;       // CPU threads of the session's backend; 0 takes the engine's setting
+    t3::RuntimeOptions t3; // attention path, KV cache type (f32 for exact golden runs)
     nn::AttentionPath flow_attention = nn::AttentionPath::flash;
 };
 

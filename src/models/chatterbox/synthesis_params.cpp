@@ -9,25 +9,25 @@ namespace chatterbox {
 const std::vector<SynthesisParameter> &synthesis_parameters() {
     using P = SynthesisParams;
     static const std::vector<SynthesisParameter> table = {
-        {"exaggeration", "exaggeration", "emotion intensity", 0, 2, false, false,
-         [](P &p) { return &p.exaggeration; }, nullptr},
+        {"exaggeration", "exaggeration", "emotion intensity", 0, 2, false, false, [](P &p) { return &p.exaggeration; },
+         nullptr},
         {"cfg_weight", "cfg-weight", "classifier-free guidance weight, 0 disables it", 0, 3, false, false,
          [](P &p) { return &p.sampling.cfg_weight; }, nullptr},
         {"temperature", "temperature", "sampling temperature", 0, 5, true, false,
          [](P &p) { return &p.sampling.temperature; }, nullptr},
         {"repetition_penalty", "repetition-penalty", "penalty on speech tokens already said, 1 disables it", 1, 5,
          false, false, [](P &p) { return &p.sampling.repetition_penalty; }, nullptr},
-        {"min_p", "min-p", "drop tokens less likely than min-p times the likeliest, 0 disables it", 0, 1, false,
-         false, [](P &p) { return &p.sampling.min_p; }, nullptr},
+        {"min_p", "min-p", "drop tokens less likely than min-p times the likeliest, 0 disables it", 0, 1, false, false,
+         [](P &p) { return &p.sampling.min_p; }, nullptr},
         {"top_p", "top-p", "nucleus sampling mass, 1 disables it", 0, 1, true, false,
          [](P &p) { return &p.sampling.top_p; }, nullptr},
         {"max_new_tokens", "max-tokens",
          "most speech tokens per sentence (25 tokens = 1 s of speech); longer speech is cut", 1, 4096, false, true,
          nullptr, [](P &p) { return &p.sampling.max_new_tokens; }},
-        {"sentence_pause", "sentence-pause", "seconds of silence between sentences of long text", 0, 10, false,
-         false, [](P &p) { return &p.sentence_pause; }, nullptr},
-        {"clause_pause", "clause-pause", "seconds of silence where an over-long sentence is cut", 0, 10, false,
-         false, [](P &p) { return &p.clause_pause; }, nullptr},
+        {"sentence_pause", "sentence-pause", "seconds of silence between sentences of long text", 0, 10, false, false,
+         [](P &p) { return &p.sentence_pause; }, nullptr},
+        {"clause_pause", "clause-pause", "seconds of silence where an over-long sentence is cut", 0, 10, false, false,
+         [](P &p) { return &p.clause_pause; }, nullptr},
     };
     return table;
 }
@@ -51,6 +51,10 @@ bool SynthesisParameter::accepts(double value) const {
 
 std::string SynthesisParameter::range_text() const { return concat(lo_excluded ? "(" : "[", lo, ", ", hi, "]"); }
 
+void SynthesisParameter::check(double value) const {
+    if (!accepts(value)) throw InvalidArgument(concat(name, " is ", value, ", expected ", range_text()));
+}
+
 const SynthesisParameter *find_synthesis_parameter(const std::string &name) {
     for (const SynthesisParameter &p : synthesis_parameters())
         if (name == p.name) return &p;
@@ -58,10 +62,7 @@ const SynthesisParameter *find_synthesis_parameter(const std::string &name) {
 }
 
 void validate(const SynthesisParams &params) {
-    for (const SynthesisParameter &p : synthesis_parameters()) {
-        const double value = p.get(params);
-        if (!p.accepts(value)) throw InvalidArgument(concat(p.name, " is ", value, ", expected ", p.range_text()));
-    }
+    for (const SynthesisParameter &p : synthesis_parameters()) p.check(p.get(params));
 }
 
 } // namespace chatterbox

@@ -38,13 +38,15 @@ struct SynthesisParameter {
     double default_value() const { return get(SynthesisParams{}); }
     bool accepts(double value) const;
     std::string range_text() const; // "[0, 2]", "(0, 5]"
+    // Throws InvalidArgument naming the parameter unless it accepts value ("temperature is 7, expected (0, 5]").
+    void check(double value) const;
 };
 
 const std::vector<SynthesisParameter> &synthesis_parameters();
 // nullptr when no parameter has this name.
 const SynthesisParameter *find_synthesis_parameter(const std::string &name);
 
-// Throws InvalidArgument naming the first parameter out of its range ("temperature is 7, expected (0, 5]").
+// Throws InvalidArgument naming the first parameter out of its range (SynthesisParameter::check).
 void validate(const SynthesisParams &params);
 
 } // namespace chatterbox
