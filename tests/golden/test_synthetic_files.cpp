@@ -92,7 +92,7 @@ TEST(SyntheticFiles, FolderHparamsAreTheEnglishDefaults) {
     EXPECT_EQ(files.hparams().variant, Variant::english);
     size_t compared = 0;
     visit_component_hparams(files.hparams(), [&](const auto &table, const auto &component) {
-        const std::decay_t<decltype(component)> english{};
+        static const std::decay_t<decltype(component)> english{};
         for (const auto &field : table) {
             std::visit([&](auto member) { EXPECT_EQ(component.*member, english.*member) << field.key; }, field.member);
             ++compared;

@@ -197,7 +197,9 @@ TEST_P(MatmulWeightPlacement, Flow) {
 
     const Backend probe(BackendOptions{"cpu", 1, /*repack_weights=*/true});
     const int repacked = expect_placement(weights, probe, repack);
-    if (repack && ggml_cpu_has_avx2()) EXPECT_GT(repacked, 0);
+    if (repack && ggml_cpu_has_avx2()) {
+        EXPECT_GT(repacked, 0);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Repack, MatmulWeightPlacement, ::testing::Bool(),

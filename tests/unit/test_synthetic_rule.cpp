@@ -180,8 +180,9 @@ TEST(SyntheticRule, TinyManifestFollowsTheTinyHparams) {
             if (t.name.rfind("tokenizer.encoder.blocks.", 0) == 0 &&
                 t.name.find(".attn_ln.weight") != std::string::npos)
                 ++tokenizer_blocks;
-            if (t.name == "mel2wav.conv_pre.parametrizations.weight.original1")
+            if (t.name == "mel2wav.conv_pre.parametrizations.weight.original1") {
                 EXPECT_EQ(t.shape, (Shape{tiny.hift.base_channels, tiny.hift.mel_bins, tiny.hift.conv_pre_kernel}));
+            }
         }
     EXPECT_EQ(t3_layers, size_t(tiny.t3.n_layers));
     EXPECT_EQ(tokenizer_blocks, size_t(tiny.s3tokenizer.layers));

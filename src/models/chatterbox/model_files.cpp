@@ -118,11 +118,7 @@ ModelHparams ModelHparams::from_metadata(const GgufFile &file) {
 }
 
 void ModelHparams::validate() const {
-    t3.validate();
-    flow.validate();
-    hift.validate();
-    s3tokenizer.validate();
-    visit_component_hparams(*this, [](const auto &table, const auto &component) { validate_fields(table, component); });
+    visit_component_hparams(*this, [](const auto &, const auto &component) { component.validate(); });
     if (t3.speaker_embed != ve.embedding)
         fail("chatterbox.t3.speaker_embed ", t3.speaker_embed, " must equal chatterbox.ve.embedding ", ve.embedding);
     if (flow.speaker_dim != campplus.embedding)

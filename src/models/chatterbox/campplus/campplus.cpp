@@ -22,7 +22,7 @@ constexpr BlockConfig kBlocks[] = {{12, 128, 1, 256}, {24, 256, 2, 512}, {16, 51
 
 CampPlus::CampPlus(const WeightStore &store, Backend &backend, const CampPlusHParams &hp, const std::string &prefix)
     : hp_(hp), weights_(std::make_unique<ModuleWeights>(store, prefix, backend)) {
-    validate_fields(CampPlusHParams::fields(), hp_); // the code below is written for the fixed sizes
+    hp_.validate(); // the code below is written for the fixed sizes
     ModuleWeights &w = *weights_;
     head_ = FcmHead(w, "head");
     tdnn_ = nn::Conv1d(w, "xvector.tdnn.linear", 320, 128, 5,

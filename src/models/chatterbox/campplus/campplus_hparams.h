@@ -32,6 +32,8 @@ struct CampPlusHParams {
         };
         return table;
     }
+    // Every field is fixed: throws Error naming a key that is not the supported value.
+    void validate() const { validate_fields(fields(), *this); }
 };
 
 } // namespace chatterbox::campplus

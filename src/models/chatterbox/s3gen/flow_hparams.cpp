@@ -13,7 +13,7 @@ const HparamTable<FlowHParams> &FlowHParams::fields() {
         // The voice's prompt mel comes from the fixed 80-bin S3Gen mel extractor.
         {"chatterbox.s3gen.mel_bins", &H::mel_bins, R::fixed},
         {"chatterbox.s3gen.speaker_dim", &H::speaker_dim, R::positive},
-        // The pipeline's window bookkeeping (pipeline.cpp) assumes two mel frames per token.
+        // The voice builder cuts the prompt tokens to half the prompt mel (embed_ref): two frames per token.
         {"chatterbox.s3gen.token_mel_ratio", &H::token_mel_ratio, R::fixed},
         {"chatterbox.s3gen.encoder_dim", &H::encoder_dim, R::positive},
         {"chatterbox.s3gen.encoder_heads", &H::encoder_heads, R::positive},

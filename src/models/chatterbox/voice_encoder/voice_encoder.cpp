@@ -49,7 +49,7 @@ PartialLayout partial_layout(int64_t frames, const PartialOptions &options) {
 VoiceEncoder::VoiceEncoder(const WeightStore &store, Backend &backend, const VoiceEncoderHParams &hp,
                            const std::string &prefix)
     : hp_(hp) {
-    validate_fields(VoiceEncoderHParams::fields(), hp_); // the code below is written for the fixed sizes
+    hp_.validate(); // the code below is written for the fixed sizes
     ModuleWeights w(store, prefix, backend);
     lstm_ = nn::Lstm(w, "lstm", hp_.mel_bins, hp_.embedding, int(hp_.lstm_layers));
     const std::vector<float> proj = w.host_f32("proj.weight", {kEmbeddingSize, kEmbeddingSize});

@@ -32,6 +32,8 @@ struct VoiceEncoderHParams {
         };
         return table;
     }
+    // Every field is fixed: throws Error naming a key that is not the supported value.
+    void validate() const { validate_fields(fields(), *this); }
 };
 
 } // namespace chatterbox::voice_encoder
