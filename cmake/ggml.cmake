@@ -48,3 +48,9 @@ if(CHATTERBOX_CUDA)
 endif()
 
 add_subdirectory("${CHATTERBOX_GGML_DIR}/ggml" "${CMAKE_BINARY_DIR}/_deps/ggml-build" EXCLUDE_FROM_ALL SYSTEM)
+
+# GCC 12 miscompiles ggml's AMX tile configuration (cmake/gcc12-amx/amxtileintrin.h says how);
+# the replacement header goes first on ggml-cpu's include path, ggml's sources stay as fetched.
+if(CMAKE_C_COMPILER_ID STREQUAL "GNU" AND CMAKE_C_COMPILER_VERSION VERSION_LESS 13)
+  target_include_directories(ggml-cpu BEFORE PRIVATE "${CMAKE_SOURCE_DIR}/cmake/gcc12-amx")
+endif()

@@ -84,8 +84,9 @@ ggml_backend_buffer_type_t Backend::matmul_weight_buffer_type(const ggml_tensor 
     ggml_tensor *product = ggml_mul_mat(ctx, w, x);
     ggml_backend_buffer_type_t chosen = nullptr;
     for (ggml_backend_buffer_type_t *buft = extra_buffer_types(dev); buft && *buft && !chosen; ++buft) {
-        // AMX tile kernels die with SIGILL on VMs whose kernel lists the CPU flags but does not
-        // enable the tile state (seen on our CI machines); the AVX repacked kernels are safe everywhere.
+        // Only the repacked AVX layouts. ggml's AMX buffer (usable since cmake/gcc12-amx fixes GCC 12's
+        // tile-config miscompile) is not measured against them at T3's two decode columns, and its
+        // kernels die when other AMX code (oneDNN) ran on the same thread before them.
         if (std::string(ggml_backend_buft_name(*buft)) != "CPU_REPACK") continue;
         ggml_backend_buffer_t probe = ggml_backend_buft_alloc_buffer(*buft, 0);
         if (!probe) continue;
