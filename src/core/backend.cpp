@@ -31,13 +31,17 @@ void log_without_debug(ggml_log_level level, const char *text, void *) {
 
 bool cancel_requested(void *flag) { return static_cast<const CancelFlag *>(flag)->requested(); }
 
+int resolved_threads(int requested) {
+    return requested > 0 ? requested : int(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 } // namespace
 
-Backend::Backend(const BackendOptions &options) {
+Backend::Backend(const BackendOptions &options)
+    : threads_(resolved_threads(options.threads)), repack_weights_(options.repack_weights),
+      adapt_threads_(options.adapt_threads), contention_(threads_) {
     static std::once_flag logger_set; // process-wide in ggml: set once, not per backend
     std::call_once(logger_set, [] { ggml_log_set(log_without_debug, nullptr); });
-    repack_weights_ = options.repack_weights;
-    threads_ = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
     cpu_ = ggml_backend_cpu_init();
     if (!cpu_) fail("cannot initialise the ggml CPU backend");
     ggml_backend_cpu_set_n_threads(cpu_, threads_);
@@ -97,6 +101,12 @@ ggml_backend_buffer_type_t Backend::matmul_weight_buffer_type(const ggml_tensor 
     }
     ggml_free(ctx);
     return chosen;
+}
+
+void Backend::prepare_compute() {
+    const int threads = adapt_threads_ ? contention_.threads_now() : threads_;
+    if (threads != threads_last_compute_) ggml_backend_cpu_set_n_threads(cpu_, threads);
+    threads_last_compute_ = threads;
 }
 
 void Backend::set_cancel_flag(const CancelFlag *flag) {

@@ -5,6 +5,7 @@
 // graphs of any other Backend of the same device.
 
 #include "core/cancel.h"
+#include "core/cpu_contention.h"
 
 #include "ggml-backend.h"
 
@@ -18,6 +19,10 @@ struct BackendOptions {
     // Quantised matmul weights on the CPU go to ggml's repacked layout where the CPU has kernels
     // for their type (q4_K, q4_0 ... on AVX2); off keeps the plain layout (for comparisons).
     bool repack_weights = true;
+    // Before each graph the CPU thread count drops by the CPUs other processes keep busy (two threads
+    // on one free core run far slower than one: core/cpu_contention.h); off keeps `threads` always
+    // (for benchmarks that compare like with like).
+    bool adapt_threads = true;
 };
 
 class Backend {
@@ -38,6 +43,10 @@ public:
     // weight_buffer_type(). Only quantised weights on the CPU backend qualify.
     ggml_backend_buffer_type_t matmul_weight_buffer_type(const ggml_tensor *weight) const;
 
+    // Called before each graph computation: sets the CPU threads for it (see adapt_threads).
+    void prepare_compute();
+    int threads_last_compute() const { return threads_last_compute_; }
+
     // Graphs computed on this backend stop between two nodes once `flag` is requested (CPU; other
     // devices stop between graphs) and GraphRunner::compute then throws Cancelled. nullptr: never.
     void set_cancel_flag(const CancelFlag *flag);
@@ -50,6 +59,9 @@ private:
     ggml_backend_t cpu_ = nullptr;
     int threads_ = 1;
     bool repack_weights_ = true;
+    bool adapt_threads_ = true;
+    CpuContention contention_;
+    int threads_last_compute_ = 0;
 };
 
 } // namespace chatterbox

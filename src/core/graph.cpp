@@ -65,6 +65,7 @@ void GraphRunner::set_input(ggml_tensor *input, const std::vector<int32_t> &valu
 
 void GraphRunner::compute() {
     if (!graph_) fail("GraphRunner::compute before build()");
+    backend_.prepare_compute();
     const ggml_status status = ggml_backend_sched_graph_compute(sched_, graph_);
     if (status == GGML_STATUS_ABORTED) throw Cancelled("cancelled");
     if (status != GGML_STATUS_SUCCESS) fail("graph computation failed (", ggml_status_to_string(status), ")");

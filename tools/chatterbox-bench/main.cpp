@@ -145,6 +145,9 @@ int main(int argc, char **argv) {
     app.add_option("--json", json_path, "also write the results to this JSON file");
     bool no_repack = false;
     app.add_flag("--no-repack", no_repack, "keep quantised matrices in ggml's plain layout (no CPU repacking)");
+    bool fixed_threads = false;
+    app.add_flag("--fixed-threads", fixed_threads,
+                 "always --threads, also while other processes keep CPUs busy (default: fewer then)");
 
     CLI::App *t3 = app.add_subcommand("t3", "T3 prefill and decode ms/token against the memory-bandwidth bound");
     std::vector<std::string> t3_weights;
@@ -201,6 +204,7 @@ int main(int argc, char **argv) {
     pipeline->add_flag("--no-stream", no_stream, "skip the streaming run (time to first audio)");
     CLI11_PARSE(app, argc, argv);
     backend_options.repack_weights = !no_repack;
+    backend_options.adapt_threads = !fixed_threads;
     pipeline_options.stream = !no_stream;
     std::setvbuf(stdout, nullptr, _IOLBF, 0); // rows appear as they are measured, also when piped to a file
 
