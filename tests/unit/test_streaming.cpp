@@ -35,6 +35,7 @@ class LocalFlow : public FlowStage {
     s3gen::Mel generate(const std::vector<int32_t> &tokens, const s3gen::FlowReference &reference,
                         std::vector<float> noise) override {
         ++calls;
+        last_reference = reference;
         const size_t prompt_frames = reference.prompt_mel.size() / kBins;
         const size_t total = kRatio * (reference.prompt_tokens.size() + tokens.size());
         EXPECT_EQ(noise.size(), kBins * total);
@@ -52,6 +53,7 @@ class LocalFlow : public FlowStage {
         return mel;
     }
     int calls = 0;
+    s3gen::FlowReference last_reference;
 };
 
 // A vocoder whose samples of frame f depend only on that frame: sum of its bins, ramped.
@@ -171,6 +173,31 @@ TEST(Streaming, LocalStagesStreamExactlyAsOffline) {
     }
 }
 
+TEST(Streaming, WindowsSeeTheLastPromptTokensWithTheirFrames) {
+    s3gen::FlowReference reference = reference_with(5, 11); // odd: frame 10 follows token 4's two
+    for (size_t i = 0; i < reference.prompt_mel.size(); ++i) reference.prompt_mel[i] = float(i / kBins);
+    for (size_t i = 0; i < reference.prompt_tokens.size(); ++i) reference.prompt_tokens[i] = int32_t(100 + i);
+    ChunkPlan plan;
+    plan.prompt_tokens = 2;
+    LocalFlow flow;
+    LocalVocoder vocoder;
+    CollectingSink sink;
+    PieceVocalizer piece({fake_geometry(), flow, vocoder}, sink, reference, plan, 1, 0, 1);
+    for (int32_t t : tokens_of(40)) piece.add_token(t);
+    piece.finish();
+    ASSERT_GT(flow.calls, 0);
+    EXPECT_EQ(flow.last_reference.prompt_tokens, (std::vector<int32_t>{103, 104}));
+    ASSERT_EQ(flow.last_reference.prompt_mel.size(), 5 * kBins); // frames 6 .. 10
+    EXPECT_EQ(flow.last_reference.prompt_mel.front(), 6.0f);
+    EXPECT_EQ(flow.last_reference.prompt_mel.back(), 10.0f);
+    EXPECT_EQ(flow.last_reference.xvector, reference.xvector);
+
+    // The speech frames keep their noise and place whatever part of the prompt the windows see.
+    const PieceRun offline = vocalize(reference, tokens_of(137), ChunkPlan::offline());
+    const PieceRun shortened = vocalize(reference, tokens_of(137), plan);
+    expect_close(shortened.wave, offline.wave, 1e-5f);
+}
+
 TEST(Streaming, BlocksArriveAsTokensDo) {
     const s3gen::FlowReference reference = reference_with(5, 10);
     LocalFlow flow;
@@ -210,6 +237,9 @@ TEST(Streaming, PlanAndGeometryAreChecked) {
     EXPECT_THROW(plan.validate(), InvalidArgument);
     plan = ChunkPlan{};
     plan.wave_crossfade_frames = plan.hift_context_frames + 1;
+    EXPECT_THROW(plan.validate(), InvalidArgument);
+    plan = ChunkPlan{};
+    plan.prompt_tokens = -1;
     EXPECT_THROW(plan.validate(), InvalidArgument);
     EXPECT_NO_THROW(ChunkPlan{}.validate());
 

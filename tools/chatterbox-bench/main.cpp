@@ -202,6 +202,10 @@ int main(int argc, char **argv) {
         ->capture_default_str();
     pipeline->add_option("--seed", pipeline_options.seed, "sampling and noise seed")->capture_default_str();
     pipeline->add_flag("--no-stream", no_stream, "skip the streaming run (time to first audio)");
+    pipeline
+        ->add_option("--stream-prompt-tokens", pipeline_options.stream_prompt_tokens,
+                     "voice prompt tokens the streaming flow windows see (0: all)")
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     backend_options.repack_weights = !no_repack;
     backend_options.adapt_threads = !fixed_threads;

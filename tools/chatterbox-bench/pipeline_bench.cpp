@@ -96,6 +96,8 @@ nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineB
                        {"rtf_with_voice", (offline.seconds_total + voice_ms / 1e3) / audio_seconds}};
     if (options.stream) {
         synthesis.stream = true;
+        synthesis.chunks.prompt_tokens = options.stream_prompt_tokens;
+        out["stream_prompt_tokens"] = options.stream_prompt_tokens;
         synthesis.on_progress = nullptr;
         synthesis.on_chunk = [](const float *, size_t) { return true; };
         const SynthesisResult streamed = session.synthesize(options.text, voice, synthesis);

@@ -4,6 +4,7 @@
 // streaming, and the peak resident memory.
 
 #include "core/backend.h"
+#include "models/chatterbox/streaming.h"
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,7 @@ struct PipelineBenchOptions {
     int max_new_tokens = 250; // synthetic weights rarely sample EOS: this fixes the length (10 s at most)
     uint64_t seed = 42;
     bool stream = true; // also run once streaming, for the time to first audio
+    int stream_prompt_tokens = ChunkPlan{}.prompt_tokens; // voice prompt tokens the streaming flow windows see (0: all)
 };
 
 // Runs the benchmark and returns its results as JSON (times in milliseconds): "load_ms",

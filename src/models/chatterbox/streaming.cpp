@@ -27,12 +27,28 @@ float rising(size_t i, size_t n) {
     return 0.5f - 0.5f * std::cos(kPi * (float(i) + 0.5f) / float(n));
 }
 
+// The prompt's last `keep` tokens (all for 0) with their mel frames: token i of the prompt owns
+// frames ratio·i and ratio·i + 1, and a frame past ratio·Np (an odd prompt mel) stays at the end.
+s3gen::FlowReference last_prompt_tokens(const s3gen::FlowReference &reference, size_t keep, size_t mel_bins,
+                                        size_t ratio) {
+    const size_t tokens = reference.prompt_tokens.size(), frames = reference.prompt_mel.size() / mel_bins;
+    if (keep == 0 || keep >= tokens) return reference;
+    const size_t first_frame = std::min(frames, ratio * (tokens - keep));
+    s3gen::FlowReference trimmed;
+    trimmed.prompt_tokens.assign(reference.prompt_tokens.end() - std::ptrdiff_t(keep), reference.prompt_tokens.end());
+    trimmed.prompt_mel.assign(reference.prompt_mel.begin() + std::ptrdiff_t(first_frame * mel_bins),
+                              reference.prompt_mel.end());
+    trimmed.xvector = reference.xvector;
+    return trimmed;
+}
+
 } // namespace
 
 ChunkPlan ChunkPlan::offline() {
     ChunkPlan plan;
     plan.first_chunk_tokens = std::numeric_limits<int>::max() / 4;
     plan.chunk_tokens = plan.first_chunk_tokens;
+    plan.prompt_tokens = 0;
     return plan;
 }
 
@@ -44,6 +60,7 @@ void ChunkPlan::validate() const {
     check_range("mel_crossfade_frames", mel_crossfade_frames, 0, 6, "0 .. 6 (the flow's look-ahead frames)");
     check_range("hift_context_frames", hift_context_frames, 2, 64, "2 .. 64");
     check_range("wave_crossfade_frames", wave_crossfade_frames, 0, hift_context_frames, "0 .. hift_context_frames");
+    check_range("prompt_tokens", prompt_tokens, 0, std::numeric_limits<int>::max(), ">= 0 (0: the whole prompt)");
 }
 
 uint64_t mix_seed(uint64_t seed, uint64_t stream) {
@@ -55,23 +72,28 @@ uint64_t mix_seed(uint64_t seed, uint64_t stream) {
 
 PieceVocalizer::PieceVocalizer(const VocodingStages &stages, AudioSink &sink, const s3gen::FlowReference &reference,
                                const ChunkPlan &plan, uint64_t seed, int piece, int pieces)
-    : stages_(stages), geometry_(stages.geometry), sink_(sink), reference_(reference), plan_(plan), seed_(seed),
-      piece_(piece), pieces_(pieces), noise_rng_(mix_seed(seed, kFlowNoiseStream)) {
+    : stages_(stages), geometry_(stages.geometry), sink_(sink), plan_(plan),
+      reference_(last_prompt_tokens(reference, size_t(plan.prompt_tokens), stages.geometry.mel_bins,
+                                    stages.geometry.token_mel_ratio)),
+      seed_(seed), piece_(piece), pieces_(pieces), noise_rng_(mix_seed(seed, kFlowNoiseStream)) {
     const StageGeometry &g = geometry_;
     if (g.mel_bins == 0 || g.token_mel_ratio == 0 || g.samples_per_frame == 0 ||
         g.max_vocoder_frames <= size_t(plan.hift_context_frames))
         fail("streaming: stage geometry without mel bins, frames per token, samples per frame or room for the "
              "vocoder's context");
-    prompt_frames_ = reference.prompt_mel.size() / g.mel_bins;
-    delta_ = int64_t(prompt_frames_) - int64_t(g.token_mel_ratio * reference.prompt_tokens.size());
+    prompt_frames_ = reference_.prompt_mel.size() / g.mel_bins;
+    delta_ = int64_t(prompt_frames_) - int64_t(g.token_mel_ratio * reference_.prompt_tokens.size());
     // Tokens a window may hold besides the prompt; its contexts come out of the same budget.
-    const int64_t room = int64_t(g.max_flow_tokens) - int64_t(reference.prompt_tokens.size()) -
+    const int64_t room = int64_t(g.max_flow_tokens) - int64_t(reference_.prompt_tokens.size()) -
                          plan.left_context_tokens - int64_t(g.pre_lookahead);
     if (room < 1)
-        fail("the voice prompt (", reference.prompt_tokens.size(), " tokens) leaves no room for speech in the flow's ",
+        fail("the voice prompt (", reference_.prompt_tokens.size(), " tokens) leaves no room for speech in the flow's ",
              g.max_flow_tokens, "-token window");
     max_chunk_ = size_t(room);
-    prompt_noise_ = s3gen::standard_normal(prompt_frames_ * g.mel_bins, noise_rng_);
+    // Noise for the whole prompt is drawn (then its tail kept), so the speech frames get the same
+    // draws whatever part of the prompt the windows see.
+    std::vector<float> prompt_noise = s3gen::standard_normal(reference.prompt_mel.size(), noise_rng_);
+    prompt_noise_.assign(prompt_noise.end() - std::ptrdiff_t(reference_.prompt_mel.size()), prompt_noise.end());
 }
 
 void PieceVocalizer::add_token(int32_t token) {

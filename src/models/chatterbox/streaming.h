@@ -26,6 +26,11 @@ struct ChunkPlan {
     int mel_crossfade_frames = 4;  // flow windows meet with a linear cross-fade of this many mel frames
     int hift_context_frames = 8;   // mel frames HiFT sees on each side of what it emits
     int wave_crossfade_frames = 2; // HiFT windows meet with a raised-cosine cross-fade (40 ms)
+    // The flow windows see only the voice prompt's last prompt_tokens tokens and their mel frames
+    // (0: all of it). The flow's cost grows with prompt + window length, attention quadratically, so
+    // a 10 s prompt would make each window cost as much as seconds of offline speech; 3 s of the
+    // voice (75 tokens) keep the timbre (the x-vector is the whole recording's either way).
+    int prompt_tokens = 75;
 
     // The plan of a request without streaming: windows as long as the limits allow.
     static ChunkPlan offline();
@@ -106,8 +111,8 @@ class PieceVocalizer {
     const VocodingStages stages_;
     const StageGeometry geometry_;
     AudioSink &sink_;
-    const s3gen::FlowReference &reference_;
     const ChunkPlan plan_;
+    const s3gen::FlowReference reference_; // the voice prompt as the flow windows see it (plan_.prompt_tokens)
     const uint64_t seed_;
     const int piece_, pieces_;
     std::mt19937_64 noise_rng_;
