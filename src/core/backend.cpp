@@ -1,6 +1,7 @@
 #include "core/backend.h"
 
 #include "core/error.h"
+#include "kernels/onednn.h"
 
 #include "ggml-cpu.h"
 
@@ -37,11 +38,21 @@ int resolved_threads(int requested) {
 
 } // namespace
 
+const char *matmul_route_name(MatmulRoute route) { return route == MatmulRoute::onednn ? "onednn" : "ggml"; }
+
+MatmulRoute parse_matmul_route(const std::string &name) {
+    if (name == "ggml") return MatmulRoute::ggml;
+    if (name == "onednn") return MatmulRoute::onednn;
+    throw InvalidArgument(concat("unknown matmul route '", name, "' (ggml or onednn)"));
+}
+
 Backend::Backend(const BackendOptions &options)
     : threads_(resolved_threads(options.threads)), repack_weights_(options.repack_weights),
-      adapt_threads_(options.adapt_threads), contention_(threads_) {
+      adapt_threads_(options.adapt_threads), matmul_route_(options.matmul_route), contention_(threads_) {
     static std::once_flag logger_set; // process-wide in ggml: set once, not per backend
     std::call_once(logger_set, [] { ggml_log_set(log_without_debug, nullptr); });
+    if (matmul_route_ == MatmulRoute::onednn && !kernels::onednn_available())
+        fail("matmul route 'onednn' is not available: this build has no oneDNN");
     cpu_ = ggml_backend_cpu_init();
     if (!cpu_) fail("cannot initialise the ggml CPU backend");
     ggml_backend_cpu_set_n_threads(cpu_, threads_);
@@ -50,8 +61,8 @@ Backend::Backend(const BackendOptions &options)
     } else if (options.device == "cuda" || options.device == "gpu") {
         ggml_backend_dev_t dev = find_gpu();
         if (!dev)
-            fail("backend '", options.device, "' is not available: no GPU device found (this build can use: ",
-                 available_devices(), ")");
+            fail("backend '", options.device,
+                 "' is not available: no GPU device found (this build can use: ", available_devices(), ")");
         main_ = ggml_backend_dev_init(dev, nullptr);
         if (!main_) fail("cannot initialise GPU device ", ggml_backend_dev_name(dev));
     } else {

@@ -13,6 +13,14 @@
 
 namespace chatterbox {
 
+// How products of an f32 weight matrix with activations run on the CPU backend.
+enum class MatmulRoute {
+    ggml,   // ggml_mul_mat (llamafile's tinyBLAS): the reference the golden tests check
+    onednn, // oneDNN's f32 GEMM as a ggml custom op (kernels/onednn.h); faster on AVX2 (bench/README.md)
+};
+const char *matmul_route_name(MatmulRoute route);
+MatmulRoute parse_matmul_route(const std::string &name); // "ggml" or "onednn"; throws InvalidArgument otherwise
+
 struct BackendOptions {
     std::string device = "cpu"; // "cpu", "cuda" (first GPU) or "gpu"
     int threads = 0;            // CPU threads; 0 = all hardware threads
@@ -23,10 +31,13 @@ struct BackendOptions {
     // on one free core run far slower than one: core/cpu_contention.h); off keeps `threads` always
     // (for benchmarks that compare like with like).
     bool adapt_threads = true;
+    // Route of the f32 weight products of every module bound on this backend (Linear, Conv1d).
+    // onednn needs a build with oneDNN; on a GPU backend the products stay ggml's.
+    MatmulRoute matmul_route = MatmulRoute::ggml;
 };
 
 class Backend {
-public:
+  public:
     explicit Backend(const BackendOptions &options = {}); // throws when the device is not available
     ~Backend();
     Backend(const Backend &) = delete;
@@ -42,6 +53,8 @@ public:
     // type when it can multiply it (checked with ggml's own supports_op), or nullptr for
     // weight_buffer_type(). Only quantised weights on the CPU backend qualify.
     ggml_backend_buffer_type_t matmul_weight_buffer_type(const ggml_tensor *weight) const;
+    // The route for the f32 weight products of modules bound here (ggml on a GPU backend).
+    MatmulRoute matmul_route() const { return is_cpu() ? matmul_route_ : MatmulRoute::ggml; }
 
     // Called before each graph computation: sets the CPU threads for it (see adapt_threads).
     void prepare_compute();
@@ -54,12 +67,13 @@ public:
     // Names of the devices this build can use ("cpu", "cuda" ...), for --help and errors.
     static std::string available_devices();
 
-private:
+  private:
     ggml_backend_t main_ = nullptr;
     ggml_backend_t cpu_ = nullptr;
     int threads_ = 1;
     bool repack_weights_ = true;
     bool adapt_threads_ = true;
+    MatmulRoute matmul_route_ = MatmulRoute::ggml;
     CpuContention contention_;
     int threads_last_compute_ = 0;
 };

@@ -65,6 +65,8 @@ class ModuleWeights {
     void load();
     size_t bytes() const; // size of the uploaded weights
     const std::string &prefix() const { return prefix_; }
+    // How the modules bound here multiply their f32 weights (the backend's choice).
+    MatmulRoute matmul_route() const { return backend_.matmul_route(); }
 
   private:
     struct Upload {

@@ -1,6 +1,7 @@
 #include "modules/attention.h"
 
 #include "core/error.h"
+#include "kernels/onednn.h"
 
 #include <cmath>
 
@@ -66,11 +67,28 @@ ggml_tensor *flash_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, 
 
 } // namespace
 
+const char *attention_path_name(AttentionPath path) {
+    switch (path) {
+    case AttentionPath::plain:
+        return "plain";
+    case AttentionPath::flash:
+        return "flash";
+    case AttentionPath::blocked:
+        return "blocked";
+    }
+    return "?";
+}
+
 ggml_tensor *attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v,
                        const AttentionOptions &options) {
     check_inputs(q, k, v, options);
     const float scale = options.scale != 0.0f ? options.scale : float(1.0 / std::sqrt(double(q->ne[0])));
     if (options.path == AttentionPath::flash) return flash_attention(ctx, q, k, v, options.mask, options.causal, scale);
+    if (options.path == AttentionPath::blocked) {
+        if (options.mask || options.causal || k->type != GGML_TYPE_F32)
+            fail("attention: the blocked path takes f32 keys and values without a mask and not causal (use flash)");
+        return kernels::blocked_attention(ctx, q, k, v, scale);
+    }
     return plain_attention(ctx, q, k, v, options.mask, options.causal, scale);
 }
 

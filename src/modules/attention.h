@@ -1,8 +1,9 @@
 #pragma once
 // Scaled dot-product attention and multi-head attention (PyTorch nn.MultiheadAttention /
-// F.scaled_dot_product_attention semantics), with two execution paths that agree within f16
-// rounding: `plain` (mul_mat + soft_max_ext + mul_mat, the exact reference) and `flash`
-// (ggml_flash_attn_ext with an f16 mask and f32 accumulation: no n_q x n_kv score tensor).
+// F.scaled_dot_product_attention semantics), with execution paths that agree within f16
+// rounding: `plain` (mul_mat + soft_max_ext + mul_mat, the exact reference), `flash`
+// (ggml_flash_attn_ext with an f16 mask and f32 accumulation: no n_q x n_kv score tensor) and,
+// for unmasked f32 attention, `blocked` (oneDNN products per query block, f32 throughout).
 // K/V are used in the type they come in (f32, or f16 from a cache): neither path casts them.
 //
 // Layouts: sequences are ggml [C, T, B] = PyTorch (B, T, C); per-head tensors are
@@ -29,7 +30,13 @@ namespace chatterbox::nn {
 enum class AttentionPath {
     plain, // mul_mat + soft_max + mul_mat: the reference for checking
     flash, // ggml_flash_attn_ext: fast, skips fully masked key blocks
+    // Query blocks through oneDNN f32 matrix products (kernels::blocked_attention): 1.3-1.7x flash
+    // on AVX2 (bench/README.md). f32 q/k/v, no mask, not causal (the flow estimator's attention);
+    // needs a build with oneDNN.
+    blocked,
 };
+
+const char *attention_path_name(AttentionPath path); // "plain", "flash", "blocked"
 
 struct AttentionOptions {
     // Additive mask (0 = attend, large negative / -inf = blocked), ggml [n_kv, n_q] (shared by

@@ -1,13 +1,14 @@
 #include "modules/conv1d.h"
 
 #include "core/error.h"
+#include "modules/matmul.h"
 #include "modules/weight_norm.h"
 
 namespace chatterbox::nn {
 
 Conv1d::Conv1d(ModuleWeights &w, const std::string &prefix, int64_t in_, int64_t out_, int kernel_,
                const ConvOptions &options_)
-    : in(in_), out(out_), kernel(kernel_), options(options_) {
+    : in(in_), out(out_), kernel(kernel_), options(options_), route(w.matmul_route()) {
     ConvOptions &o = options;
     if (in <= 0 || out <= 0 || kernel <= 0 || o.stride <= 0 || o.dilation <= 0 || o.pad_left < 0 || o.pad_right < 0)
         fail("Conv1d ", prefix, ": bad configuration (in ", in, ", out ", out, ", kernel ", kernel, ", stride ",
@@ -75,7 +76,7 @@ ggml_tensor *Conv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
         ggml_tensor *products = ggml_mul(ctx, taps, ggml_reshape_2d(ctx, weight, kernel, in));
         y = ggml_reshape_3d(ctx, ggml_sum_rows(ctx, products), in, length, batch);
     } else {
-        y = ggml_mul_mat(ctx, ggml_reshape_2d(ctx, weight, int64_t(kernel) * in, out), columns);
+        y = matmul(ctx, ggml_reshape_2d(ctx, weight, int64_t(kernel) * in, out), columns, route);
     }
     y = ggml_cont(ctx, ggml_transpose(ctx, y)); // ggml [T_out, C_out, B]
     if (bias) y = ggml_add(ctx, y, ggml_reshape_2d(ctx, bias, 1, out));

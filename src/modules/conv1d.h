@@ -28,6 +28,7 @@ struct Conv1d {
     int64_t out = 0;
     int kernel = 0;
     ConvOptions options; // with pad_left/pad_right resolved (causal padding applied)
+    MatmulRoute route = MatmulRoute::ggml;
 
     Conv1d() = default;
     Conv1d(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, int kernel,

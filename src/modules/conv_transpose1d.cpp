@@ -1,13 +1,14 @@
 #include "modules/conv_transpose1d.h"
 
 #include "core/error.h"
+#include "modules/matmul.h"
 #include "modules/weight_norm.h"
 
 namespace chatterbox::nn {
 
 ConvTranspose1d::ConvTranspose1d(ModuleWeights &w, const std::string &prefix, int64_t in_, int64_t out_, int kernel_,
                                  const ConvOptions &options_)
-    : in(in_), out(out_), kernel(kernel_), options(options_) {
+    : in(in_), out(out_), kernel(kernel_), options(options_), route(w.matmul_route()) {
     const ConvOptions &o = options;
     if (in <= 0 || out <= 0 || kernel <= 0 || o.stride <= 0 || o.pad_left < 0 || o.output_padding < 0)
         fail("ConvTranspose1d ", prefix, ": bad configuration (in ", in, ", out ", out, ", kernel ", kernel,
@@ -46,7 +47,7 @@ ggml_tensor *ConvTranspose1d::operator()(ggml_context *ctx, ggml_tensor *x) cons
     if (length <= 0) fail("ConvTranspose1d ", name, ": input of length ", frames, " gives an empty output");
 
     // columns: ggml [K*C_out, T, B]
-    ggml_tensor *columns = ggml_mul_mat(ctx, weight, ggml_cont(ctx, ggml_transpose(ctx, x)));
+    ggml_tensor *columns = matmul(ctx, weight, ggml_cont(ctx, ggml_transpose(ctx, x)), route);
     const int pad = options.pad_left;
     const int64_t full = (frames - 1) * options.stride + kernel; // before cropping
     ggml_tensor *y = nullptr;

@@ -26,6 +26,7 @@ struct ConvTranspose1d {
     int64_t out = 0;
     int kernel = 0;
     ConvOptions options; // stride, pad_left (= PyTorch padding), output_padding, bias, weight_norm
+    MatmulRoute route = MatmulRoute::ggml;
 
     ConvTranspose1d() = default;
     ConvTranspose1d(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, int kernel,

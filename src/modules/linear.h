@@ -6,7 +6,8 @@
 //
 // The weight keeps its stored type (f32, f16, q8_0 ...): ggml multiplies quantised weights
 // directly, and on the CPU a quantised weight may be stored in a faster layout
-// (WeightUse::matmul), so `weight` is for ggml_mul_mat only. The bias is uploaded as f32.
+// (WeightUse::matmul), so `weight` is for matrix products only (nn::matmul, on the route the
+// weights were bound for). The bias is uploaded as f32.
 
 #include "core/module_weights.h"
 
@@ -21,6 +22,7 @@ struct Linear {
     ggml_tensor *bias = nullptr;   // ggml [out], or nullptr
     int64_t in = 0;
     int64_t out = 0;
+    MatmulRoute route = MatmulRoute::ggml;
 
     Linear() = default;
     // Binds `<prefix>.weight` (out, in) and, when bias is true, `<prefix>.bias` (out).

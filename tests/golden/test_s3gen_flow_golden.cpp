@@ -1,13 +1,15 @@
 // needs: synthetic-weights
 // The S3Gen flow on the main golden case, full-size synthetic weights: every flow_* stage against
 // the official implementation (speaker projection, encoder, mu, estimator at the first Euler step,
-// the full CFM result and the generated mel), fed the recorded inputs and noise; then input
-// validation and seeded determinism.
+// the full CFM result and the generated mel), fed the recorded inputs and noise, on the reference
+// path (ggml f32 products, flash attention) and on the oneDNN routes (MatmulRoute::onednn, blocked
+// attention) within the same golden tolerances; then input validation and seeded determinism.
 
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/npy.h"
 #include "core/weight_store.h"
+#include "kernels/onednn.h"
 #include "models/chatterbox/s3gen/flow.h"
 #include "support/golden_component.h"
 #include "support/test_support.h"
@@ -87,6 +89,30 @@ TEST_F(S3GenFlowGolden, EveryStageMatchesTheOfficialImplementation) {
     const Mel mel = generated_part(full, model_->hparams().mel_bins, encoding.frames, prompt_frames);
     EXPECT_EQ(mel.frames, 2 * int64_t(tokens_.size()));
     expect_matches_golden(mel.values, "flow_mel");
+}
+
+// The fast CPU routes are f32 throughout, so they meet the reference path's golden tolerances
+// (flow_mel: 1e-3 abs, index.json), not a looser bound.
+TEST_F(S3GenFlowGolden, OnednnRoutesMatchTheOfficialImplementation) {
+    if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
+    BackendOptions options{"cpu", 2};
+    options.matmul_route = MatmulRoute::onednn;
+    Backend onednn_backend(options);
+    const FlowModel onednn_model(*store_, onednn_backend, FlowHParams::standard());
+    FlowSession session(onednn_model, onednn_backend, nn::AttentionPath::blocked);
+    const FlowEncoding encoding = session.encode(tokens_, reference_);
+    expect_matches_golden(encoding.hidden, "flow_encoder_out");
+    expect_matches_golden(encoding.mu, "flow_mu");
+    const std::vector<float> noise = read_f32("flow_noise");
+    EstimatorGraph &graph = session.estimator_graph(encoding.frames);
+    graph.set_conditioning(encoding.mu, encoding.speaker, session.prompt_condition(reference_, encoding.frames));
+    expect_matches_golden(graph.velocity(noise, 0.0f), "flow_estimator_step0_out");
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<float> full = session.solve(encoding, reference_, noise);
+    std::printf("CFM, %d steps, oneDNN routes: %.2f s\n", model_->hparams().cfm_steps, seconds_since(start));
+    const int64_t prompt_frames = int64_t(reference_.prompt_mel.size()) / model_->hparams().mel_bins;
+    expect_matches_golden(generated_part(full, model_->hparams().mel_bins, encoding.frames, prompt_frames).values,
+                          "flow_mel");
 }
 
 TEST_F(S3GenFlowGolden, InvalidInputsGiveClearErrors) {

@@ -1,8 +1,9 @@
-// Scaled dot-product and multi-head attention, plain and flash paths, against a naive reference.
+// Scaled dot-product and multi-head attention, plain, flash and blocked paths, against a naive reference.
 
 #include "nn_harness.h"
 
 #include "core/error.h"
+#include "kernels/onednn.h"
 #include "modules/attention.h"
 
 #include <map>
@@ -72,8 +73,16 @@ class MultiInputRun {
     std::map<ggml_tensor *, std::vector<float>> values_;
 };
 
-void attention_case(const AttnCase &c, const std::string &what) {
-    NnHarness h;
+// The paths that take this case: blocked attention takes unmasked, non-causal f32 attention.
+std::vector<nn::AttentionPath> paths_for(const AttnCase &c) {
+    std::vector<nn::AttentionPath> paths{nn::AttentionPath::plain, nn::AttentionPath::flash};
+    if (c.mask == AttnCase::none && !c.causal && kernels::onednn_available())
+        paths.push_back(nn::AttentionPath::blocked);
+    return paths;
+}
+
+void attention_case(const AttnCase &c, const std::string &what, int threads = 2) {
+    NnHarness h(BackendOptions{"cpu", threads});
     const auto q = h.input(size_t(c.batch * c.n_q * c.heads * c.head_dim), -2.0f, 2.0f);
     const auto k = h.input(size_t(c.batch * c.n_kv * c.kv_heads * c.head_dim), -2.0f, 2.0f);
     const auto v = h.input(size_t(c.batch * c.n_kv * c.kv_heads * c.head_dim));
@@ -97,7 +106,7 @@ void attention_case(const AttnCase &c, const std::string &what) {
     const double scale = 1.0 / std::sqrt(double(c.head_dim));
     const auto expected = naive_attention(c, q, k, v, mask, mask_batch, scale);
 
-    for (nn::AttentionPath path : {nn::AttentionPath::plain, nn::AttentionPath::flash}) {
+    for (nn::AttentionPath path : paths_for(c)) {
         MultiInputRun r(h.backend());
         nn::AttentionOptions o;
         o.causal = c.causal;
@@ -114,7 +123,8 @@ void attention_case(const AttnCase &c, const std::string &what) {
         EXPECT_EQ(NnHarness::torch_shape_of_4d(out), (Shape{1, c.batch, c.n_q, c.heads * c.head_dim})) << what;
         const bool flash = path == nn::AttentionPath::flash;
         // The flash path rounds the mask to f16 and sums in another order.
-        test::expect_close(r.run(out), expected, flash ? 3e-3 : 1e-5, what + (flash ? " (flash)" : " (plain)"));
+        test::expect_close(r.run(out), expected, flash ? 3e-3 : 1e-5,
+                           what + " (" + nn::attention_path_name(path) + ")");
     }
 }
 
@@ -127,6 +137,30 @@ TEST(NnAttention, MatchesNaive) {
     attention_case({2, 5, 5, 2, 2, 8, true, AttnCase::per_batch}, "causal plus additive mask");
     attention_case({3, 4, 6, 2, 2, 8, false, AttnCase::key_padding}, "key padding");
     attention_case({2, 5, 8, 4, 2, 8, true}, "grouped queries (4 heads, 2 kv heads)");
+}
+
+// Long enough for several query blocks of the blocked path (64 queries each, a partial last one),
+// with key counts that are not a multiple of its 8-wide exponentiation, on one and two threads.
+TEST(NnAttention, BlockedPathOverSeveralQueryBlocks) {
+    if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
+    for (int threads : {1, 2}) {
+        attention_case({2, 150, 131, 4, 4, 64}, "150 queries, 131 keys, 64-wide heads", threads);
+        attention_case({1, 70, 33, 4, 2, 16}, "grouped queries over two blocks", threads);
+    }
+}
+
+TEST(NnAttention, BlockedPathRejectsWhatItDoesNotCompute) {
+    NnHarness h;
+    GraphRunner g(h.backend());
+    ggml_tensor *q = g.input("q", GGML_TYPE_F32, {1, 4, 2, 8});
+    ggml_tensor *k = g.input("k", GGML_TYPE_F32, {1, 6, 2, 8});
+    nn::AttentionOptions o;
+    o.path = nn::AttentionPath::blocked;
+    o.causal = true;
+    EXPECT_THROW(nn::attention(g.ctx(), q, k, k, o), Error);
+    o.causal = false;
+    o.mask = g.input("mask", GGML_TYPE_F32, {4, 6});
+    EXPECT_THROW(nn::attention(g.ctx(), q, k, k, o), Error);
 }
 
 // A KV cache's use (T3): keys and values are f16 views of the first n_kv positions of a longer

@@ -31,8 +31,8 @@ void print_t3_row(const nlohmann::json &r) {
     std::printf("  %s\n", r["weights"].get<std::string>().c_str());
 }
 
-void run_t3(Backend &backend, const BackendOptions &backend_options, const std::vector<std::string> &weights, bench::T3BenchOptions options,
-            bool with_bandwidth, nlohmann::json &results) {
+void run_t3(Backend &backend, const BackendOptions &backend_options, const std::vector<std::string> &weights,
+            bench::T3BenchOptions options, bool with_bandwidth, nlohmann::json &results) {
     if (with_bandwidth) {
         const bench::BandwidthResult bw = bench::measure_read_bandwidth(size_t(2) << 30, backend.threads());
         std::printf("memory read bandwidth: %.1f GB/s (%d threads, %.0f MiB buffer, best of 5)\n", bw.gb_per_s,
@@ -70,42 +70,46 @@ double probe_matmul(Backend &backend, int64_t columns, nlohmann::json &results) 
 void print_s3gen_row(const nlohmann::json &r, double best_matmul) {
     auto ms = [&](const char *key, const char *stat) { return r[key][stat].get<double>(); };
     const double rate = r["estimator_gflop_per_s"].get<double>();
-    std::printf("%-6s %-5s %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %7.0f %5.0f%%",
-                r["matrix_type"].get<std::string>().c_str(), r["attention"].get<std::string>().c_str(),
-                r["load_ms"].get<double>(), ms("encoder_ms", "min"), ms("encoder_ms", "median"),
-                ms("cfm_step_ms", "min"), ms("cfm_step_ms", "median"), ms("cfm_ms", "min"), ms("cfm_ms", "median"),
-                ms("hift_ms", "min"), rate, 100.0 * rate / best_matmul);
+    std::printf("%-6s %-6s %-7s %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %7.0f %5.0f%%",
+                r["matrix_type"].get<std::string>().c_str(), r["matmul_route"].get<std::string>().c_str(),
+                r["attention"].get<std::string>().c_str(), r["load_ms"].get<double>(), ms("encoder_ms", "min"),
+                ms("encoder_ms", "median"), ms("cfm_step_ms", "min"), ms("cfm_step_ms", "median"), ms("cfm_ms", "min"),
+                ms("cfm_ms", "median"), ms("hift_ms", "min"), rate, 100.0 * rate / best_matmul);
     std::printf(" %8.0f %8.0f %8.0f", ms("encoder_cpu_ms", "min"), ms("cfm_cpu_ms", "min"), ms("hift_cpu_ms", "min"));
     if (r.contains("mel_max_diff"))
         std::printf(" %9.2e %9.2e", r["mel_max_diff"].get<double>(), r["wave_max_diff"].get<double>());
     std::printf("  %s\n", r["weights"].get<std::string>().c_str());
 }
 
-void run_s3gen(Backend &backend, const BackendOptions &backend_options, const std::vector<std::string> &weights,
-               const std::vector<nn::AttentionPath> &attentions, bench::S3GenBenchOptions options,
-               nlohmann::json &results) {
+void run_s3gen(Backend &backend, BackendOptions backend_options, const std::vector<std::string> &weights,
+               const std::vector<MatmulRoute> &matmul_routes, const std::vector<nn::AttentionPath> &attentions,
+               bench::S3GenBenchOptions options, nlohmann::json &results) {
     const int64_t frames = 2 * int64_t(options.prompt_tokens + options.generated_tokens);
     const double best_matmul = probe_matmul(backend, 2 * frames, results);
     std::printf("S3Gen on %s: %d prompt + %d generated tokens (%lld mel frames, %.1f s of audio), %d timed runs\n",
                 backend.description().c_str(), options.prompt_tokens, options.generated_tokens, (long long)frames,
                 options.generated_tokens / 25.0, options.repeats);
-    std::printf("%-6s %-5s %8s %8s %8s %8s %8s %8s %8s %8s %7s %6s %8s %8s %8s %9s %9s\n", "matrix", "attn", "load_ms",
-                "enc_min", "enc_med", "step_min", "step_med", "cfm_min", "cfm_med", "hift_min", "GFLOP/s", "of_mm",
-                "enc_cpu", "cfm_cpu", "hift_cpu", "mel_diff", "wave_diff");
+    std::printf("%-6s %-6s %-7s %8s %8s %8s %8s %8s %8s %8s %8s %7s %6s %8s %8s %8s %9s %9s\n", "matrix", "route",
+                "attn", "load_ms", "enc_min", "enc_med", "step_min", "step_med", "cfm_min", "cfm_med", "hift_min",
+                "GFLOP/s", "of_mm", "enc_cpu", "cfm_cpu", "hift_cpu", "mel_diff", "wave_diff");
     bench::S3GenOutputs reference;
     bool first_row = true;
+    // One row per combination; each loads its own engine, so the route is that engine's backend option.
     for (const std::string &w : weights)
-        for (nn::AttentionPath attention : attentions) {
-            options.weights = w;
-            options.attention = attention;
-            bench::S3GenOutputs outputs;
-            nlohmann::json row = bench::run_s3gen_bench(backend_options, options, first_row ? nullptr : &reference, outputs);
-            row["of_best_matmul"] = row["estimator_gflop_per_s"].get<double>() / best_matmul;
-            print_s3gen_row(row, best_matmul);
-            results["s3gen"].push_back(row);
-            if (first_row) reference = std::move(outputs);
-            first_row = false;
-        }
+        for (MatmulRoute route : matmul_routes)
+            for (nn::AttentionPath attention : attentions) {
+                options.weights = w;
+                options.attention = attention;
+                backend_options.matmul_route = route;
+                bench::S3GenOutputs outputs;
+                nlohmann::json row =
+                    bench::run_s3gen_bench(backend_options, options, first_row ? nullptr : &reference, outputs);
+                row["of_best_matmul"] = row["estimator_gflop_per_s"].get<double>() / best_matmul;
+                print_s3gen_row(row, best_matmul);
+                results["s3gen"].push_back(row);
+                if (first_row) reference = std::move(outputs);
+                first_row = false;
+            }
     const nlohmann::json &first = results["s3gen"][0];
     std::printf("estimator FLOPs per step: %.1f G (matmul %.1f G + attention %.1f G); per second of audio: "
                 "encoder, step, CFM, HiFT = min_ms / %.1f s\n",
@@ -179,9 +183,16 @@ int main(int argc, char **argv) {
     s3gen->add_option("--seed", s3gen_options.seed, "seed of the inputs and noise")->capture_default_str();
     std::vector<nn::AttentionPath> attentions{nn::AttentionPath::flash};
     const std::map<std::string, nn::AttentionPath> attention_names{{"flash", nn::AttentionPath::flash},
-                                                                   {"plain", nn::AttentionPath::plain}};
-    s3gen->add_option("--attention", attentions, "estimator attention: flash, plain (repeat to compare)")
+                                                                   {"plain", nn::AttentionPath::plain},
+                                                                   {"blocked", nn::AttentionPath::blocked}};
+    s3gen->add_option("--attention", attentions, "estimator attention: flash, plain, blocked (repeat to compare)")
         ->transform(CLI::CheckedTransformer(attention_names))
+        ->capture_default_str();
+    std::vector<MatmulRoute> matmul_routes{MatmulRoute::ggml};
+    const std::map<std::string, MatmulRoute> matmul_route_names{{"ggml", MatmulRoute::ggml},
+                                                                {"onednn", MatmulRoute::onednn}};
+    s3gen->add_option("--matmul", matmul_routes, "f32 weight products: ggml, onednn (repeat to compare)")
+        ->transform(CLI::CheckedTransformer(matmul_route_names))
         ->capture_default_str();
 
     CLI::App *pipeline = app.add_subcommand(
@@ -216,7 +227,8 @@ int main(int argc, char **argv) {
         Backend backend(backend_options);
         nlohmann::json results{{"backend", backend.description()}};
         if (*t3) run_t3(backend, backend_options, t3_weights, t3_options, !no_bandwidth, results);
-        if (*s3gen) run_s3gen(backend, backend_options, s3gen_weights, attentions, s3gen_options, results);
+        if (*s3gen)
+            run_s3gen(backend, backend_options, s3gen_weights, matmul_routes, attentions, s3gen_options, results);
         if (*pipeline) run_pipeline(backend_options, pipeline_weights, pipeline_options, results);
         if (!json_path.empty()) {
             std::ofstream out(json_path);

@@ -1,12 +1,13 @@
 #include "models/chatterbox/s3gen/frame_conv.h"
 
 #include "core/error.h"
+#include "modules/matmul.h"
 
 namespace chatterbox::s3gen {
 
 FrameConv1d::FrameConv1d(ModuleWeights &w, const std::string &prefix, int64_t in_, int64_t out_, int kernel_,
                          int pad_left_, int pad_right_)
-    : in(in_), out(out_), kernel(kernel_), pad_left(pad_left_), pad_right(pad_right_) {
+    : in(in_), out(out_), kernel(kernel_), pad_left(pad_left_), pad_right(pad_right_), route(w.matmul_route()) {
     if (in <= 0 || out <= 0 || kernel <= 0 || pad_left < 0 || pad_right < 0)
         fail("FrameConv1d ", prefix, ": bad configuration (in ", in, ", out ", out, ", kernel ", kernel, ", padding ",
              pad_left, "/", pad_right, ")");
@@ -44,7 +45,7 @@ ggml_tensor *FrameConv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
         if (weight->ne[0] != kernel || weight->ne[1] != in) shape = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, kernel, in);
         columns = ggml_im2col(ctx, shape, time_major, 1, 0, 0, 0, 1, 0, false, GGML_TYPE_F32);
     }
-    return ggml_add(ctx, ggml_mul_mat(ctx, matrix, columns), bias);
+    return ggml_add(ctx, nn::matmul(ctx, matrix, columns, route), bias);
 }
 
 } // namespace chatterbox::s3gen

@@ -26,6 +26,7 @@ struct FrameConv1d {
     int kernel = 0;
     int pad_left = 0;
     int pad_right = 0;
+    MatmulRoute route = MatmulRoute::ggml;
 
     FrameConv1d() = default;
     // Binds `<prefix>.weight` (out, in, kernel) and `<prefix>.bias` (out).

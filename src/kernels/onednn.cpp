@@ -1,0 +1,244 @@
+#include "kernels/onednn.h"
+
+#include "core/error.h"
+
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace chatterbox::kernels {
+
+namespace {
+
+using dims = dnnl::memory::dims;
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+dnnl::engine &cpu_engine() {
+    static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    return engine;
+}
+
+// What one ggml thread needs around a oneDNN call: a single-threaded oneDNN, its own stream and
+// scratchpad (a shared scratchpad gives wrong results once two threads run the same primitive).
+struct ThreadContext {
+    dnnl::stream stream{cpu_engine()};
+    std::vector<uint8_t> scratch;
+
+    dnnl::memory scratchpad(const dnnl::memory::desc &desc) {
+        if (scratch.size() < desc.get_size()) scratch.resize(desc.get_size());
+        return dnnl::memory(desc, cpu_engine(), scratch.data());
+    }
+};
+
+ThreadContext &this_thread() {
+    omp_set_num_threads(1);
+    thread_local ThreadContext context;
+    return context;
+}
+
+// A matmul primitive with a user scratchpad (so that each thread can bring its own).
+struct Matmul {
+    dnnl::matmul primitive;
+    dnnl::memory::desc scratchpad;
+};
+
+// Process-wide cache of matmul primitives by their memory descriptors (shape, strides); the
+// descriptors are few per model (one per layer shape and slice width), so it is never pruned.
+class MatmulCache {
+  public:
+    using Key = std::array<int64_t, 9>; // rows, inner, cols, then the strides of src, weights, dst
+
+    const Matmul &get(const dims &src_dims, const dims &src_strides, const dims &wei_dims, const dims &wei_strides,
+                      const dims &dst_strides) {
+        const Key key{src_dims[0],    src_dims[1],    wei_dims[1],    src_strides[0], src_strides[1],
+                      wei_strides[0], wei_strides[1], dst_strides[0], dst_strides[1]};
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto found = cache_.find(key);
+        if (found != cache_.end()) return found->second;
+        const dnnl::memory::desc src(src_dims, dt::f32, src_strides), wei(wei_dims, dt::f32, wei_strides),
+            dst({src_dims[0], wei_dims[1]}, dt::f32, dst_strides);
+        dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), attr, cpu_engine());
+        return cache_.emplace(key, Matmul{dnnl::matmul(pd), pd.scratchpad_desc()}).first->second;
+    }
+
+  private:
+    std::mutex mutex_;
+    std::map<Key, Matmul> cache_;
+};
+
+MatmulCache &matmul_cache() {
+    static MatmulCache cache;
+    return cache;
+}
+
+// dst (rows × cols, dst_strides) = src (rows × inner, src_strides) · weights (inner × cols, wei_strides)
+void multiply(ThreadContext &thread, const float *src, const dims &src_dims, const dims &src_strides,
+              const float *weights, const dims &wei_dims, const dims &wei_strides, float *dst,
+              const dims &dst_strides) {
+    const Matmul &m = matmul_cache().get(src_dims, src_strides, wei_dims, wei_strides, dst_strides);
+    auto wrap = [](const dims &shape, const dims &strides, const float *data) {
+        return dnnl::memory(dnnl::memory::desc(shape, dt::f32, strides), cpu_engine(), const_cast<float *>(data));
+    };
+    m.primitive.execute(thread.stream, {{DNNL_ARG_SRC, wrap(src_dims, src_strides, src)},
+                                        {DNNL_ARG_WEIGHTS, wrap(wei_dims, wei_strides, weights)},
+                                        {DNNL_ARG_DST, wrap({src_dims[0], wei_dims[1]}, dst_strides, dst)},
+                                        {DNNL_ARG_SCRATCHPAD, thread.scratchpad(m.scratchpad)}});
+}
+
+// ---------------------------------------------------------------------------- matmul
+
+void matmul_op(ggml_tensor *dst, int ith, int nth, void *) {
+    const ggml_tensor *x = dst->src[0], *weight = dst->src[1];
+    const int64_t k = weight->ne[0], m = weight->ne[1], columns = ggml_nelements(x) / k;
+    const int64_t first = columns * ith / nth, count = columns * (ith + 1) / nth - first;
+    if (count == 0) return;
+    // x: count rows of k (row-major); weight ggml [k, m] = (k × m) with strides (1, k); dst: count rows of m
+    multiply(this_thread(), static_cast<const float *>(x->data) + first * k, {count, k}, {k, 1},
+             static_cast<const float *>(weight->data), {k, m}, {1, k}, static_cast<float *>(dst->data) + first * m,
+             {m, 1});
+}
+
+// ---------------------------------------------------------------------------- attention
+
+constexpr int64_t kQueryBlock = 64; // measured best of 32 / 64 / 128 at n_kv = 1000 (bench/README.md)
+
+// s[0..n) -> exp(scale·(s − max)) in place; returns Σ.
+float exponentiate_scalar(float *s, int64_t n, float scale) {
+    const float top = *std::max_element(s, s + n);
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += s[i] = std::exp(scale * (s[i] - top));
+    return float(sum);
+}
+
+// exp(x) for x in [-87, 0]: 2^j · p(r), r = x − j·ln 2, p the Cephes expf polynomial (rel. error ~1e-7).
+__attribute__((target("avx2,fma"))) inline __m256 exp_avx2(__m256 x) {
+    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+    const __m256 j = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(j, _mm256_set1_ps(0.693359375f), x); // ln 2 in two parts
+    r = _mm256_fnmadd_ps(j, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256i two_j = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(j), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(two_j));
+}
+
+__attribute__((target("avx2,fma"))) float exponentiate_avx2(float *s, int64_t n, float scale) {
+    const int64_t whole = n / 8 * 8;
+    __m256 top8 = _mm256_set1_ps(-INFINITY);
+    for (int64_t i = 0; i < whole; i += 8) top8 = _mm256_max_ps(top8, _mm256_loadu_ps(s + i));
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, top8);
+    float top = *std::max_element(lanes, lanes + 8);
+    for (int64_t i = whole; i < n; ++i) top = std::max(top, s[i]);
+    const __m256 scale8 = _mm256_set1_ps(scale), shift8 = _mm256_set1_ps(-scale * top);
+    __m256 sum8 = _mm256_setzero_ps();
+    for (int64_t i = 0; i < whole; i += 8) {
+        const __m256 e = exp_avx2(_mm256_fmadd_ps(_mm256_loadu_ps(s + i), scale8, shift8));
+        _mm256_storeu_ps(s + i, e);
+        sum8 = _mm256_add_ps(sum8, e);
+    }
+    _mm256_store_ps(lanes, sum8);
+    double sum = 0;
+    for (float lane : lanes) sum += lane;
+    for (int64_t i = whole; i < n; ++i) sum += s[i] = std::exp(scale * (s[i] - top));
+    return float(sum);
+}
+
+// Chosen at run time: the project's own code is built for any x86-64 (only ggml gets -march=native).
+float exponentiate(float *s, int64_t n, float scale) {
+    static const auto kernel =
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? exponentiate_avx2 : exponentiate_scalar;
+    return kernel(s, n, scale);
+}
+
+void attention_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
+    const ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2];
+    const float scale = *static_cast<const float *>(userdata);
+    const int64_t head_dim = q->ne[0], heads = q->ne[1], n_q = q->ne[2], batch = q->ne[3], n_kv = k->ne[2];
+    const int64_t group = heads / k->ne[1], blocks = (n_q + kQueryBlock - 1) / kQueryBlock;
+    const int64_t tasks = batch * heads * blocks;
+    const int64_t f = sizeof(float);
+    const dims q_strides{int64_t(q->nb[2]) / f, 1}, kt_strides{1, int64_t(k->nb[2]) / f},
+        v_strides{int64_t(v->nb[2]) / f, 1}, o_strides{head_dim * heads, 1}, s_strides{n_kv, 1};
+    ThreadContext &thread = this_thread();
+    thread_local std::vector<float> scores, inverse_sums;
+    scores.resize(size_t(kQueryBlock * n_kv));
+    inverse_sums.resize(size_t(kQueryBlock));
+    for (int64_t task = tasks * ith / nth; task < tasks * (ith + 1) / nth; ++task) {
+        const int64_t block = task % blocks, h = task / blocks % heads, b = task / (blocks * heads);
+        const int64_t first = block * kQueryBlock, rows = std::min(kQueryBlock, n_q - first);
+        auto at = [](const ggml_tensor *t, int64_t head, int64_t position, int64_t row) {
+            return reinterpret_cast<const float *>(static_cast<const char *>(t->data) + head * t->nb[1] +
+                                                   position * t->nb[2] + row * t->nb[3]);
+        };
+        float *out = static_cast<float *>(dst->data) + ((b * n_q + first) * heads + h) * head_dim;
+        multiply(thread, at(q, h, first, b), {rows, head_dim}, q_strides, at(k, h / group, 0, b), {head_dim, n_kv},
+                 kt_strides, scores.data(), s_strides);
+        for (int64_t r = 0; r < rows; ++r) inverse_sums[r] = 1.0f / exponentiate(scores.data() + r * n_kv, n_kv, scale);
+        multiply(thread, scores.data(), {rows, n_kv}, s_strides, at(v, h / group, 0, b), {n_kv, head_dim}, v_strides,
+                 out, o_strides);
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t d = 0; d < head_dim; ++d) out[r * head_dim * heads + d] *= inverse_sums[r];
+    }
+}
+
+// The scale travels to the op by address; values are interned so that the address stays valid.
+const float *interned(float scale) {
+    static std::mutex mutex;
+    static std::map<float, float> values;
+    std::lock_guard<std::mutex> lock(mutex);
+    return &values.emplace(scale, scale).first->second;
+}
+
+constexpr const char *kMatmulNode = "onednn.matmul";
+constexpr const char *kAttentionNode = "onednn.blocked_attention";
+
+} // namespace
+
+bool onednn_available() { return true; }
+
+ggml_tensor *onednn_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) {
+    if (weight->type != GGML_TYPE_F32 || !ggml_is_contiguous(weight) || ggml_n_dims(weight) > 2 ||
+        x->type != GGML_TYPE_F32 || x->ne[0] != weight->ne[0])
+        fail("onednn_matmul: needs an f32 weight ggml [K, M] and f32 activations ggml [K, ...], got ",
+             ggml_type_name(weight->type), " [", weight->ne[0], ", ", weight->ne[1], "] and ", ggml_type_name(x->type),
+             " [", x->ne[0], ", ...]");
+    if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
+    ggml_tensor *args[] = {x, weight};
+    ggml_tensor *y = ggml_custom_4d(ctx, GGML_TYPE_F32, weight->ne[1], x->ne[1], x->ne[2], x->ne[3], args, 2, matmul_op,
+                                    GGML_N_TASKS_MAX, nullptr);
+    return ggml_set_name(y, kMatmulNode);
+}
+
+ggml_tensor *blocked_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v, float scale) {
+    for (const ggml_tensor *t : {q, k, v})
+        if (t->type != GGML_TYPE_F32 || t->nb[0] != sizeof(float) || t->nb[2] % sizeof(float) != 0)
+            fail("blocked attention: q, k and v must be f32 with contiguous rows (", ggml_get_name(t), " is ",
+                 ggml_type_name(t->type), ")");
+    ggml_tensor *args[] = {q, k, v};
+    ggml_tensor *out = ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0] * q->ne[1], q->ne[2], q->ne[3], 1, args, 3,
+                                      attention_op, GGML_N_TASKS_MAX, const_cast<float *>(interned(scale)));
+    return ggml_set_name(out, kAttentionNode);
+}
+
+double onednn_matmul_flops(const ggml_tensor *node) {
+    if (node->op != GGML_OP_CUSTOM || std::strcmp(node->name, kMatmulNode) != 0) return 0;
+    return 2.0 * double(node->src[1]->ne[0]) * double(ggml_nelements(node));
+}
+
+} // namespace chatterbox::kernels

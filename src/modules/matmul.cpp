@@ -1,0 +1,12 @@
+#include "modules/matmul.h"
+
+#include "kernels/onednn.h"
+
+namespace chatterbox::nn {
+
+ggml_tensor *matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x, MatmulRoute route) {
+    if (route == MatmulRoute::onednn && weight->type == GGML_TYPE_F32) return kernels::onednn_matmul(ctx, weight, x);
+    return ggml_mul_mat(ctx, weight, x);
+}
+
+} // namespace chatterbox::nn

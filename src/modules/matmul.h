@@ -1,0 +1,18 @@
+#pragma once
+// The product of a layer's weight with activations, on the route its weights were bound for
+// (BackendOptions::matmul_route): what nn::Linear and the non-depthwise convolutions multiply with.
+//
+//   ggml_tensor *y = nn::matmul(ctx, weight, x, route); // weight ggml [K, M], x ggml [K, ...] -> [M, ...]
+//
+// Only f32 weights take the oneDNN route; other types (f16, quantised) always use ggml_mul_mat.
+
+#include "core/backend.h"
+
+#include "ggml.h"
+
+namespace chatterbox::nn {
+
+// weight: 2-D ggml [K, M] (reshape a conv kernel first); x: f32 ggml [K, ...].
+ggml_tensor *matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x, MatmulRoute route);
+
+} // namespace chatterbox::nn

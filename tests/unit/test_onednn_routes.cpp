@@ -1,0 +1,135 @@
+// The oneDNN matmul route (kernels/onednn.h): the custom op against a naive product (several shapes,
+// odd column counts, one and two threads, so that the per-thread slices differ), and every module
+// that multiplies through nn::matmul against the same module on the ggml route.
+
+#include "nn_harness.h"
+
+#include "core/error.h"
+#include "kernels/onednn.h"
+#include "models/chatterbox/s3gen/frame_conv.h"
+#include "modules/conv1d.h"
+#include "modules/conv_transpose1d.h"
+#include "modules/linear.h"
+#include "modules/matmul.h"
+
+namespace chatterbox {
+namespace {
+
+using test::NnHarness;
+
+BackendOptions cpu_with(int threads, MatmulRoute route) {
+    BackendOptions options{"cpu", threads};
+    options.matmul_route = route;
+    return options;
+}
+
+TEST(OnednnMatmul, MatchesNaiveForEveryThreadSlice) {
+    if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
+    struct Case {
+        int64_t k, m, frames, rows;
+    };
+    for (int threads : {1, 2})
+        for (const Case c : {Case{64, 24, 1, 1}, Case{33, 17, 5, 1}, Case{96, 40, 7, 2}, Case{256, 48, 151, 2}}) {
+            const std::string what =
+                concat("K ", c.k, " M ", c.m, " N ", c.frames, "x", c.rows, ", ", threads, " thread(s)");
+            NnHarness h(cpu_with(threads, MatmulRoute::onednn));
+            const auto w = h.input(size_t(c.k * c.m)), x = h.input(size_t(c.k * c.frames * c.rows));
+            GraphRunner g(h.backend());
+            ggml_tensor *weight = g.input("w", GGML_TYPE_F32, {c.m, c.k});
+            ggml_tensor *in = g.input("x", GGML_TYPE_F32, {c.rows, c.frames, c.k});
+            ggml_tensor *y = nn::matmul(g.ctx(), weight, in, MatmulRoute::onednn);
+            EXPECT_EQ(kernels::onednn_matmul_flops(y), 2.0 * double(c.k * c.m * c.frames * c.rows)) << what;
+            g.build({y});
+            g.set_input(weight, w);
+            g.set_input(in, x);
+            g.compute();
+            std::vector<double> expected(size_t(c.m * c.frames * c.rows));
+            for (int64_t n = 0; n < c.frames * c.rows; ++n)
+                for (int64_t i = 0; i < c.m; ++i) {
+                    double sum = 0;
+                    for (int64_t j = 0; j < c.k; ++j) sum += double(w[size_t(i * c.k + j)]) * x[size_t(n * c.k + j)];
+                    expected[size_t(n * c.m + i)] = sum;
+                }
+            EXPECT_EQ(NnHarness::torch_shape_of_4d(y), (Shape{1, c.rows, c.frames, c.m})) << what;
+            test::expect_close(g.read_f32(y), expected, 1e-4, what);
+        }
+}
+
+TEST(OnednnMatmul, OnlyF32WeightsTakeTheRoute) {
+    NnHarness h;
+    GraphRunner g(h.backend());
+    ggml_tensor *x = g.input("x", GGML_TYPE_F32, {3, 64});
+    ggml_tensor *f16 = nn::matmul(g.ctx(), g.input("w16", GGML_TYPE_F16, {8, 64}), x, MatmulRoute::onednn);
+    EXPECT_EQ(f16->op, GGML_OP_MUL_MAT);
+    ggml_tensor *f32 = nn::matmul(g.ctx(), g.input("w32", GGML_TYPE_F32, {8, 64}), x, MatmulRoute::ggml);
+    EXPECT_EQ(f32->op, GGML_OP_MUL_MAT);
+}
+
+// Builds the same module on the ggml and the oneDNN route from one store and compares the outputs.
+template <class Module>
+void expect_routes_agree(const std::string &what, const Shape &input_shape,
+                         const std::function<Module(ModuleWeights &)> &bind,
+                         const std::function<void(NnHarness &)> &add_weights) {
+    std::vector<float> outputs[2];
+    for (int threads : {1, 2}) {
+        for (MatmulRoute route : {MatmulRoute::ggml, MatmulRoute::onednn}) {
+            NnHarness h(cpu_with(threads, route));
+            add_weights(h); // same seeds: the same weights and input on both routes
+            ModuleWeights w(h.store(), "m.", h.backend());
+            const Module module = bind(w);
+            w.load();
+            const auto x = h.input(size_t(shape_numel(input_shape)));
+            outputs[route == MatmulRoute::onednn] =
+                h.run(input_shape, x, [&](ggml_context *ctx, ggml_tensor *in) { return module(ctx, in); });
+        }
+        std::vector<double> reference(outputs[0].begin(), outputs[0].end());
+        test::expect_close(outputs[1], reference, 1e-5, concat(what, ", ", threads, " thread(s)"));
+    }
+}
+
+TEST(OnednnMatmul, ModulesAgreeWithTheGgmlRoute) {
+    if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
+    expect_routes_agree<nn::Linear>(
+        "Linear", {2, 13, 48}, [](ModuleWeights &w) { return nn::Linear(w, "proj", 48, 20); },
+        [](NnHarness &h) {
+            h.add("m.proj.weight", {20, 48});
+            h.add("m.proj.bias", {20});
+        });
+    expect_routes_agree<nn::Conv1d>(
+        "Conv1d k3", {2, 12, 17},
+        [](ModuleWeights &w) { return nn::Conv1d(w, "conv", 12, 10, 3, nn::ConvOptions().with_padding(1)); },
+        [](NnHarness &h) {
+            h.add("m.conv.weight", {10, 12, 3});
+            h.add("m.conv.bias", {10});
+        });
+    expect_routes_agree<nn::ConvTranspose1d>(
+        "ConvTranspose1d", {1, 6, 9},
+        [](ModuleWeights &w) {
+            return nn::ConvTranspose1d(w, "up", 6, 4, 4, nn::ConvOptions().with_stride(2).with_padding(1));
+        },
+        [](NnHarness &h) {
+            h.add("m.up.weight", {6, 4, 4});
+            h.add("m.up.bias", {4});
+        });
+    expect_routes_agree<s3gen::FrameConv1d>(
+        "FrameConv1d causal k3", {2, 11, 16},
+        [](ModuleWeights &w) { return s3gen::FrameConv1d(w, "conv", 16, 8, 3, 2, 0); },
+        [](NnHarness &h) {
+            h.add("m.conv.weight", {8, 16, 3});
+            h.add("m.conv.bias", {8});
+        });
+}
+
+TEST(OnednnMatmul, RouteIsRecordedByTheModules) {
+    if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
+    NnHarness h(cpu_with(2, MatmulRoute::onednn));
+    h.add("m.proj.weight", {4, 8});
+    ModuleWeights w(h.store(), "m.", h.backend());
+    const nn::Linear proj(w, "proj", 8, 4, false);
+    EXPECT_EQ(proj.route, MatmulRoute::onednn);
+    EXPECT_EQ(parse_matmul_route("onednn"), MatmulRoute::onednn);
+    EXPECT_THROW(parse_matmul_route("blas"), InvalidArgument);
+}
+
+} // namespace
+} // namespace chatterbox
