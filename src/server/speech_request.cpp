@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 namespace chatterbox::server {
 namespace {
@@ -68,11 +69,12 @@ void parse_seed(const json &value, SynthesisParams &params) {
     params.sampling.seed = value.get<uint64_t>();
 }
 
+// A number of the table; an integer parameter also takes an integral float (8.0), as JSON writers
+// that keep every number a double send it.
 void parse_parameter(const SynthesisParameter &parameter, const json &value, SynthesisParams &params) {
-    const bool number = parameter.integer ? value.is_number_integer() : value.is_number();
-    if (!number)
-        throw invalid(parameter.name, concat("'", parameter.name, "' must be ",
-                                             parameter.integer ? "an integer" : "a number", ", got ", value.dump()));
+    const char *kind = parameter.integer ? "an integer" : "a number";
+    if (!value.is_number() || (parameter.integer && value.get<double>() != std::floor(value.get<double>())))
+        throw invalid(parameter.name, concat("'", parameter.name, "' must be ", kind, ", got ", value.dump()));
     const double x = value.get<double>();
     try {
         parameter.check(x);

@@ -271,6 +271,8 @@ TEST_F(Server, BadRequestsAreOpenAIShapedErrorsNamingTheField) {
         {with("instructions", "cheerful"), 400, "instructions", "not supported"},
         {with("temprature", 0.5), 400, "temprature", "unknown field"},
         {std::string(9000, ' '), 413, "", "too large"},
+        {std::string(4000, '[') + std::string(4000, ']'), 400, "", "JSON object"},
+        {"{\"input\": \"caf\xC3\", \"voice\": \"alloy\"}", 400, "", "not valid JSON"},
     };
     for (const ErrorCase &c : cases) {
         SCOPED_TRACE(c.body.substr(0, 120));
