@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <thread>
 
 namespace chatterbox::server {
 namespace {
@@ -64,6 +65,13 @@ Server::Server(const Engine &engine, const ServerOptions &options)
     const size_t workers = size_t(options.sessions + options.queue + 4);
     http_->new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
     http_->set_payload_max_length(options.max_body_bytes);
+    // httplib's default adds SO_REUSEPORT, with which a second server on the same port starts
+    // without error and the kernel splits the clients between the two; SO_REUSEADDR alone still
+    // allows a restart while old connections linger in TIME_WAIT.
+    http_->set_socket_options([](socket_t sock) {
+        const int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     add_routes();
 }
 
@@ -129,9 +137,20 @@ void Server::run() {
     // A client that hangs up makes the next write raise SIGPIPE, which would end the process; the
     // failed write is handled as a disconnect instead.
     std::signal(SIGPIPE, SIG_IGN);
-    http_->listen_after_bind();
+    entered_run_ = true;
+    if (!stopping_) http_->listen_after_bind();
+    left_run_ = true;
 }
 
-void Server::stop() { http_->stop(); }
+// httplib's stop() does nothing before its loop has started, and the loop would then run forever:
+// a stop() that finds run() entered waits until httplib is running (or run() has given up).
+// stopping_ is set before entered_run_ is read, and entered_run_ before stopping_, so one of the
+// two always sees the other.
+void Server::stop() {
+    stopping_ = true;
+    if (!entered_run_) return;
+    while (!http_->is_running() && !left_run_) std::this_thread::yield();
+    http_->stop();
+}
 
 } // namespace chatterbox::server

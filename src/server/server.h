@@ -13,6 +13,7 @@
 #include "server/session_pool.h"
 #include "server/speech_request.h"
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -46,7 +47,8 @@ class Server {
     int bind();
     // Serves until stop(), on the calling thread; bind() first.
     void run();
-    // From any thread: stops accepting; run() returns.
+    // From any thread, also before run() has started: stops accepting; run() returns (at once, if
+    // it starts later).
     void stop();
 
   private:
@@ -56,6 +58,7 @@ class Server {
     ServerOptions options_;
     SessionPool pool_;
     std::unique_ptr<httplib::Server> http_;
+    std::atomic<bool> stopping_{false}, entered_run_{false}, left_run_{false};
 };
 
 // Compares in time that depends only on the lengths, so a wrong key's timing does not reveal how

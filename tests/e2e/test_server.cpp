@@ -3,7 +3,8 @@
 // port and called with httplib's client: whole wav/pcm/flac answers decode to the session's length;
 // a streamed pcm answer and an SSE answer carry the session's streamed audio exactly; the error
 // table answers OpenAI-shaped errors naming the field; the API key; a full queue answers 503 with
-// Retry-After; a client that drops a stream frees the session for the next request.
+// Retry-After; a client that drops a stream frees the session for the next request; a port in use
+// is an error, not a second server sharing it.
 
 #include "audio/audio_encoding.h"
 #include "audio/audio_file.h"
@@ -37,6 +38,8 @@ class RunningServer {
         server_.stop();
         thread_.join();
     }
+
+    int port() const { return port_; }
 
     httplib::Client client() const {
         httplib::Client client("127.0.0.1", port_);
@@ -322,6 +325,14 @@ TEST_F(Server, ApiKeyGuardsTheApiButNotHealth) {
     EXPECT_FALSE(server::constant_time_equal("abc", "abd"));
     EXPECT_FALSE(server::constant_time_equal("abc", "abcd"));
     EXPECT_FALSE(server::constant_time_equal("", "a"));
+}
+
+TEST_F(Server, APortInUseIsAnError) {
+    RunningServer first(*engine_, small_server());
+    server::ServerOptions options = small_server();
+    options.port = first.port();
+    server::Server second(*engine_, options);
+    test::expect_error([&] { second.bind(); }, "cannot listen on 127.0.0.1:");
 }
 
 TEST_F(Server, FullQueueAnswers503AndADroppedStreamFreesTheSession) {

@@ -1,6 +1,8 @@
 // chatterbox-server: OpenAI's text-to-speech API (POST /v1/audio/speech) over one loaded model.
 //
 //   chatterbox-server [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--sessions N] [--queue N] [-t N]
+//
+// Exit codes: 0 stopped by SIGINT/SIGTERM, 1 failed (model, address), 2 bad command line.
 
 #include "models/chatterbox/model_download.h"
 #include "server/server.h"
@@ -60,7 +62,11 @@ int main(int argc, char **argv) {
     app.add_option("-t,--threads", options.threads, "CPU threads per session, 0 = all cores")
         ->capture_default_str()
         ->check(CLI::Range(0, 1024));
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        return app.exit(e) == 0 ? 0 : 2; // --help is a ParseError with code 0; 2: bad command line, as chatterbox
+    }
 
     try {
         chatterbox::EngineOptions engine_options;
