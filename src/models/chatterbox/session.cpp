@@ -169,15 +169,22 @@ Voice Session::voice_from_audio(const audio::Audio &audio, float exaggeration, V
     return engine_.voice_builder().from_audio(backend_, audio, exaggeration, taps);
 }
 
+std::vector<text::TextPiece> check_synthesis(const Engine &engine, std::string_view text,
+                                             const SynthesisOptions &options) {
+    options.validate();
+    const int limit = engine.t3().hparams().max_new_tokens_limit();
+    if (options.params.sampling.max_new_tokens > limit)
+        throw InvalidArgument(concat("max_new_tokens is ", options.params.sampling.max_new_tokens, ", expected 1 .. ",
+                                     limit, " (the model's speech positions)"));
+    std::vector<text::TextPiece> pieces = engine.split_text(text);
+    if (pieces.empty()) throw InvalidArgument("the text is empty (nothing to say)");
+    return pieces;
+}
+
 SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, const SynthesisOptions &options) {
     const t3::Model &model = engine_.t3();
     const t3::HParams &hp = model.hparams();
-    options.validate();
-    if (options.params.sampling.max_new_tokens > hp.max_new_tokens_limit())
-        throw InvalidArgument(concat("max_new_tokens is ", options.params.sampling.max_new_tokens, ", expected 1 .. ",
-                                     hp.max_new_tokens_limit(), " (the model's speech positions)"));
-    const std::vector<text::TextPiece> pieces = engine_.split_text(text);
-    if (pieces.empty()) throw InvalidArgument("the text is empty (nothing to say)");
+    const std::vector<text::TextPiece> pieces = check_synthesis(engine_, text, options);
     const VocodingStages stages = vocoding();
 
     CancelScope cancel_scope(cancel_, options.cancel);

@@ -45,6 +45,12 @@ struct SynthesisOptions {
     void validate() const;
 };
 
+// The checks Session::synthesize makes before computing anything, for callers that answer bad
+// requests before taking a session (the server): throws InvalidArgument for options out of range,
+// invalid UTF-8 or text with nothing to say; returns the text's pieces.
+std::vector<text::TextPiece> check_synthesis(const Engine &engine, std::string_view text,
+                                             const SynthesisOptions &options);
+
 struct SynthesisResult {
     std::vector<float> wave; // 24 kHz mono in [-1, 1]
     int sample_rate = 24000;

@@ -1,0 +1,68 @@
+#pragma once
+// chatterbox-server's HTTP side: OpenAI's speech API over one Engine and a SessionPool, on
+// cpp-httplib.
+//
+//   POST /v1/audio/speech   text -> audio (wav, pcm, flac), whole or streamed (audio bytes or SSE)
+//   GET  /v1/models         the one model served
+//   GET  /health            alive;  GET /ready: the model is loaded and requests are served
+//
+// Routes under /v1/ need "Authorization: Bearer KEY" when an API key is set. Errors are OpenAI-shaped
+// JSON (api_error.h). A client that disconnects from a stream cancels its synthesis, which frees
+// the session for the next request.
+
+#include "server/session_pool.h"
+#include "server/speech_request.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+namespace httplib {
+class Server;
+}
+
+namespace chatterbox::server {
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";
+    int port = 8080;     // 0: any free port (bind() says which)
+    std::string api_key; // "" : no key needed
+    int sessions = 1;    // synthesis running at the same time
+    int queue = 8;       // requests waiting for a session before 503
+    int threads = 0;     // CPU threads per session; 0: the engine's setting
+    RequestLimits limits;
+    size_t max_body_bytes = 1 << 20; // larger bodies get 413
+    int retry_after_seconds = 1;     // told to clients turned away with 503
+};
+
+class Server {
+  public:
+    // Creates the sessions; throws InvalidArgument for options out of range.
+    Server(const Engine &engine, const ServerOptions &options);
+    ~Server();
+    Server(const Server &) = delete;
+    Server &operator=(const Server &) = delete;
+
+    // Binds host:port and returns the port; throws Error when the address cannot be bound.
+    int bind();
+    // Serves until stop(), on the calling thread; bind() first.
+    void run();
+    // From any thread, also before run() has started: stops accepting; run() returns (at once, if
+    // it starts later).
+    void stop();
+
+  private:
+    void add_routes();
+
+    const Engine &engine_;
+    ServerOptions options_;
+    SessionPool pool_;
+    std::unique_ptr<httplib::Server> http_;
+    std::atomic<bool> stopping_{false}, entered_run_{false}, left_run_{false};
+};
+
+// Compares in time that depends only on the lengths, so a wrong key's timing does not reveal how
+// much of it was right.
+bool constant_time_equal(const std::string &a, const std::string &b);
+
+} // namespace chatterbox::server

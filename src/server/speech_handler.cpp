@@ -1,0 +1,128 @@
+#include "server/speech_handler.h"
+
+#include "audio/audio_encoding.h"
+#include "core/error.h"
+#include "server/api_error.h"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <openssl/evp.h>
+
+namespace chatterbox::server {
+namespace {
+
+using nlohmann::json;
+
+std::string base64(const std::string &bytes) {
+    std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+    const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char *>(out.data()),
+                                  reinterpret_cast<const unsigned char *>(bytes.data()), int(bytes.size()));
+    out.resize(size_t(n));
+    return out;
+}
+
+std::string sse_event(const json &event) { return "data: " + event.dump() + "\n\n"; }
+
+// The bytes of streamed audio chunks: PCM16, after a WAV header of unknown length for wav.
+class ChunkEncoder {
+  public:
+    ChunkEncoder(ResponseFormat format, int sample_rate) : format_(format), sample_rate_(sample_rate) {}
+
+    std::string encode(const float *samples, size_t n) {
+        std::string out;
+        if (!started_ && format_ == ResponseFormat::wav) out = audio::wav_header(sample_rate_, audio::kUnknownLength);
+        started_ = true;
+        audio::append_pcm16(out, samples, n);
+        return out;
+    }
+
+  private:
+    ResponseFormat format_;
+    int sample_rate_;
+    bool started_ = false;
+};
+
+std::string encode_whole(const SynthesisResult &result, ResponseFormat format) {
+    if (format == ResponseFormat::pcm) {
+        std::string out;
+        audio::append_pcm16(out, result.wave.data(), result.wave.size());
+        return out;
+    }
+    return audio::encode_audio(result.wave, result.sample_rate,
+                               format == ResponseFormat::flac ? audio::FileFormat::flac : audio::FileFormat::wav);
+}
+
+// One streamed answer: runs the synthesis inside httplib's content provider, so every chunk goes
+// out as soon as it is final, and a chunk the client no longer takes cancels the synthesis.
+struct StreamJob {
+    std::shared_ptr<Session> session;
+    SpeechRequest request;
+    Voice voice;
+    SynthesisOptions options; // the request's parameters; run() adds streaming and the chunk writer
+
+    // httplib's provider contract: true with sink.done() when complete, false to drop the connection.
+    bool run(httplib::DataSink &sink) {
+        const bool sse = request.stream == StreamFormat::sse;
+        ChunkEncoder encoder(request.format, session->engine().sample_rate());
+        options.stream = true;
+        options.on_chunk = [&](const float *samples, size_t n) {
+            std::string bytes = encoder.encode(samples, n);
+            if (sse) bytes = sse_event({{"type", "speech.audio.delta"}, {"audio", base64(bytes)}});
+            return write(sink, bytes); // false: the client is gone, which cancels
+        };
+        bool complete = true;
+        try {
+            session->synthesize(request.input, voice, options);
+            if (sse) write(sink, sse_event({{"type", "speech.audio.done"}}));
+        } catch (const Cancelled &) {
+            complete = false;
+        } catch (const std::exception &e) {
+            // The status line is sent already: SSE says what went wrong as an event; an audio stream
+            // can only end early.
+            const ApiError error(500, e.what(), "", "server_error");
+            complete = sse && write(sink, sse_event({{"type", "error"}, {"error", error.fields()}}));
+        }
+        session.reset(); // free for the next request before the connection winds down
+        if (complete) sink.done();
+        return complete;
+    }
+
+    static bool write(httplib::DataSink &sink, const std::string &bytes) {
+        return sink.write(bytes.data(), bytes.size());
+    }
+};
+
+} // namespace
+
+void answer_speech(const Engine &engine, SessionPool &pool, const ServerOptions &options,
+                   const httplib::Request &http_request, httplib::Response &response) {
+    SpeechRequest request = parse_speech_request(http_request.body, options.limits);
+    SynthesisOptions synthesis;
+    synthesis.params = request.params;
+    try {
+        check_synthesis(engine, request.input, synthesis);
+    } catch (const InvalidArgument &e) {
+        throw ApiError(400, e.what());
+    }
+    Voice voice = engine.builtin_voice(request.params.exaggeration);
+
+    std::shared_ptr<Session> session = pool.acquire();
+    if (!session) {
+        response.set_header("Retry-After", std::to_string(options.retry_after_seconds));
+        throw ApiError(503, concat("all ", pool.size(), " sessions are busy and the queue is full; retry later"), "",
+                       "server_error", "server_busy");
+    }
+
+    if (request.stream == StreamFormat::none) {
+        const SynthesisResult result = session->synthesize(request.input, voice, synthesis);
+        session.reset();
+        response.set_content(encode_whole(result, request.format), content_type(request.format));
+        return;
+    }
+    const char *type = request.stream == StreamFormat::sse ? "text/event-stream" : content_type(request.format);
+    auto job = std::make_shared<StreamJob>(
+        StreamJob{std::move(session), std::move(request), std::move(voice), std::move(synthesis)});
+    response.set_chunked_content_provider(type, [job](size_t, httplib::DataSink &sink) { return job->run(sink); });
+}
+
+} // namespace chatterbox::server

@@ -1,0 +1,18 @@
+#pragma once
+// POST /v1/audio/speech: a checked SpeechRequest run on a pooled session, answered as a whole file,
+// as audio bytes sent while they are made, or as server-sent events.
+
+#include "server/server.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+} // namespace httplib
+
+namespace chatterbox::server {
+
+// Throws ApiError for a request refused before synthesis (bad body, busy server).
+void answer_speech(const Engine &engine, SessionPool &pool, const ServerOptions &options,
+                   const httplib::Request &http_request, httplib::Response &response);
+
+} // namespace chatterbox::server

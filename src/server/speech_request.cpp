@@ -1,0 +1,149 @@
+#include "server/speech_request.h"
+
+#include "core/error.h"
+#include "server/api_error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace chatterbox::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<const char *, 12> kBuiltinVoiceNames = {"default", "alloy", "ash",  "ballad", "coral",   "echo",
+                                                             "fable",   "onyx",  "nova", "sage",   "shimmer", "verse"};
+
+ApiError invalid(const std::string &param, const std::string &message) { return ApiError(400, message, param); }
+
+// A string field; "" when absent and not required.
+std::string string_field(const json &body, const char *name, bool required) {
+    const auto it = body.find(name);
+    if (it == body.end()) {
+        if (required) throw invalid(name, concat("'", name, "' is required"));
+        return "";
+    }
+    if (!it->is_string()) throw invalid(name, concat("'", name, "' must be a string, got ", it->type_name()));
+    return it->get<std::string>();
+}
+
+size_t code_points(const std::string &utf8) {
+    return size_t(std::count_if(utf8.begin(), utf8.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+ResponseFormat parse_format(const std::string &name) {
+    if (name.empty() || name == "wav") return ResponseFormat::wav;
+    if (name == "pcm") return ResponseFormat::pcm;
+    if (name == "flac") return ResponseFormat::flac;
+    if (name == "mp3" || name == "opus" || name == "aac")
+        throw invalid("response_format",
+                      concat("response_format '", name, "' is not supported yet; use wav, pcm or flac"));
+    throw invalid("response_format", concat("response_format '", name, "' is unknown; use wav, pcm or flac"));
+}
+
+StreamFormat parse_stream_format(const std::string &name, ResponseFormat format) {
+    if (name.empty()) return StreamFormat::none;
+    if (name != "audio" && name != "sse")
+        throw invalid("stream_format", concat("stream_format '", name, "' is unknown; use audio or sse"));
+    if (format == ResponseFormat::flac)
+        throw invalid("stream_format", "streaming flac is not supported yet; stream wav or pcm");
+    return name == "audio" ? StreamFormat::audio : StreamFormat::sse;
+}
+
+void parse_speed(const json &body) {
+    const auto it = body.find("speed");
+    if (it == body.end()) return;
+    if (!it->is_number()) throw invalid("speed", concat("'speed' must be a number, got ", it->type_name()));
+    if (it->get<double>() != 1.0)
+        throw invalid("speed", concat("speed is ", it->get<double>(),
+                                      "; only 1 is accepted: time-stretching is not "
+                                      "implemented yet"));
+}
+
+void parse_seed(const json &value, SynthesisParams &params) {
+    if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<int64_t>() >= 0))
+        throw invalid("seed", concat("'seed' must be a non-negative integer, got ", value.dump()));
+    params.sampling.seed = value.get<uint64_t>();
+}
+
+// A number of the table; an integer parameter also takes an integral float (8.0), as JSON writers
+// that keep every number a double send it.
+void parse_parameter(const SynthesisParameter &parameter, const json &value, SynthesisParams &params) {
+    const char *kind = parameter.integer ? "an integer" : "a number";
+    if (!value.is_number() || (parameter.integer && value.get<double>() != std::floor(value.get<double>())))
+        throw invalid(parameter.name, concat("'", parameter.name, "' must be ", kind, ", got ", value.dump()));
+    const double x = value.get<double>();
+    try {
+        parameter.check(x);
+    } catch (const InvalidArgument &e) {
+        throw invalid(parameter.name, e.what());
+    }
+    parameter.set(params, x);
+}
+
+bool is_openai_field(const std::string &name) {
+    return name == "model" || name == "input" || name == "voice" || name == "response_format" || name == "speed" ||
+           name == "stream_format";
+}
+
+} // namespace
+
+bool is_builtin_voice_name(const std::string &voice) {
+    return std::find(kBuiltinVoiceNames.begin(), kBuiltinVoiceNames.end(), voice) != kBuiltinVoiceNames.end();
+}
+
+SpeechRequest parse_speech_request(const std::string &body_text, const RequestLimits &limits) {
+    const json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded()) throw invalid("", "the request body is not valid JSON");
+    if (!body.is_object()) throw invalid("", "the request body must be a JSON object");
+
+    SpeechRequest request;
+    request.model = string_field(body, "model", false);
+    request.input = string_field(body, "input", true);
+    if (request.input.empty()) throw invalid("input", "'input' is empty: there is nothing to say");
+    if (code_points(request.input) > limits.max_input_chars)
+        throw ApiError(
+            413,
+            concat("'input' holds ", code_points(request.input), " characters; the limit is ", limits.max_input_chars),
+            "input");
+    request.voice = string_field(body, "voice", true);
+    if (!is_builtin_voice_name(request.voice))
+        throw invalid("voice", concat("voice '", request.voice,
+                                      "' is unknown; this server has the model's built-in "
+                                      "voice as 'default' or any of OpenAI's voice names"));
+    request.format = parse_format(string_field(body, "response_format", false));
+    request.stream = parse_stream_format(string_field(body, "stream_format", false), request.format);
+    parse_speed(body);
+
+    for (const auto &[name, value] : body.items()) {
+        if (is_openai_field(name)) continue;
+        if (name == "seed") {
+            parse_seed(value, request.params);
+        } else if (const SynthesisParameter *parameter = find_synthesis_parameter(name)) {
+            parse_parameter(*parameter, value, request.params);
+        } else if (name == "instructions") {
+            throw invalid(name,
+                          "'instructions' is not supported: Chatterbox takes exaggeration and cfg_weight instead");
+        } else {
+            throw invalid(name, concat("unknown field '", name, "'"));
+        }
+    }
+    return request;
+}
+
+const char *content_type(ResponseFormat format) {
+    switch (format) {
+    case ResponseFormat::wav:
+        return "audio/wav";
+    case ResponseFormat::pcm:
+        return "audio/pcm";
+    case ResponseFormat::flac:
+        return "audio/flac";
+    }
+    return "application/octet-stream";
+}
+
+} // namespace chatterbox::server

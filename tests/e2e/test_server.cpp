@@ -1,0 +1,387 @@
+// needs: tiny-model
+// chatterbox-server's HTTP API (src/server) on the tiny model, served in-process on a free loopback
+// port and called with httplib's client: whole wav/pcm/flac answers decode to the session's length;
+// a streamed pcm answer and an SSE answer carry the session's streamed audio exactly; the error
+// table answers OpenAI-shaped errors naming the field; the API key; a full queue answers 503 with
+// Retry-After; a client that drops a stream frees the session for the next request; a port in use
+// is an error, not a second server sharing it.
+
+#include "audio/audio_encoding.h"
+#include "audio/audio_file.h"
+#include "server/server.h"
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <openssl/evp.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
+
+using namespace chatterbox;
+using nlohmann::json;
+
+namespace {
+
+// A server on a free loopback port, serving on its own thread until destroyed.
+class RunningServer {
+  public:
+    RunningServer(const Engine &engine, server::ServerOptions options) : server_(engine, with_free_port(options)) {
+        port_ = server_.bind();
+        thread_ = std::thread([this] { server_.run(); });
+    }
+    ~RunningServer() {
+        server_.stop();
+        thread_.join();
+    }
+
+    int port() const { return port_; }
+
+    httplib::Client client() const {
+        httplib::Client client("127.0.0.1", port_);
+        client.set_read_timeout(60, 0);
+        return client;
+    }
+
+  private:
+    static server::ServerOptions with_free_port(server::ServerOptions options) {
+        options.port = 0;
+        return options;
+    }
+
+    server::Server server_;
+    int port_ = 0;
+    std::thread thread_;
+};
+
+server::ServerOptions small_server() {
+    server::ServerOptions options;
+    options.threads = 1;
+    return options;
+}
+
+json speech(const std::string &input, uint64_t seed, int max_new_tokens) {
+    return {{"model", "chatterbox"},
+            {"input", input},
+            {"voice", "alloy"},
+            {"seed", seed},
+            {"max_new_tokens", max_new_tokens}};
+}
+
+httplib::Result post(httplib::Client &client, const json &body, const httplib::Headers &headers = {}) {
+    return client.Post("/v1/audio/speech", headers, body.dump(), "application/json");
+}
+
+// POSTs and hands the body to `receive` as it arrives (false from it drops the connection).
+httplib::Result post_streaming(httplib::Client &client, const json &body,
+                               std::function<bool(const char *, size_t)> receive) {
+    httplib::Request request;
+    request.method = "POST";
+    request.path = "/v1/audio/speech";
+    request.body = body.dump();
+    request.set_header("Content-Type", "application/json");
+    request.content_receiver = [receive](const char *data, size_t n, uint64_t, uint64_t) { return receive(data, n); };
+    return client.send(request);
+}
+
+std::vector<int16_t> pcm_samples(const std::string &bytes) {
+    std::vector<int16_t> out(bytes.size() / 2);
+    std::memcpy(out.data(), bytes.data(), out.size() * 2);
+    return out;
+}
+
+std::vector<int16_t> pcm_of(const std::vector<float> &wave) {
+    std::string bytes;
+    audio::append_pcm16(bytes, wave.data(), wave.size());
+    return pcm_samples(bytes);
+}
+
+audio::Audio decode_file(const std::string &bytes, const std::string &name) {
+    const std::string path = (std::filesystem::path(test::temp_dir("server")) / name).string();
+    std::ofstream(path, std::ios::binary) << bytes;
+    return audio::read_audio(path);
+}
+
+std::string unbase64(const std::string &text) {
+    std::string out(text.size() / 4 * 3, '\0');
+    const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char *>(out.data()),
+                                  reinterpret_cast<const unsigned char *>(text.data()), int(text.size()));
+    EXPECT_GE(n, 0) << "bad base64";
+    const size_t padding = text.size() - text.find_last_not_of('=') - 1;
+    out.resize(size_t(std::max(n, 0)) - padding);
+    return out;
+}
+
+class Server : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        EngineOptions options;
+        options.model_path = test::tiny_model_path();
+        options.backend.threads = 1;
+        engine_ = std::make_unique<Engine>(options);
+    }
+    static void TearDownTestSuite() { engine_.reset(); }
+
+    // What a session of the engine makes of the same request, offline or streamed.
+    static std::vector<float> session_wave(const json &body, bool stream) {
+        Session session(*engine_, SessionOptions{1});
+        SynthesisOptions options;
+        options.params.sampling.seed = body["seed"];
+        options.params.sampling.max_new_tokens = body["max_new_tokens"];
+        options.stream = stream;
+        return session.synthesize(body["input"].get<std::string>(), engine_->builtin_voice(0.5f), options).wave;
+    }
+
+    static std::unique_ptr<Engine> engine_;
+};
+
+std::unique_ptr<Engine> Server::engine_;
+
+TEST_F(Server, WholeAnswersDecodeToTheSessionsAudio) {
+    RunningServer server(*engine_, small_server());
+    httplib::Client client = server.client();
+    json body = speech("Hello from the server.", 7, 30);
+    const std::vector<int16_t> expected = pcm_of(session_wave(body, false));
+    ASSERT_FALSE(expected.empty());
+
+    body["response_format"] = "pcm";
+    auto pcm = post(client, body);
+    ASSERT_TRUE(pcm) << "no answer";
+    ASSERT_EQ(pcm->status, 200) << pcm->body;
+    EXPECT_EQ(pcm->get_header_value("Content-Type"), "audio/pcm");
+    EXPECT_EQ(pcm_samples(pcm->body), expected);
+
+    body["response_format"] = "wav";
+    auto wav = post(client, body);
+    ASSERT_EQ(wav->status, 200) << wav->body;
+    EXPECT_EQ(wav->get_header_value("Content-Type"), "audio/wav");
+    const audio::Audio wav_audio = decode_file(wav->body, "a.wav");
+    EXPECT_EQ(wav_audio.sample_rate, 24000);
+    ASSERT_EQ(wav_audio.samples.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) ASSERT_EQ(wav_audio.samples[i], expected[i] / 32768.0f) << i;
+
+    body["response_format"] = "flac";
+    auto flac = post(client, body);
+    ASSERT_EQ(flac->status, 200) << flac->body;
+    EXPECT_EQ(flac->get_header_value("Content-Type"), "audio/flac");
+    const audio::Audio flac_audio = decode_file(flac->body, "a.flac");
+    ASSERT_EQ(flac_audio.samples.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+        ASSERT_NEAR(flac_audio.samples[i], wav_audio.samples[i], 1.5 / 32768) << i;
+}
+
+TEST_F(Server, StreamsCarryTheSessionsStreamedAudio) {
+    RunningServer server(*engine_, small_server());
+    httplib::Client client = server.client();
+    json body = speech("Streaming speech arrives in pieces.", 21, 60);
+    const std::vector<int16_t> expected = pcm_of(session_wave(body, true));
+
+    body["response_format"] = "pcm";
+    body["stream_format"] = "audio";
+    std::string streamed;
+    size_t deliveries = 0;
+    auto pcm = post_streaming(client, body, [&](const char *data, size_t n) {
+        streamed.append(data, n);
+        ++deliveries;
+        return true;
+    });
+    ASSERT_TRUE(pcm) << "no answer";
+    ASSERT_EQ(pcm->status, 200);
+    EXPECT_EQ(pcm->get_header_value("Transfer-Encoding"), "chunked");
+    EXPECT_EQ(pcm_samples(streamed), expected);
+    EXPECT_GT(deliveries, 1u) << "the audio came in one piece";
+
+    // T3 does not depend on how audio is made: the whole answer has the same length.
+    body.erase("stream_format");
+    auto whole = post(client, body);
+    ASSERT_EQ(whole->status, 200);
+    EXPECT_EQ(whole->body.size(), streamed.size());
+
+    body["response_format"] = "wav";
+    body["stream_format"] = "audio";
+    std::string wav;
+    post_streaming(client, body, [&](const char *data, size_t n) { return wav.append(data, n), true; });
+    ASSERT_GT(wav.size(), 44u);
+    EXPECT_EQ(wav.substr(0, 44), audio::wav_header(24000, audio::kUnknownLength));
+    EXPECT_EQ(wav.substr(44), streamed);
+
+    body["response_format"] = "pcm";
+    body["stream_format"] = "sse";
+    auto sse = post(client, body);
+    ASSERT_EQ(sse->status, 200);
+    EXPECT_EQ(sse->get_header_value("Content-Type"), "text/event-stream");
+    std::string audio_bytes;
+    std::vector<std::string> types;
+    for (size_t at = 0; at < sse->body.size();) {
+        const size_t end = sse->body.find("\n\n", at);
+        ASSERT_NE(end, std::string::npos) << "an unterminated event";
+        const std::string event = sse->body.substr(at, end - at);
+        ASSERT_EQ(event.rfind("data: ", 0), 0u) << event;
+        const json data = json::parse(event.substr(6));
+        types.push_back(data["type"]);
+        if (types.back() == "speech.audio.delta") audio_bytes += unbase64(data["audio"]);
+        at = end + 2;
+    }
+    ASSERT_GE(types.size(), 3u);
+    EXPECT_EQ(types.back(), "speech.audio.done");
+    EXPECT_EQ(std::count(types.begin(), types.end(), "speech.audio.delta"), std::ptrdiff_t(types.size() - 1));
+    EXPECT_EQ(audio_bytes, streamed);
+}
+
+struct ErrorCase {
+    std::string body;
+    int status;
+    std::string param;   // "" : null
+    std::string message; // a fragment of it
+};
+
+TEST_F(Server, BadRequestsAreOpenAIShapedErrorsNamingTheField) {
+    server::ServerOptions options = small_server();
+    options.max_body_bytes = 8192;
+    RunningServer server(*engine_, options);
+    httplib::Client client = server.client();
+    const auto with = [](const char *field, json value) {
+        json body = speech("Hello.", 1, 10);
+        body[field] = std::move(value);
+        return body.dump();
+    };
+    json no_voice = speech("Hello.", 1, 10);
+    no_voice.erase("voice");
+    const std::vector<ErrorCase> cases = {
+        {"{not json", 400, "", "not valid JSON"},
+        {"[1, 2]", 400, "", "JSON object"},
+        {with("input", 5), 400, "input", "must be a string"},
+        {with("input", ""), 400, "input", "empty"},
+        {with("input", " \n\t "), 400, "", "nothing to say"},
+        {with("input", std::string(4097, 'a')), 413, "input", "limit is 4096"},
+        {no_voice.dump(), 400, "voice", "required"},
+        {with("voice", "nobody"), 400, "voice", "unknown"},
+        {with("response_format", "mp3"), 400, "response_format", "not supported yet"},
+        {with("response_format", "au"), 400, "response_format", "unknown"},
+        {with("stream_format", "video"), 400, "stream_format", "unknown"},
+        {with("speed", 1.5), 400, "speed", "not implemented yet"},
+        {with("speed", "fast"), 400, "speed", "must be a number"},
+        {with("temperature", 7), 400, "temperature", "expected (0, 5]"},
+        {with("temperature", "hot"), 400, "temperature", "must be a number"},
+        {with("exaggeration", -1), 400, "exaggeration", "expected [0, 2]"},
+        {with("max_new_tokens", 1.5), 400, "max_new_tokens", "an integer"},
+        {with("max_new_tokens", 0), 400, "max_new_tokens", "expected [1, 4096]"},
+        {with("seed", -1), 400, "seed", "non-negative integer"},
+        {with("instructions", "cheerful"), 400, "instructions", "not supported"},
+        {with("temprature", 0.5), 400, "temprature", "unknown field"},
+        {std::string(9000, ' '), 413, "", "too large"},
+        {std::string(4000, '[') + std::string(4000, ']'), 400, "", "JSON object"},
+        {"{\"input\": \"caf\xC3\", \"voice\": \"alloy\"}", 400, "", "not valid JSON"},
+    };
+    for (const ErrorCase &c : cases) {
+        SCOPED_TRACE(c.body.substr(0, 120));
+        auto result = client.Post("/v1/audio/speech", c.body, "application/json");
+        ASSERT_TRUE(result) << "no answer";
+        EXPECT_EQ(result->status, c.status);
+        const json error = json::parse(result->body, nullptr, false);
+        ASSERT_TRUE(error.contains("error")) << result->body;
+        EXPECT_TRUE(test::contains(error["error"]["message"], c.message));
+        EXPECT_EQ(error["error"]["type"], "invalid_request_error");
+        EXPECT_EQ(error["error"]["param"], c.param.empty() ? json(nullptr) : json(c.param));
+        EXPECT_TRUE(error["error"].contains("code"));
+    }
+    // The server still works after all of that.
+    auto good = post(client, speech("Hello.", 1, 10));
+    ASSERT_TRUE(good);
+    EXPECT_EQ(good->status, 200);
+    auto missing = client.Get("/v1/nothing");
+    ASSERT_TRUE(missing);
+    EXPECT_EQ(missing->status, 404);
+    EXPECT_TRUE(json::parse(missing->body).contains("error"));
+}
+
+TEST_F(Server, ApiKeyGuardsTheApiButNotHealth) {
+    server::ServerOptions options = small_server();
+    options.api_key = "s3cret";
+    RunningServer server(*engine_, options);
+    httplib::Client client = server.client();
+    for (const httplib::Headers &headers : std::vector<httplib::Headers>{{},
+                                                                         {{"Authorization", "Bearer wrong"}},
+                                                                         {{"Authorization", "s3cret"}},
+                                                                         {{"Authorization", "Bearer s3cre"}}}) {
+        auto result = client.Get("/v1/models", headers);
+        ASSERT_TRUE(result);
+        EXPECT_EQ(result->status, 401);
+        EXPECT_EQ(json::parse(result->body)["error"]["code"], "invalid_api_key");
+        EXPECT_EQ(post(client, speech("Hello.", 1, 10), headers)->status, 401);
+    }
+    auto models = client.Get("/v1/models", {{"Authorization", "Bearer s3cret"}});
+    ASSERT_TRUE(models);
+    ASSERT_EQ(models->status, 200);
+    EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "chatterbox");
+    EXPECT_EQ(client.Get("/health")->status, 200);
+    EXPECT_EQ(client.Get("/ready")->status, 200);
+
+    EXPECT_TRUE(server::constant_time_equal("abc", "abc"));
+    EXPECT_FALSE(server::constant_time_equal("abc", "abd"));
+    EXPECT_FALSE(server::constant_time_equal("abc", "abcd"));
+    EXPECT_FALSE(server::constant_time_equal("", "a"));
+}
+
+TEST_F(Server, APortInUseIsAnError) {
+    RunningServer first(*engine_, small_server());
+    server::ServerOptions options = small_server();
+    options.port = first.port();
+    server::Server second(*engine_, options);
+    test::expect_error([&] { second.bind(); }, "cannot listen on 127.0.0.1:");
+}
+
+TEST_F(Server, FullQueueAnswers503AndADroppedStreamFreesTheSession) {
+    server::ServerOptions options = small_server();
+    options.sessions = 1;
+    options.queue = 0;
+    RunningServer server(*engine_, options);
+
+    // A long streamed request that holds the only session; it hangs up after its first audio.
+    std::promise<void> first_audio, hang_up;
+    std::shared_future<void> hang_up_now = hang_up.get_future().share();
+    std::thread slow([&] {
+        httplib::Client client = server.client();
+        json body = speech("This is a long request. It has many sentences. Each one takes a while. "
+                           "The server streams them one by one. Nobody will hear the end of it.",
+                           3, 400);
+        body["response_format"] = "pcm";
+        body["stream_format"] = "audio";
+        bool first = true;
+        post_streaming(client, body, [&](const char *, size_t) {
+            if (first) first_audio.set_value();
+            first = false;
+            hang_up_now.wait();
+            return false;
+        });
+    });
+    ASSERT_EQ(first_audio.get_future().wait_for(std::chrono::seconds(120)), std::future_status::ready);
+
+    httplib::Client client = server.client();
+    auto busy = post(client, speech("Hello.", 1, 10));
+    ASSERT_TRUE(busy);
+    EXPECT_EQ(busy->status, 503);
+    EXPECT_EQ(busy->get_header_value("Retry-After"), "1");
+    EXPECT_EQ(json::parse(busy->body)["error"]["code"], "server_busy");
+
+    hang_up.set_value();
+    slow.join();
+    // The dropped stream is cancelled within a chunk or two: the session is soon free again.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    int status = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+        auto next = post(client, speech("Hello.", 1, 10));
+        ASSERT_TRUE(next);
+        status = next->status;
+        if (status != 503) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_EQ(status, 200);
+    EXPECT_EQ(json::parse(client.Get("/health")->body)["busy"], 0);
+}
+
+} // namespace

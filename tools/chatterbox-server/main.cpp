@@ -1,0 +1,91 @@
+// chatterbox-server: OpenAI's text-to-speech API (POST /v1/audio/speech) over one loaded model.
+//
+//   chatterbox-server [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--sessions N] [--queue N] [-t N]
+//
+// Exit codes: 0 stopped by SIGINT/SIGTERM, 1 failed (model, address), 2 bad command line.
+
+#include "models/chatterbox/model_download.h"
+#include "server/server.h"
+
+#include <CLI/CLI.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+namespace {
+
+// The server that SIGINT/SIGTERM stop; httplib's stop() only shuts sockets, which is safe there.
+chatterbox::server::Server *g_server = nullptr;
+
+void stop_on_signal(int) {
+    if (g_server) g_server->stop();
+}
+
+// -m as given, else the chatterbox CLI's default location (model_download.h).
+std::string model_path(const std::string &option) {
+    if (!option.empty()) return option;
+    const std::string path = chatterbox::default_model_path(chatterbox::ModelEnvironment::from_process());
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec) && !chatterbox::missing_model_files(path).empty())
+        chatterbox::fail("no model in ", path, " (missing ",
+                         chatterbox::file_list(chatterbox::missing_model_files(path)),
+                         "): run `chatterbox download`, or pass -m MODEL (a folder or a .gguf)");
+    return path;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    CLI::App app{"Chatterbox text-to-speech server: OpenAI's POST /v1/audio/speech (wav, pcm, flac; streamed as "
+                 "audio or SSE), GET /v1/models, /health, /ready.",
+                 "chatterbox-server"};
+    std::string model;
+    chatterbox::server::ServerOptions options;
+    if (const char *key = std::getenv("CHATTERBOX_API_KEY")) options.api_key = key;
+    app.add_option(
+        "-m,--model", model,
+        "official model folder or .gguf (default: $CHATTERBOX_MODEL, else ~/.cache/chatterbox/models/chatterbox)");
+    app.add_option("--host", options.host, "address to listen on (loopback by default)")->capture_default_str();
+    app.add_option("--port", options.port, "port to listen on, 0 = any free one")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 65535));
+    app.add_option("--api-key", options.api_key,
+                   "require Authorization: Bearer KEY on /v1/ (default: $CHATTERBOX_API_KEY)");
+    app.add_option("--sessions", options.sessions, "requests synthesised at the same time")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 256));
+    app.add_option("--queue", options.queue, "requests waiting for a session before 503")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 4096));
+    app.add_option("-t,--threads", options.threads, "CPU threads per session, 0 = all cores")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1024));
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        return app.exit(e) == 0 ? 0 : 2; // --help is a ParseError with code 0; 2: bad command line, as chatterbox
+    }
+
+    try {
+        chatterbox::EngineOptions engine_options;
+        engine_options.model_path = model_path(model);
+        engine_options.backend.threads = options.threads;
+        const chatterbox::Engine engine(engine_options);
+        chatterbox::server::Server server(engine, options);
+        const int port = server.bind();
+        g_server = &server;
+        std::signal(SIGINT, stop_on_signal);
+        std::signal(SIGTERM, stop_on_signal);
+        std::fprintf(stderr, "chatterbox-server: %s; %d session(s), queue %d; listening on http://%s:%d%s\n",
+                     engine.description().c_str(), options.sessions, options.queue, options.host.c_str(), port,
+                     options.api_key.empty() ? "" : " (API key required)");
+        server.run();
+        g_server = nullptr;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "chatterbox-server: error: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
