@@ -25,12 +25,12 @@ namespace chatterbox::kernels {
 
 bool onednn_available();
 
-// Copies of f32 weights in the layout oneDNN's matmul prefers for them (memory::format_tag::any),
-// made once per weight on its first onednn_matmul node and kept, so that no call packs ggml's
-// layout again (gemm:jit otherwise repacks the whole weight in every call, in every thread's
-// slice). The owner of the weights holds one for its buffers (ModuleWeights, when its backend
-// takes the onednn route); it must outlive every graph built on them, and graphs of concurrent
-// sessions may share it.
+// Copies of f32 weights in the layout oneDNN's matmul prefers for them (memory::format_tag::any;
+// on AVX2 with gemm:jit that is `ab`, K × M row-major, where ggml's is `ba`), made once per weight
+// on its first onednn_matmul node and kept, so that every call reads the preferred layout and no
+// call has to convert ggml's. The owner of the weights holds one for its buffers (ModuleWeights,
+// when its backend takes the onednn route); it must outlive every graph built on them, and graphs
+// of concurrent sessions may share it. Costs a second copy of the f32 matmul weights.
 class OnednnWeights {
   public:
     // buffers: host buffers of weights whose values no longer change.
