@@ -91,7 +91,7 @@ class ModuleWeights {
     Backend &backend_;
     std::vector<ggml_context *> contexts_; // tensor metadata; a new one when the last is full
     int context_free_slots_ = 0;
-    std::vector<ggml_backend_buffer_t> buffers_; // the default weight buffer, then any faster-layout ones
+    std::vector<ggml_backend_buffer_t> buffers_;     // the default weight buffer, then any faster-layout ones
     std::unique_ptr<kernels::OnednnWeights> onednn_; // reordered f32 matmul weights (onednn route only)
     bool loaded_ = false;
     std::vector<Upload> uploads_;

@@ -140,7 +140,9 @@ TEST(OnednnMatmul, ReorderedWeightsAreSharedByConcurrentSessions) {
             return proj(ctx, ggml_cont(ctx, ggml_transpose(ctx, conv(ctx, in))));
         };
     };
-    auto bind_conv = [](ModuleWeights &w) { return nn::Conv1d(w, "conv", 24, 32, 3, nn::ConvOptions().with_padding(1)); };
+    auto bind_conv = [](ModuleWeights &w) {
+        return nn::Conv1d(w, "conv", 24, 32, 3, nn::ConvOptions().with_padding(1));
+    };
     auto bind_proj = [](ModuleWeights &w) { return nn::Linear(w, "proj", 32, 20, false); };
 
     for (int load = 0; load < 2; ++load) {
