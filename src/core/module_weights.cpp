@@ -2,11 +2,13 @@
 
 #include "core/error.h"
 #include "core/shape.h"
+#include "kernels/onednn.h"
 
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace chatterbox {
 
@@ -42,6 +44,7 @@ ModuleWeights::ModuleWeights(const WeightStore &store, std::string prefix, Backe
     : store_(store), prefix_(std::move(prefix)), backend_(backend) {}
 
 ModuleWeights::~ModuleWeights() {
+    onednn_.reset(); // forgets the buffers before they are freed
     for (ggml_backend_buffer_t buffer : buffers_) ggml_backend_buffer_free(buffer);
     for (ggml_context *ctx : contexts_) ggml_free(ctx);
 }
@@ -155,6 +158,12 @@ void ModuleWeights::upload_all() {
         by_buffer_type[faster ? faster : backend_.weight_buffer_type()].push_back(&u);
     }
     for (const auto &[buft, uploads] : by_buffer_type) upload_to(buft, uploads);
+    if (backend_.matmul_route() == MatmulRoute::onednn) {
+        // Only host buffers hold f32 weights; a repack buffer (quantised weights) is not one.
+        std::vector<ggml_backend_buffer_t> host;
+        std::copy_if(buffers_.begin(), buffers_.end(), std::back_inserter(host), ggml_backend_buffer_is_host);
+        onednn_ = std::make_unique<kernels::OnednnWeights>(std::move(host));
+    }
 }
 
 void ModuleWeights::upload_to(ggml_backend_buffer_type_t buft, const std::vector<Upload *> &uploads) {

@@ -16,12 +16,17 @@
 #include "core/weight_store.h"
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace chatterbox {
+
+namespace kernels {
+class OnednnWeights;
+}
 
 // How the model uses a stored tensor; it decides the uploaded type and buffer, so every binding
 // names it (a matrix product's weight cannot miss the faster layout by accident).
@@ -86,7 +91,8 @@ class ModuleWeights {
     Backend &backend_;
     std::vector<ggml_context *> contexts_; // tensor metadata; a new one when the last is full
     int context_free_slots_ = 0;
-    std::vector<ggml_backend_buffer_t> buffers_; // the default weight buffer, then any faster-layout ones
+    std::vector<ggml_backend_buffer_t> buffers_;     // the default weight buffer, then any faster-layout ones
+    std::unique_ptr<kernels::OnednnWeights> onednn_; // reordered f32 matmul weights (onednn route only)
     bool loaded_ = false;
     std::vector<Upload> uploads_;
     std::map<std::pair<std::string, bool>, ggml_tensor *> declared_; // (name, as f32) -> tensor

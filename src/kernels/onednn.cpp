@@ -12,7 +12,9 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 namespace chatterbox::kernels {
@@ -52,6 +54,18 @@ struct Matmul {
     dnnl::memory::desc scratchpad;
 };
 
+dnnl::matmul::primitive_desc matmul_desc(const dnnl::memory::desc &src, const dnnl::memory::desc &weights,
+                                         const dnnl::memory::desc &dst) {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, cpu_engine());
+}
+
+Matmul make_matmul(const dnnl::memory::desc &src, const dnnl::memory::desc &weights, const dnnl::memory::desc &dst) {
+    const dnnl::matmul::primitive_desc pd = matmul_desc(src, weights, dst);
+    return Matmul{dnnl::matmul(pd), pd.scratchpad_desc()};
+}
+
 // Process-wide cache of matmul primitives by their memory descriptors (shape, strides); the
 // descriptors are few per model (one per layer shape and slice width), so it is never pruned.
 class MatmulCache {
@@ -67,10 +81,7 @@ class MatmulCache {
         if (found != cache_.end()) return found->second;
         const dnnl::memory::desc src(src_dims, dt::f32, src_strides), wei(wei_dims, dt::f32, wei_strides),
             dst({src_dims[0], wei_dims[1]}, dt::f32, dst_strides);
-        dnnl::primitive_attr attr;
-        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), attr, cpu_engine());
-        return cache_.emplace(key, Matmul{dnnl::matmul(pd), pd.scratchpad_desc()}).first->second;
+        return cache_.emplace(key, make_matmul(src, wei, dst)).first->second;
     }
 
   private:
@@ -83,30 +94,116 @@ MatmulCache &matmul_cache() {
     return cache;
 }
 
+dnnl::memory plain(const dims &shape, const dims &strides, const float *data) {
+    return dnnl::memory(dnnl::memory::desc(shape, dt::f32, strides), cpu_engine(), const_cast<float *>(data));
+}
+
+void execute(ThreadContext &thread, const Matmul &m, const dnnl::memory &src, const dnnl::memory &weights,
+             const dnnl::memory &dst) {
+    m.primitive.execute(thread.stream, {{DNNL_ARG_SRC, src},
+                                        {DNNL_ARG_WEIGHTS, weights},
+                                        {DNNL_ARG_DST, dst},
+                                        {DNNL_ARG_SCRATCHPAD, thread.scratchpad(m.scratchpad)}});
+}
+
 // dst (rows × cols, dst_strides) = src (rows × inner, src_strides) · weights (inner × cols, wei_strides)
 void multiply(ThreadContext &thread, const float *src, const dims &src_dims, const dims &src_strides,
               const float *weights, const dims &wei_dims, const dims &wei_strides, float *dst,
               const dims &dst_strides) {
     const Matmul &m = matmul_cache().get(src_dims, src_strides, wei_dims, wei_strides, dst_strides);
-    auto wrap = [](const dims &shape, const dims &strides, const float *data) {
-        return dnnl::memory(dnnl::memory::desc(shape, dt::f32, strides), cpu_engine(), const_cast<float *>(data));
-    };
-    m.primitive.execute(thread.stream, {{DNNL_ARG_SRC, wrap(src_dims, src_strides, src)},
-                                        {DNNL_ARG_WEIGHTS, wrap(wei_dims, wei_strides, weights)},
-                                        {DNNL_ARG_DST, wrap({src_dims[0], wei_dims[1]}, dst_strides, dst)},
-                                        {DNNL_ARG_SCRATCHPAD, thread.scratchpad(m.scratchpad)}});
+    execute(thread, m, plain(src_dims, src_strides, src), plain(wei_dims, wei_strides, weights),
+            plain({src_dims[0], wei_dims[1]}, dst_strides, dst));
+}
+
+// ---------------------------------------------------------------------------- reordered weights
+
+// One weight ggml [k, m] = (k × m) in oneDNN's preferred layout, with the primitives that read it
+// (one per slice width, as they come).
+class Reordered {
+  public:
+    Reordered(const float *data, int64_t k, int64_t m) : k_(k), m_(m) {
+        // The layout is asked for a typical slice width; every other width reuses it.
+        constexpr int64_t kTypicalColumns = 256;
+        desc_ = matmul_desc(rows_desc(kTypicalColumns, k), dnnl::memory::desc({k, m}, dt::f32, tag::any),
+                            rows_desc(kTypicalColumns, m))
+                    .weights_desc();
+        memory_ = dnnl::memory(desc_, cpu_engine());
+        dnnl::memory source = plain({k, m}, {1, k}, data);
+        dnnl::stream stream(cpu_engine());
+        dnnl::reorder(source, memory_).execute(stream, source, memory_);
+        stream.wait();
+    }
+
+    // dst (columns × m) = x (columns × k) · this weight
+    void multiply(ThreadContext &thread, const float *x, int64_t columns, float *dst) {
+        execute(thread, primitive(columns), plain({columns, k_}, {k_, 1}, x), memory_,
+                plain({columns, m_}, {m_, 1}, dst));
+    }
+
+  private:
+    static dnnl::memory::desc rows_desc(int64_t rows, int64_t width) {
+        return dnnl::memory::desc({rows, width}, dt::f32, tag::ab);
+    }
+
+    const Matmul &primitive(int64_t columns) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto found = primitives_.find(columns);
+        if (found != primitives_.end()) return found->second;
+        return primitives_.emplace(columns, make_matmul(rows_desc(columns, k_), desc_, rows_desc(columns, m_)))
+            .first->second;
+    }
+
+    int64_t k_, m_;
+    dnnl::memory::desc desc_;
+    dnnl::memory memory_;
+    std::mutex mutex_;
+    std::map<int64_t, Matmul> primitives_;
+};
+
+// The OnednnWeights of each weight buffer, for onednn_matmul to find a weight's copy from the
+// tensor alone (a graph node knows its buffer, nothing of its owner).
+class Owners {
+  public:
+    void add(ggml_backend_buffer_t buffer, OnednnWeights::State *state) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        owners_[buffer] = state;
+    }
+    void remove(ggml_backend_buffer_t buffer) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        owners_.erase(buffer);
+    }
+    OnednnWeights::State *find(ggml_backend_buffer_t buffer) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto found = owners_.find(buffer);
+        return found == owners_.end() ? nullptr : found->second;
+    }
+
+  private:
+    std::mutex mutex_;
+    std::map<ggml_backend_buffer_t, OnednnWeights::State *> owners_;
+};
+
+Owners &owners() {
+    static Owners registry;
+    return registry;
 }
 
 // ---------------------------------------------------------------------------- matmul
 
-void matmul_op(ggml_tensor *dst, int ith, int nth, void *) {
+// userdata: the weight's Reordered copy, or nullptr to read it in place.
+void matmul_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
     const ggml_tensor *x = dst->src[0], *weight = dst->src[1];
     const int64_t k = weight->ne[0], m = weight->ne[1], columns = ggml_nelements(x) / k;
     const int64_t first = columns * ith / nth, count = columns * (ith + 1) / nth - first;
     if (count == 0) return;
     // x: count rows of k (row-major); weight ggml [k, m] = (k × m) with strides (1, k); dst: count rows of m
-    multiply(this_thread(), static_cast<const float *>(x->data) + first * k, {count, k}, {k, 1},
-             static_cast<const float *>(weight->data), {k, m}, {1, k}, static_cast<float *>(dst->data) + first * m,
+    const float *rows = static_cast<const float *>(x->data) + first * k;
+    float *out = static_cast<float *>(dst->data) + first * m;
+    if (userdata) {
+        static_cast<Reordered *>(userdata)->multiply(this_thread(), rows, count, out);
+        return;
+    }
+    multiply(this_thread(), rows, {count, k}, {k, 1}, static_cast<const float *>(weight->data), {k, m}, {1, k}, out,
              {m, 1});
 }
 
@@ -210,6 +307,34 @@ constexpr const char *kAttentionNode = "onednn.blocked_attention";
 
 } // namespace
 
+// The copies of one owner's weights, by (data, K, M): a weight is met as itself and as 2-D views
+// (a conv kernel reshaped), so the tensor's address is no key.
+struct OnednnWeights::State {
+    std::vector<ggml_backend_buffer_t> buffers;
+    std::mutex mutex;
+    std::map<std::tuple<const void *, int64_t, int64_t>, std::unique_ptr<Reordered>> copies;
+
+    Reordered *copy_of(const ggml_tensor *weight) {
+        const int64_t k = weight->ne[0], m = weight->ne[1];
+        std::lock_guard<std::mutex> lock(mutex);
+        std::unique_ptr<Reordered> &copy = copies[{weight->data, k, m}];
+        if (!copy) copy = std::make_unique<Reordered>(static_cast<const float *>(weight->data), k, m);
+        return copy.get();
+    }
+};
+
+OnednnWeights::OnednnWeights(std::vector<ggml_backend_buffer_t> buffers) : state_(std::make_unique<State>()) {
+    for (ggml_backend_buffer_t buffer : buffers) {
+        if (!ggml_backend_buffer_is_host(buffer)) fail("OnednnWeights: the weights must be in host memory");
+        owners().add(buffer, state_.get());
+    }
+    state_->buffers = std::move(buffers);
+}
+
+OnednnWeights::~OnednnWeights() {
+    for (ggml_backend_buffer_t buffer : state_->buffers) owners().remove(buffer);
+}
+
 bool onednn_available() { return true; }
 
 ggml_tensor *onednn_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) {
@@ -219,9 +344,12 @@ ggml_tensor *onednn_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *
              ggml_type_name(weight->type), " [", weight->ne[0], ", ", weight->ne[1], "] and ", ggml_type_name(x->type),
              " [", x->ne[0], ", ...]");
     if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
+    // A view's buffer is only set when its graph is allocated; its source's is the weight buffer.
+    const ggml_tensor *stored = weight->view_src ? weight->view_src : weight;
+    OnednnWeights::State *owner = stored->buffer && weight->data ? owners().find(stored->buffer) : nullptr;
     ggml_tensor *args[] = {x, weight};
     ggml_tensor *y = ggml_custom_4d(ctx, GGML_TYPE_F32, weight->ne[1], x->ne[1], x->ne[2], x->ne[3], args, 2, matmul_op,
-                                    GGML_N_TASKS_MAX, nullptr);
+                                    GGML_N_TASKS_MAX, owner ? owner->copy_of(weight) : nullptr);
     return ggml_set_name(y, kMatmulNode);
 }
 

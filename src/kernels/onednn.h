@@ -3,7 +3,8 @@
 // MatmulRoute::onednn and nn::AttentionPath::blocked). Each op splits its work between ggml's
 // threads; every thread calls oneDNN single-threaded (omp_set_num_threads(1): oneDNN's own OpenMP
 // team inside ggml's would oversubscribe the cores), with its own scratchpad, and the primitives
-// are created once per shape and cached for the life of the process.
+// are created once per shape and cached for the life of the process. Load-time weights are reordered
+// once into the layout oneDNN's matmul prefers (OnednnWeights).
 //
 // Builds without oneDNN (CHATTERBOX_TSAN, or libdnnl-dev missing) link onednn_unavailable.cpp
 // instead: onednn_available() is false and the other functions throw.
@@ -13,17 +14,41 @@
 // reordered once, activation slices converted); that is not implemented, nothing here was
 // measured on such a CPU.
 
+#include "ggml-backend.h"
 #include "ggml.h"
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 namespace chatterbox::kernels {
 
 bool onednn_available();
 
-// The product of an f32 weight ggml [K, M] (in host memory, ggml's plain layout, read in place)
-// and f32 activations ggml [K, N...] -> ggml [M, N...], like ggml_mul_mat(weight, x). Each ggml
-// thread multiplies a contiguous slice of the N columns.
+// Copies of f32 weights in the layout oneDNN's matmul prefers for them (memory::format_tag::any;
+// on AVX2 with gemm:jit that is `ab`, K × M row-major, where ggml's is `ba`), made once per weight
+// on its first onednn_matmul node and kept, so that every call reads the preferred layout and no
+// call has to convert ggml's. The owner of the weights holds one for its buffers (ModuleWeights,
+// when its backend takes the onednn route); it must outlive every graph built on them, and graphs
+// of concurrent sessions may share it. Costs a second copy of the f32 matmul weights.
+class OnednnWeights {
+  public:
+    // buffers: host buffers of weights whose values no longer change.
+    explicit OnednnWeights(std::vector<ggml_backend_buffer_t> buffers);
+    ~OnednnWeights();
+    OnednnWeights(const OnednnWeights &) = delete;
+    OnednnWeights &operator=(const OnednnWeights &) = delete;
+
+    struct State;
+
+  private:
+    std::unique_ptr<State> state_;
+};
+
+// The product of an f32 weight ggml [K, M] (in host memory) and f32 activations ggml [K, N...]
+// -> ggml [M, N...], like ggml_mul_mat(weight, x). Each ggml thread multiplies a contiguous slice
+// of the N columns. A weight (or a view of one) in the buffers of an OnednnWeights is read from its
+// reordered copy; any other (e.g. a graph input) in place in ggml's layout.
 ggml_tensor *onednn_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x);
 
 // Softmax attention without a mask: q f32 ggml [D, H, n_q, B], k and v f32 ggml [D, H_kv, n_kv, B]

@@ -13,6 +13,10 @@ namespace {
 
 bool onednn_available() { return false; }
 
+struct OnednnWeights::State {};
+OnednnWeights::OnednnWeights(std::vector<ggml_backend_buffer_t>) { unavailable("the oneDNN matmul route"); }
+OnednnWeights::~OnednnWeights() = default;
+
 ggml_tensor *onednn_matmul(ggml_context *, ggml_tensor *, ggml_tensor *) { unavailable("the oneDNN matmul route"); }
 
 ggml_tensor *blocked_attention(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, float) {

@@ -12,6 +12,8 @@
 #include "modules/linear.h"
 #include "modules/matmul.h"
 
+#include <thread>
+
 namespace chatterbox {
 namespace {
 
@@ -20,6 +22,7 @@ using test::NnHarness;
 BackendOptions cpu_with(int threads, MatmulRoute route) {
     BackendOptions options{"cpu", threads};
     options.matmul_route = route;
+    options.adapt_threads = false; // the thread count must not drop on a busy machine: the slices differ by it
     return options;
 }
 
@@ -118,6 +121,69 @@ TEST(OnednnMatmul, ModulesAgreeWithTheGgmlRoute) {
             h.add("m.conv.weight", {8, 16, 3});
             h.add("m.conv.bias", {8});
         });
+}
+
+// Weights bound on the onednn route are reordered once into oneDNN's layout and shared: sessions
+// (each its own Backend) running concurrently on 2 threads build graphs on them and must all get the
+// ggml route's result; and weights loaded again (a new buffer, perhaps at the old address) must not
+// be served the copies of the weights before them.
+TEST(OnednnMatmul, ReorderedWeightsAreSharedByConcurrentSessions) {
+    if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
+    const Shape input_shape{2, 24, 40};
+    auto add_weights = [](NnHarness &h) {
+        h.add("m.conv.weight", {32, 24, 3}); // multiplied through a 2-D view of the 3-D kernel
+        h.add("m.conv.bias", {32});
+        h.add("m.proj.weight", {20, 32});
+    };
+    auto build = [](const nn::Conv1d &conv, const nn::Linear &proj) {
+        return [&conv, &proj](ggml_context *ctx, ggml_tensor *in) {
+            return proj(ctx, ggml_cont(ctx, ggml_transpose(ctx, conv(ctx, in))));
+        };
+    };
+    auto bind_conv = [](ModuleWeights &w) {
+        return nn::Conv1d(w, "conv", 24, 32, 3, nn::ConvOptions().with_padding(1));
+    };
+    auto bind_proj = [](ModuleWeights &w) { return nn::Linear(w, "proj", 32, 20, false); };
+
+    for (int load = 0; load < 2; ++load) {
+        // Each load draws other weights and input (the harness's seeds move on by `load`).
+        auto prepare = [&](NnHarness &h) {
+            for (int skip = 0; skip < load; ++skip) h.input(1);
+            add_weights(h);
+            return h.input(size_t(shape_numel(input_shape)));
+        };
+        NnHarness ggml_route(cpu_with(2, MatmulRoute::ggml));
+        const std::vector<float> reference_x = prepare(ggml_route);
+        ModuleWeights ggml_weights(ggml_route.store(), "m.", ggml_route.backend());
+        const nn::Conv1d ggml_conv = bind_conv(ggml_weights);
+        const nn::Linear ggml_proj = bind_proj(ggml_weights);
+        ggml_weights.load();
+        const std::vector<float> out = ggml_route.run(input_shape, reference_x, build(ggml_conv, ggml_proj));
+        const std::vector<double> expected(out.begin(), out.end());
+
+        NnHarness h(cpu_with(2, MatmulRoute::onednn));
+        const std::vector<float> x = prepare(h);
+        ModuleWeights w(h.store(), "m.", h.backend());
+        const nn::Conv1d conv = bind_conv(w);
+        const nn::Linear proj = bind_proj(w);
+        w.load();
+        std::vector<float> results[2];
+        std::vector<std::thread> sessions;
+        for (std::vector<float> &result : results)
+            sessions.emplace_back([&] {
+                Backend backend(cpu_with(2, MatmulRoute::onednn));
+                GraphRunner graph(backend);
+                ggml_tensor *in = graph.input("x", GGML_TYPE_F32, input_shape);
+                ggml_tensor *y = build(conv, proj)(graph.ctx(), in);
+                graph.build({y});
+                graph.set_input(in, x);
+                for (int run = 0; run < 3; ++run) graph.compute();
+                result = graph.read_f32(y);
+            });
+        for (std::thread &session : sessions) session.join();
+        for (int session = 0; session < 2; ++session)
+            test::expect_close(results[session], expected, 1e-5, concat("load ", load, ", session ", session));
+    }
 }
 
 TEST(OnednnMatmul, RouteIsRecordedByTheModules) {
