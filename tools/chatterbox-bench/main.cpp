@@ -1,5 +1,6 @@
 // chatterbox-bench: per-stage timings on this machine, as a table and optionally JSON.
-//   chatterbox-bench t3 --weights DIR_OR_GGUF [--weights ...] [--threads N] [--tokens N] [--json FILE]
+//   chatterbox-bench t3 --weights DIR_OR_GGUF [--weights ...] [--threads N] [--tokens N] [--max-new-tokens N]
+//                       [--decode-bucket N] [--json FILE]
 //   chatterbox-bench s3gen --weights DIR_OR_GGUF [--weights ...] [--prompt-tokens N] [--tokens N] [--json FILE]
 //   chatterbox-bench pipeline --weights DIR_OR_GGUF [--weights ...] --voice REF.wav [--max-tokens N] [--json FILE]
 
@@ -22,10 +23,11 @@ using namespace chatterbox;
 namespace {
 
 void print_t3_row(const nlohmann::json &r) {
-    std::printf("%-6s %-5s %-4s %9.0f %8.1f %10.0f %11.1f %9.1f", r["matrix_type"].get<std::string>().c_str(),
+    std::printf("%-6s %-5s %-4s %6d %9.0f %8.1f %10.0f %11.1f %9.1f %8.1f", r["matrix_type"].get<std::string>().c_str(),
                 r["attention"].get<std::string>().c_str(), r["kv_type"].get<std::string>().c_str(),
-                r["load_ms"].get<double>(), r["conditioning_ms"].get<double>(), r["prefill_ms"].get<double>(),
-                r["decode_ms_per_token"].get<double>(), r["decode_ms_median"].get<double>());
+                r["decode_bucket"].get<int>(), r["load_ms"].get<double>(), r["conditioning_ms"].get<double>(),
+                r["prefill_ms"].get<double>(), r["decode_ms_per_token"].get<double>(),
+                r["decode_ms_median"].get<double>(), r["decode_cpu_ms_per_token"].get<double>());
     if (r.contains("bound_ms"))
         std::printf(" %9.1f %6.2fx", r["bound_ms"].get<double>(), r["ratio_to_bound"].get<double>());
     std::printf("  %s\n", r["weights"].get<std::string>().c_str());
@@ -42,8 +44,8 @@ void run_t3(Backend &backend, const BackendOptions &backend_options, const std::
     }
     std::printf("T3 on %s, %d decode steps, cfg %.2g\n", backend.description().c_str(), options.decode_tokens,
                 double(options.cfg_weight));
-    std::printf("%-6s %-5s %-4s %9s %8s %10s %11s %9s %9s %7s\n", "matrix", "attn", "kv", "load_ms", "cond_ms",
-                "prefill_ms", "decode_mean", "median", "bound_ms", "ratio");
+    std::printf("%-6s %-5s %-4s %6s %9s %8s %10s %11s %9s %8s %9s %7s\n", "matrix", "attn", "kv", "bucket", "load_ms",
+                "cond_ms", "prefill_ms", "decode_mean", "median", "cpu_ms", "bound_ms", "ratio");
     for (const std::string &w : weights) {
         options.weights = w;
         nlohmann::json row = bench::run_t3_bench(backend_options, options);
@@ -160,6 +162,13 @@ int main(int argc, char **argv) {
     t3->add_option("--weights", t3_weights, "folder with t3_cfg.safetensors or a GGUF (repeat to compare precisions)")
         ->required();
     t3->add_option("--tokens", t3_options.decode_tokens, "timed decode steps")->capture_default_str();
+    t3->add_option("--max-new-tokens", t3_options.max_new_tokens,
+                   "size the KV cache as a request with this max_new_tokens does (0: --tokens + 1)")
+        ->capture_default_str();
+    t3->add_option("--decode-bucket", t3_options.decode_bucket,
+                   "decode graphs attend over the used positions rounded up to this; at least the cache capacity: "
+                   "one graph over the whole cache, as before buckets")
+        ->capture_default_str();
     t3->add_option("--text-tokens", t3_options.text_tokens, "text ids in the prompt")->capture_default_str();
     t3->add_option("--cfg", t3_options.cfg_weight, "cfg_weight (0 runs one row)")->capture_default_str();
     t3->add_flag("--plain", t3_options.plain_attention, "plain attention instead of flash attention");
