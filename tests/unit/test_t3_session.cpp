@@ -2,16 +2,20 @@
 // t3::Session's decode graphs attend over the used cache length rounded up to decode_bucket. On
 // the tiny model: the logits of every step equal those of one graph over the whole cache (both
 // attention paths, with and without guidance), each bucket's graph is built once per session, and
-// a later request on the same session gives what a fresh session gives.
+// a later request on the same session gives what a fresh session gives. And generation with
+// ignore_eos runs all max_new_tokens steps where it would have ended at EOS.
 
 #include "core/backend.h"
 #include "models/chatterbox/engine.h"
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
 #include "support/test_support.h"
+#include "text/bpe_tokenizer.h"
+#include "text/punc_norm.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 using namespace chatterbox;
@@ -27,7 +31,7 @@ class T3Session : public ::testing::Test {
         EngineOptions options;
         options.model_path = test::tiny_model_path();
         options.backend.threads = 2;
-        options.components = components(Component::t3);
+        options.components = components(Component::t3, Component::text);
         engine_ = std::make_unique<Engine>(options);
         backend_ = std::make_unique<Backend>(options.backend);
         cond_ = std::make_unique<CondEmbeddings>(
@@ -45,6 +49,12 @@ class T3Session : public ::testing::Test {
         for (int i = 0; i < n_ids; ++i) framed.push_back(1 + (i * 37) % (hp.start_text_token - 1));
         framed.push_back(hp.stop_text_token);
         return framed;
+    }
+
+    static std::vector<int32_t> text(const std::string &words) {
+        const HParams &hp = engine_->t3().hparams();
+        return text::t3_text_tokens(engine_->tokenizer().text_to_tokens(text::punc_norm(words)), hp.start_text_token,
+                                    hp.stop_text_token);
     }
 
     // Teacher-forced speech units (no EOS), so every request runs all its steps.
@@ -129,4 +139,29 @@ TEST_F(T3Session, LaterRequestsMatchAFreshSession) {
         Session fresh(engine_->t3(), *backend_, options(nn::AttentionPath::plain, GGML_TYPE_F32, 32));
         EXPECT_EQ(raw_logits(used, text(n_ids), 90, 0.5f), raw_logits(fresh, text(n_ids), 90, 0.5f)) << n_ids;
     }
+}
+
+TEST_F(T3Session, IgnoreEosRunsEveryStepAndReportsWhereItWouldHaveEnded) {
+    // Nearly uniform sampling (temperature 5, no min-p) that draws EOS after a few steps for this
+    // text and seed.
+    SamplingParams params;
+    params.seed = 12;
+    params.temperature = 5;
+    params.min_p = 0;
+    params.cfg_weight = 0;
+    params.max_new_tokens = 40;
+    const int32_t eos = engine_->t3().hparams().stop_speech_token;
+    Session session(engine_->t3(), *backend_);
+    const GenerationResult ended = generate(session, *cond_, text("Hello there."), params);
+    ASSERT_TRUE(ended.reached_eos()) << "seed 12 no longer draws EOS here: choose a seed that does";
+    EXPECT_EQ(ended.tokens.size(), size_t(ended.eos_step) + 1);
+    EXPECT_EQ(ended.tokens.back(), eos);
+
+    params.ignore_eos = true;
+    const GenerationResult full = generate(session, *cond_, text("Hello there."), params);
+    EXPECT_EQ(full.tokens.size(), size_t(params.max_new_tokens));
+    EXPECT_EQ(full.eos_step, ended.eos_step);
+    EXPECT_EQ(std::count(full.tokens.begin(), full.tokens.end(), eos), 0);
+    EXPECT_TRUE(std::equal(ended.tokens.begin(), ended.tokens.end() - 1, full.tokens.begin()))
+        << "ignore_eos changed the steps before EOS";
 }
