@@ -123,19 +123,24 @@ typedef struct chatterbox_synthesis_params {
     /* When set and nonzero (store it atomically, or from a signal handler), the call stops soon with
      * CHATTERBOX_ERROR_CANCELLED. chatterbox_session_cancel does the same for a session. */
     const volatile int *cancel;
+    int split_text; /* 1: long text is said sentence by sentence; 0: the whole text in one T3 pass */
+    int ignore_eos; /* 1: T3 never stops at end of speech, it makes max_new_tokens tokens per pass (benchmarks) */
 } chatterbox_synthesis_params;
 
 chatterbox_synthesis_params chatterbox_synthesis_default_params(void);
 
-/* One ranged parameter of chatterbox_synthesis_params (every field but seed, the callbacks and cancel). */
+/* One ranged parameter or on/off flag of chatterbox_synthesis_params (every field but seed, stream, the
+ * callbacks and cancel). */
 typedef struct chatterbox_param_info {
     const char *name;    /* the field's name: "temperature", "max_new_tokens" ... (also the server's JSON name) */
-    const char *option;  /* command-line option without dashes: "temperature", "max-tokens" */
+    const char *option;  /* command-line option without dashes: "temperature", "max-tokens"; for a flag, the
+                            option that turns its default around: "ignore-eos", "no-split" */
     const char *meaning; /* one line */
     double min, max;     /* accepted: [min, max], or (min, max] when min_excluded */
     int min_excluded;
     int integer; /* nonzero: whole numbers only */
     double default_value;
+    int is_flag; /* nonzero: an on/off field, 0 or 1 (a flag on the command line) */
 } chatterbox_param_info;
 
 size_t chatterbox_synthesis_param_count(void);
@@ -156,7 +161,8 @@ typedef struct chatterbox_audio {
     int speech_tokens; /* speech tokens vocoded (25 per second of speech), all text pieces together */
 } chatterbox_audio;
 
-/* Text of any length (split into sentences, joined with short pauses). voice NULL: built-in voice. */
+/* Text of any length (split into sentences, joined with short pauses, unless params->split_text is 0).
+ * voice NULL: built-in voice. */
 chatterbox_status chatterbox_synthesize(chatterbox_engine *engine, const char *text, const chatterbox_voice *voice,
                                         const chatterbox_synthesis_params *params, chatterbox_audio *audio);
 /* Voice conversion: the speech of source_path, said in `voice` (S3Tokenizer -> S3Gen -> HiFT).

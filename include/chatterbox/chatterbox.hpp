@@ -49,7 +49,8 @@ struct Audio {
 };
 
 struct Options {
-    // Numbers, stream flag and cancel flag; its C callback fields are replaced by the two below.
+    // Numbers, flags (stream, split_text, ignore_eos) and the cancel flag; its C callback fields are
+    // replaced by the two below.
     chatterbox_synthesis_params params = chatterbox_synthesis_default_params();
     std::function<bool(const float *samples, size_t n)> on_chunk; // return false to cancel
     std::function<void(const char *stage, float fraction)> on_progress;

@@ -122,7 +122,7 @@ std::string backend_device(const char *backend) {
 struct CField {
     const char *name;
     float chatterbox_synthesis_params::*real;
-    int chatterbox_synthesis_params::*count;
+    int chatterbox_synthesis_params::*integer; // whole numbers and flags
 };
 using P = chatterbox_synthesis_params;
 constexpr CField kCFields[] = {
@@ -135,6 +135,8 @@ constexpr CField kCFields[] = {
     {"max_new_tokens", nullptr, &P::max_new_tokens},
     {"sentence_pause", &P::sentence_pause, nullptr},
     {"clause_pause", &P::clause_pause, nullptr},
+    {"split_text", nullptr, &P::split_text},
+    {"ignore_eos", nullptr, &P::ignore_eos},
 };
 
 const CField &c_field(const chatterbox::SynthesisParameter &parameter) {
@@ -144,14 +146,14 @@ const CField &c_field(const chatterbox::SynthesisParameter &parameter) {
 }
 
 double c_value(const chatterbox_synthesis_params &p, const CField &field) {
-    return field.real ? double(p.*field.real) : double(p.*field.count);
+    return field.real ? double(p.*field.real) : double(p.*field.integer);
 }
 
 void set_c_value(chatterbox_synthesis_params &p, const CField &field, double value) {
     if (field.real)
         p.*field.real = float(value);
     else
-        p.*field.count = int(value);
+        p.*field.integer = int(value);
 }
 
 chatterbox::SynthesisParams synthesis_params(const chatterbox_synthesis_params &p) {
@@ -414,7 +416,8 @@ const chatterbox_param_info *chatterbox_synthesis_param_info(size_t index) {
     static const std::vector<chatterbox_param_info> infos = [] {
         std::vector<chatterbox_param_info> out;
         for (const chatterbox::SynthesisParameter &p : chatterbox::synthesis_parameters())
-            out.push_back({p.name, p.option, p.meaning, p.lo, p.hi, p.lo_excluded, p.integer, p.default_value()});
+            out.push_back({p.name, p.option, p.meaning, p.lo, p.hi, p.lo_excluded, p.integer, p.default_value(),
+                           p.flag != nullptr});
         return out;
     }();
     return index < infos.size() ? &infos[index] : nullptr;

@@ -2,7 +2,8 @@
 // chatterbox-bench runs end to end at tiny sizes (the real measurements stay out of the suite):
 // s3gen writes every figure to its JSON, counts the estimator's FLOPs as the closed form of
 // bench/README.md says, and the same weights given twice produce identical outputs; pipeline
-// reports every stage of a short request (without the streaming run, to keep the suite short).
+// reports every stage of a short request (without the streaming run, to keep the suite short), and
+// T3's steps against the bandwidth bound, for exactly --max-tokens steps in one pass.
 
 #include "support/test_support.h"
 
@@ -57,17 +58,25 @@ TEST(BenchSmoke, BadSizesAreClearErrors) {
 
 TEST(BenchSmoke, PipelineReportsEveryStage) {
     const std::string json_path = temp_dir("bench_smoke_pipeline") + "/pipeline.json";
-    const ToolRun run =
-        run_tool("chatterbox-bench", {"pipeline", "--weights", synthetic_model_dir(), "--voice",
-                                      golden_path("ref_voice.wav"), "--voice-seconds", "2", "--text", "Hello there.",
-                                      "--max-tokens", "8", "--no-stream", "--json", json_path});
+    const ToolRun run = run_tool(
+        "chatterbox-bench", {"pipeline", "--weights", synthetic_model_dir(), "--voice", golden_path("ref_voice.wav"),
+                             "--voice-seconds", "2", "--text", "Hello there. Two sentences.", "--max-tokens", "8",
+                             "--ignore-eos", "--no-split", "--no-stream", "--json", json_path});
     ASSERT_EQ(run.exit_code, 0) << run.err;
     std::ifstream in(json_path);
     ASSERT_TRUE(in) << "no JSON written";
-    const nlohmann::json row = nlohmann::json::parse(in)["pipeline"].at(0);
+    const nlohmann::json results = nlohmann::json::parse(in);
+    EXPECT_GT(results["read_bandwidth_gb_per_s"].get<double>(), 0.0);
+    const nlohmann::json row = results["pipeline"].at(0);
     for (const char *key :
-         {"load_ms", "voice_ms", "t3_ms", "s3gen_ms", "hift_ms", "total_ms", "audio_seconds", "rtf", "peak_rss_mib"})
+         {"load_ms", "voice_ms", "t3_ms", "s3gen_ms", "hift_ms", "total_ms", "audio_seconds", "rtf", "peak_rss_mib",
+          "t3_prefill_ms", "t3_decode_ms_per_step", "t3_bound_ms", "t3_ratio_to_bound"})
         EXPECT_GT(row[key].get<double>(), 0.0) << key;
+    // One T3 pass of exactly 8 steps (7 decode steps after the prefill), EOS or not.
+    EXPECT_EQ(row["pieces"].get<int>(), 1);
+    EXPECT_EQ(row["t3_steps"].get<int>(), 8);
+    EXPECT_EQ(row["eos_step"].size(), 1u);
     EXPECT_LE(row["speech_tokens"].get<int>(), 8);
+    EXPECT_GT(row["t3_step_bytes"].get<double>(), 2e9) << "less than the f32 backbone and head";
     EXPECT_FALSE(row.contains("stream_first_audio_ms")) << "--no-stream still streamed";
 }

@@ -1,7 +1,8 @@
 // needs: tiny-model
 // The chatterbox CLI end to end on the tiny synthetic model: short syntheses (--max-tokens 10) to .wav
-// and .flac, --stream to stdout, --save-voice then reuse, and voice conversion. The voice comes from
-// 1.5 s of the reference and is made once, and the .flac output is the saved voice's run.
+// and .flac, --stream to stdout, --save-voice then reuse, voice conversion, --no-split and
+// --ignore-eos. The voice comes from 1.5 s of the reference and is made once, and the .flac output
+// is the saved voice's run.
 
 #include "audio/audio_file.h"
 #include "support/test_support.h"
@@ -107,8 +108,8 @@ TEST_F(Cli, VoiceConversion) {
     const audio::Audio source = audio::read_audio(path("source.wav"));
 
     const ToolRun run =
-        test::run_tool("chatterbox", {"vc", "-m", test::tiny_model_path(), "--source", path("source.wav"),
-                                      "--voice", voice_file(), "-o", path("converted.wav")});
+        test::run_tool("chatterbox", {"vc", "-m", test::tiny_model_path(), "--source", path("source.wav"), "--voice",
+                                      voice_file(), "-o", path("converted.wav")});
     ASSERT_EQ(run.exit_code, 0) << run.err;
     const audio::Audio converted = audio::read_audio(path("converted.wav"));
     EXPECT_EQ(converted.sample_rate, kSampleRate);
@@ -116,3 +117,42 @@ TEST_F(Cli, VoiceConversion) {
     EXPECT_NEAR(converted.seconds(), source.seconds(), 0.25 * source.seconds());
 }
 
+TEST_F(Cli, NoSplitSaysTwoSentencesAsOnePiece) {
+    // Split, the two pieces are joined by 0.25 s of exact zeros; a piece itself starts with only
+    // 20 ms of them (trim_fade).
+    const size_t pause = size_t(0.25 * kSampleRate);
+    auto longest_silence = [](const std::vector<float> &samples) {
+        size_t longest = 0, run = 0;
+        for (float x : samples) {
+            run = x == 0.0f ? run + 1 : 0;
+            longest = std::max(longest, run);
+        }
+        return longest;
+    };
+    const std::string text = "One sentence. And another.";
+    ASSERT_EQ(chatterbox_cli({"-q", "--voice", voice_file(), "-o", path("split.wav"), text}).exit_code, 0);
+    EXPECT_GE(longest_silence(audio::read_audio(path("split.wav")).samples), pause);
+    const ToolRun run = chatterbox_cli({"-q", "--no-split", "--voice", voice_file(), "-o", path("whole.wav"), text});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const std::vector<float> whole = audio::read_audio(path("whole.wav")).samples;
+    expect_plausible_speech(whole);
+    EXPECT_LT(longest_silence(whole), pause) << "a pause: the text was split";
+}
+
+TEST_F(Cli, IgnoreEosRunsPastTheEndOfSpeech) {
+    // Nearly uniform sampling that draws end-of-speech at step 4 for this text and seed in the
+    // built-in voice (test_t3_session), so only --ignore-eos makes all 10 tokens.
+    const std::vector<std::string> sampling = {"-q",           "--seed", "12", "--temperature", "5", "--min-p", "0",
+                                               "--cfg-weight", "0",      "-o"};
+    std::vector<std::string> ended = sampling, full = sampling;
+    ended.insert(ended.end(), {path("ended.wav"), kText});
+    full.insert(full.end(), {path("full.wav"), "--ignore-eos", kText});
+    ASSERT_EQ(chatterbox_cli(ended).exit_code, 0);
+    const ToolRun run = chatterbox_cli(full);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const size_t ended_samples = audio::read_audio(path("ended.wav")).samples.size();
+    ASSERT_LE(ended_samples, 4 * kSamplesPerToken) << "seed 12 no longer ends early: choose a seed that does";
+    const std::vector<float> samples = audio::read_audio(path("full.wav")).samples;
+    expect_plausible_speech(samples);
+    EXPECT_GT(samples.size(), ended_samples);
+}

@@ -36,11 +36,18 @@ void expect_exit(const ToolRun &run, int code, const std::string &message) {
 TEST(CliErrors, HelpDocumentsEveryOption) {
     const ToolRun run = chatterbox_cli({"--help"});
     EXPECT_EQ(run.exit_code, 0) << run.err;
-    for (const char *option : {"--file",     "--model",        "--voice",      "--save-voice",  "--output",
-                               "--stream",   "--exaggeration", "--cfg-weight", "--temperature", "--repetition-penalty",
-                               "--min-p",    "--top-p",        "--seed",       "--max-tokens",  "--threads",
-                               "--backend",  "--quiet",        "--download",   "chatterbox vc", "chatterbox download",
-                               "Exit codes", "s16le"})
+    for (const char *option : {"--file",         "--model",
+                               "--voice",        "--save-voice",
+                               "--output",       "--stream",
+                               "--exaggeration", "--cfg-weight",
+                               "--temperature",  "--repetition-penalty",
+                               "--min-p",        "--top-p",
+                               "--seed",         "--max-tokens",
+                               "--threads",      "--backend",
+                               "--quiet",        "--download",
+                               "--no-split",     "--ignore-eos",
+                               "chatterbox vc",  "chatterbox download",
+                               "Exit codes",     "s16le"})
         EXPECT_TRUE(contains(run.out, option));
     EXPECT_TRUE(contains(chatterbox_cli({"vc", "--help"}).out, "--source"));
     EXPECT_TRUE(contains(chatterbox_cli({"download", "--help"}).out, "huggingface.co"));

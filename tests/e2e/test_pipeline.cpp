@@ -182,6 +182,54 @@ TEST_F(Pipeline, LongTextIsSpokenSentenceBySentenceWithPauses) {
     chatterbox_audio_free(&audio);
 }
 
+TEST_F(Pipeline, WithoutSplittingTheTextIsOnePiece) {
+    const char *text = "The first sentence. The second one!";
+    chatterbox_synthesis_params p = short_params(5, 8);
+    chatterbox_audio split;
+    const std::vector<float> split_wave = speak(text, voice, p, &split);
+    const size_t pause = size_t(0.25 * kSampleRate);
+    EXPECT_EQ(split.n_samples, size_t(split.speech_tokens) * kSamplesPerToken + pause) << "two pieces, one pause";
+
+    p.split_text = 0;
+    chatterbox_audio whole;
+    const std::vector<float> whole_wave = speak(text, voice, p, &whole);
+    expect_valid_audio(whole);
+    EXPECT_EQ(whole.n_samples, size_t(whole.speech_tokens) * kSamplesPerToken) << "one piece, no pause";
+    EXPECT_LE(whole.speech_tokens, p.max_new_tokens) << "more than one T3 pass";
+    EXPECT_NE(whole_wave, split_wave);
+    chatterbox_audio_free(&whole);
+    chatterbox_audio_free(&split);
+}
+
+// The last T3 progress fraction: the share of max_new_tokens that T3 made (one piece).
+void keep_t3_fraction(const char *stage, float fraction, void *user) {
+    if (std::string(stage) == "t3") *static_cast<float *>(user) = fraction;
+}
+
+TEST_F(Pipeline, IgnoringEosMakesMaxNewTokens) {
+    // Nearly uniform sampling that draws end-of-speech at step 4 for this text and seed in the
+    // built-in voice (test_t3_session: IgnoreEosRunsEveryStepAndReportsWhereItWouldHaveEnded).
+    chatterbox_synthesis_params p = short_params(12, 30);
+    p.temperature = 5;
+    p.min_p = 0;
+    p.cfg_weight = 0;
+    float t3_done = 0;
+    p.on_progress = keep_t3_fraction;
+    p.user_data = &t3_done;
+    chatterbox_audio ended;
+    speak("Hello there.", nullptr, p, &ended);
+    ASSERT_LT(t3_done, 0.5f) << "seed 12 no longer ends early: choose a seed that does";
+
+    p.ignore_eos = 1;
+    chatterbox_audio full;
+    speak("Hello there.", nullptr, p, &full);
+    expect_valid_audio(full);
+    EXPECT_EQ(t3_done, 1.0f) << "T3 stopped before max_new_tokens";
+    EXPECT_GT(full.speech_tokens, ended.speech_tokens);
+    chatterbox_audio_free(&full);
+    chatterbox_audio_free(&ended);
+}
+
 struct Collected {
     std::vector<float> samples;
     std::vector<size_t> joins; // where a chunk starts (after the first)
@@ -281,6 +329,19 @@ TEST_F(Pipeline, BadArgumentsGiveTheirStatusAndMessage) {
                    "empty");
     expect_failure(chatterbox_synthesize(engine, "Bad \xff byte.", voice, &p, &audio),
                    CHATTERBOX_ERROR_INVALID_ARGUMENT, "UTF-8");
+    p.split_text = 0; // the text in one piece is checked the same way
+    expect_failure(chatterbox_synthesize(engine, " \n\t ", voice, &p, &audio), CHATTERBOX_ERROR_INVALID_ARGUMENT,
+                   "empty");
+    expect_failure(chatterbox_synthesize(engine, "Bad \xff byte.", voice, &p, &audio),
+                   CHATTERBOX_ERROR_INVALID_ARGUMENT, "UTF-8");
+    std::string too_long;
+    for (int i = 0; i < 2100; ++i) too_long += "word ";
+    expect_failure(chatterbox_synthesize(engine, too_long.c_str(), voice, &p, &audio),
+                   CHATTERBOX_ERROR_INVALID_ARGUMENT, "more than T3 reads in one pass");
+    p.split_text = 2;
+    expect_failure(chatterbox_synthesize(engine, "Hi.", voice, &p, &audio), CHATTERBOX_ERROR_INVALID_ARGUMENT,
+                   "split_text");
+    p = short_params(1);
     p.temperature = -1.0f;
     expect_failure(chatterbox_synthesize(engine, "Hi.", voice, &p, &audio), CHATTERBOX_ERROR_INVALID_ARGUMENT,
                    "temperature");

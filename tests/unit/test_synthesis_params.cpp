@@ -35,7 +35,7 @@ TEST(SynthesisParams, TableIsComplete) {
         EXPECT_TRUE(synthesis_parameters()[i].accepts(p.default_value)) << p.name << " default " << p.default_value;
     }
     for (const char *expected : {"exaggeration", "cfg_weight", "temperature", "repetition_penalty", "min_p", "top_p",
-                                 "max_new_tokens", "sentence_pause", "clause_pause"})
+                                 "max_new_tokens", "sentence_pause", "clause_pause", "split_text", "ignore_eos"})
         EXPECT_TRUE(names.count(expected)) << expected;
 }
 
@@ -53,6 +53,8 @@ TEST(SynthesisParams, CDefaultsAreTheTableDefaults) {
     EXPECT_FLOAT_EQ(p.sentence_pause, defaults.sentence_pause);
     EXPECT_FLOAT_EQ(p.clause_pause, defaults.clause_pause);
     EXPECT_EQ(p.seed, defaults.sampling.seed);
+    EXPECT_EQ(p.split_text, 1);
+    EXPECT_EQ(p.ignore_eos, 0);
     EXPECT_EQ(p.stream, 0);
     EXPECT_EQ(p.cancel, nullptr);
 }
@@ -72,8 +74,10 @@ TEST(SynthesisParams, SetAndValidateAgreeOnEveryBound) {
             EXPECT_EQ(chatterbox_synthesis_params_set(&q, info.name, bad), CHATTERBOX_ERROR_INVALID_ARGUMENT)
                 << info.name << " = " << bad;
             EXPECT_TRUE(test::contains(chatterbox_last_error(), info.name));
-            // The same value written straight into the struct is caught by validate, naming the field.
+            // The same value written straight into the struct is caught by validate, naming the field
+            // (a flag's bool cannot hold it).
             const SynthesisParameter &parameter = synthesis_parameters()[i];
+            if (parameter.flag) continue;
             SynthesisParams direct;
             parameter.set(direct, bad);
             try {
@@ -103,4 +107,34 @@ TEST(SynthesisParams, WholeNumbersAndNames) {
     // A huge C int must not wrap into range on the way in.
     p.max_new_tokens = 1 << 30;
     EXPECT_EQ(chatterbox_synthesis_params_validate(&p), CHATTERBOX_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(SynthesisParams, FlagsAreZeroOrOneAndReachTheEngine) {
+    std::set<std::string> flags;
+    for (size_t i = 0; i < chatterbox_synthesis_param_count(); ++i) {
+        const chatterbox_param_info &info = *chatterbox_synthesis_param_info(i);
+        if (!info.is_flag) continue;
+        flags.insert(info.name);
+        EXPECT_TRUE(info.integer && info.min == 0 && info.max == 1) << info.name;
+        chatterbox_synthesis_params p = chatterbox_synthesis_default_params();
+        EXPECT_EQ(chatterbox_synthesis_params_set(&p, info.name, 0.5), CHATTERBOX_ERROR_INVALID_ARGUMENT) << info.name;
+    }
+    EXPECT_EQ(flags, (std::set<std::string>{"split_text", "ignore_eos"}));
+    EXPECT_EQ(std::string(find_synthesis_parameter("split_text")->option), "no-split");
+    EXPECT_EQ(std::string(find_synthesis_parameter("ignore_eos")->option), "ignore-eos");
+
+    // Through the C setter into the struct, and from the table into the engine's parameters.
+    chatterbox_synthesis_params p = chatterbox_synthesis_default_params();
+    ASSERT_EQ(chatterbox_synthesis_params_set(&p, "split_text", 0), CHATTERBOX_OK);
+    ASSERT_EQ(chatterbox_synthesis_params_set(&p, "ignore_eos", 1), CHATTERBOX_OK);
+    EXPECT_EQ(p.split_text, 0);
+    EXPECT_EQ(p.ignore_eos, 1);
+    SynthesisParams params;
+    find_synthesis_parameter("split_text")->set(params, p.split_text);
+    find_synthesis_parameter("ignore_eos")->set(params, p.ignore_eos);
+    EXPECT_FALSE(params.split_text);
+    EXPECT_TRUE(params.sampling.ignore_eos);
+    p.ignore_eos = 2;
+    EXPECT_EQ(chatterbox_synthesis_params_validate(&p), CHATTERBOX_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(test::contains(chatterbox_last_error(), "ignore_eos is 2, expected [0, 1]"));
 }

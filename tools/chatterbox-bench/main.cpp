@@ -1,7 +1,9 @@
 // chatterbox-bench: per-stage timings on this machine, as a table and optionally JSON.
-//   chatterbox-bench t3 --weights DIR_OR_GGUF [--weights ...] [--threads N] [--tokens N] [--json FILE]
+//   chatterbox-bench t3 --weights DIR_OR_GGUF [--weights ...] [--threads N] [--tokens N] [--max-new-tokens N]
+//                       [--decode-bucket N] [--json FILE]
 //   chatterbox-bench s3gen --weights DIR_OR_GGUF [--weights ...] [--prompt-tokens N] [--tokens N] [--json FILE]
-//   chatterbox-bench pipeline --weights DIR_OR_GGUF [--weights ...] --voice REF.wav [--max-tokens N] [--json FILE]
+//   chatterbox-bench pipeline --weights DIR_OR_GGUF [--weights ...] --voice REF.wav [--max-tokens N] [--ignore-eos]
+//                             [--no-split] [--json FILE]
 
 #include "core/backend.h"
 #include "core/error.h"
@@ -22,10 +24,11 @@ using namespace chatterbox;
 namespace {
 
 void print_t3_row(const nlohmann::json &r) {
-    std::printf("%-6s %-5s %-4s %9.0f %8.1f %10.0f %11.1f %9.1f", r["matrix_type"].get<std::string>().c_str(),
+    std::printf("%-6s %-5s %-4s %6d %9.0f %8.1f %10.0f %11.1f %9.1f %8.1f", r["matrix_type"].get<std::string>().c_str(),
                 r["attention"].get<std::string>().c_str(), r["kv_type"].get<std::string>().c_str(),
-                r["load_ms"].get<double>(), r["conditioning_ms"].get<double>(), r["prefill_ms"].get<double>(),
-                r["decode_ms_per_token"].get<double>(), r["decode_ms_median"].get<double>());
+                r["decode_bucket"].get<int>(), r["load_ms"].get<double>(), r["conditioning_ms"].get<double>(),
+                r["prefill_ms"].get<double>(), r["decode_ms_per_token"].get<double>(),
+                r["decode_ms_median"].get<double>(), r["decode_cpu_ms_per_token"].get<double>());
     if (r.contains("bound_ms"))
         std::printf(" %9.1f %6.2fx", r["bound_ms"].get<double>(), r["ratio_to_bound"].get<double>());
     std::printf("  %s\n", r["weights"].get<std::string>().c_str());
@@ -42,8 +45,8 @@ void run_t3(Backend &backend, const BackendOptions &backend_options, const std::
     }
     std::printf("T3 on %s, %d decode steps, cfg %.2g\n", backend.description().c_str(), options.decode_tokens,
                 double(options.cfg_weight));
-    std::printf("%-6s %-5s %-4s %9s %8s %10s %11s %9s %9s %7s\n", "matrix", "attn", "kv", "load_ms", "cond_ms",
-                "prefill_ms", "decode_mean", "median", "bound_ms", "ratio");
+    std::printf("%-6s %-5s %-4s %6s %9s %8s %10s %11s %9s %8s %9s %7s\n", "matrix", "attn", "kv", "bucket", "load_ms",
+                "cond_ms", "prefill_ms", "decode_mean", "median", "cpu_ms", "bound_ms", "ratio");
     for (const std::string &w : weights) {
         options.weights = w;
         nlohmann::json row = bench::run_t3_bench(backend_options, options);
@@ -117,20 +120,32 @@ void run_s3gen(Backend &backend, BackendOptions backend_options, const std::vect
                 first["estimator_attention_gflop"].get<double>(), first["audio_seconds"].get<double>());
 }
 
-void run_pipeline(const BackendOptions &backend, const std::vector<std::string> &weights,
-                  bench::PipelineBenchOptions options, nlohmann::json &results) {
-    std::printf("pipeline, %d threads: \"%s\", voice %.0f s, max_new_tokens %d\n", backend.threads,
-                options.text.c_str(), options.voice_seconds, options.max_new_tokens);
-    std::printf("%-40s %8s %8s %8s %8s %8s %8s %6s %7s %6s %8s %8s %8s\n", "weights", "load_ms", "voice_ms", "t3_ms",
-                "s3gen_ms", "hift_ms", "total_ms", "tokens", "audio_s", "RTF", "ttfa_ms", "strm_ms", "peak_MiB");
+void run_pipeline(Backend &backend, const BackendOptions &backend_options, const std::vector<std::string> &weights,
+                  bench::PipelineBenchOptions options, bool with_bandwidth, nlohmann::json &results) {
+    if (with_bandwidth) {
+        const bench::BandwidthResult bw = bench::measure_read_bandwidth(size_t(2) << 30, backend.threads());
+        std::printf("memory read bandwidth: %.1f GB/s (%d threads, %.0f MiB buffer, best of 5)\n", bw.gb_per_s,
+                    bw.threads, double(bw.bytes) / (1 << 20));
+        options.bandwidth_gb_per_s = bw.gb_per_s;
+        results["read_bandwidth_gb_per_s"] = bw.gb_per_s;
+    }
+    std::printf("pipeline, %d threads: \"%s\", voice %.0f s, max_new_tokens %d%s%s\n", backend.threads(),
+                options.text.c_str(), options.voice_seconds, options.max_new_tokens,
+                options.ignore_eos ? ", EOS ignored" : "", options.split_text ? "" : ", text not split");
+    std::printf("%-40s %8s %8s %8s %8s %8s %8s %6s %6s %5s %8s %8s %6s %7s %6s %8s %8s %8s\n", "weights", "load_ms",
+                "voice_ms", "t3_ms", "s3gen_ms", "hift_ms", "total_ms", "tokens", "steps", "eos", "t3_step", "t3_bound",
+                "ratio", "audio_s", "RTF", "ttfa_ms", "strm_ms", "peak_MiB");
     for (const std::string &w : weights) {
         options.weights = w;
-        const nlohmann::json r = bench::run_pipeline_bench(backend, options);
+        const nlohmann::json r = bench::run_pipeline_bench(backend_options, options);
         auto ms = [&](const char *key) { return r.contains(key) ? r[key].get<double>() : 0.0; };
-        std::printf("%-40s %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %6d %7.2f %6.2f %8.0f %8.0f %8.0f\n", w.c_str(),
-                    ms("load_ms"), ms("voice_ms"), ms("t3_ms"), ms("s3gen_ms"), ms("hift_ms"), ms("total_ms"),
-                    r["speech_tokens"].get<int>(), ms("audio_seconds"), ms("rtf"), ms("stream_first_audio_ms"),
-                    ms("stream_total_ms"), ms("peak_rss_mib"));
+        const int eos_step = r["eos_step"].empty() ? -1 : r["eos_step"][0].get<int>(); // the first piece's
+        std::printf("%-40s %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %6d %6d %5d %8.1f %8.1f %6.2f %7.2f %6.2f %8.0f %8.0f "
+                    "%8.0f\n",
+                    w.c_str(), ms("load_ms"), ms("voice_ms"), ms("t3_ms"), ms("s3gen_ms"), ms("hift_ms"),
+                    ms("total_ms"), r["speech_tokens"].get<int>(), r["t3_steps"].get<int>(), eos_step,
+                    ms("t3_decode_ms_per_step"), ms("t3_bound_ms"), ms("t3_ratio_to_bound"), ms("audio_seconds"),
+                    ms("rtf"), ms("stream_first_audio_ms"), ms("stream_total_ms"), ms("peak_rss_mib"));
         results["pipeline"].push_back(r);
     }
 }
@@ -148,6 +163,7 @@ int main(int argc, char **argv) {
     app.add_option("--threads", backend_options.threads, "CPU threads (0 = all)")->capture_default_str();
     app.add_option("--json", json_path, "also write the results to this JSON file");
     bool no_repack = false;
+    bool no_bandwidth = false;
     app.add_flag("--no-repack", no_repack, "keep quantised matrices in ggml's plain layout (no CPU repacking)");
     bool fixed_threads = false;
     app.add_flag("--fixed-threads", fixed_threads,
@@ -156,10 +172,16 @@ int main(int argc, char **argv) {
     CLI::App *t3 = app.add_subcommand("t3", "T3 prefill and decode ms/token against the memory-bandwidth bound");
     std::vector<std::string> t3_weights;
     bench::T3BenchOptions t3_options;
-    bool no_bandwidth = false;
     t3->add_option("--weights", t3_weights, "folder with t3_cfg.safetensors or a GGUF (repeat to compare precisions)")
         ->required();
     t3->add_option("--tokens", t3_options.decode_tokens, "timed decode steps")->capture_default_str();
+    t3->add_option("--max-new-tokens", t3_options.max_new_tokens,
+                   "size the KV cache as a request with this max_new_tokens does (0: --tokens + 1)")
+        ->capture_default_str();
+    t3->add_option("--decode-bucket", t3_options.decode_bucket,
+                   "decode graphs attend over the used positions rounded up to this; at least the cache capacity: "
+                   "one graph over the whole cache, as before buckets")
+        ->capture_default_str();
     t3->add_option("--text-tokens", t3_options.text_tokens, "text ids in the prompt")->capture_default_str();
     t3->add_option("--cfg", t3_options.cfg_weight, "cfg_weight (0 runs one row)")->capture_default_str();
     t3->add_flag("--plain", t3_options.plain_attention, "plain attention instead of flash attention");
@@ -211,6 +233,11 @@ int main(int argc, char **argv) {
     pipeline->add_option("--text", pipeline_options.text, "one sentence to say")->capture_default_str();
     pipeline->add_option("--max-tokens", pipeline_options.max_new_tokens, "T3 max_new_tokens (fixes the length)")
         ->capture_default_str();
+    pipeline->add_flag("--ignore-eos", pipeline_options.ignore_eos,
+                       "T3 makes exactly --max-tokens tokens; the step it would have ended at is still reported");
+    bool no_split = false;
+    pipeline->add_flag("--no-split", no_split, "say the text in one T3 pass, even with several sentences");
+    pipeline->add_flag("--no-bandwidth", no_bandwidth, "skip the memory bandwidth probe and T3's bound");
     pipeline->add_option("--seed", pipeline_options.seed, "sampling and noise seed")->capture_default_str();
     pipeline->add_flag("--no-stream", no_stream, "skip the streaming run (time to first audio)");
     pipeline
@@ -221,6 +248,7 @@ int main(int argc, char **argv) {
     backend_options.repack_weights = !no_repack;
     backend_options.adapt_threads = !fixed_threads;
     pipeline_options.stream = !no_stream;
+    pipeline_options.split_text = !no_split;
     std::setvbuf(stdout, nullptr, _IOLBF, 0); // rows appear as they are measured, also when piped to a file
 
     try {
@@ -229,7 +257,8 @@ int main(int argc, char **argv) {
         if (*t3) run_t3(backend, backend_options, t3_weights, t3_options, !no_bandwidth, results);
         if (*s3gen)
             run_s3gen(backend, backend_options, s3gen_weights, matmul_routes, attentions, s3gen_options, results);
-        if (*pipeline) run_pipeline(backend_options, pipeline_weights, pipeline_options, results);
+        if (*pipeline)
+            run_pipeline(backend, backend_options, pipeline_weights, pipeline_options, !no_bandwidth, results);
         if (!json_path.empty()) {
             std::ofstream out(json_path);
             if (!out) fail("cannot write ", json_path);

@@ -3,6 +3,7 @@
 #include "audio/audio_file.h"
 #include "core/error.h"
 #include "models/chatterbox/session.h"
+#include "t3_bench.h"
 #include "timing.h"
 
 #include <fstream>
@@ -40,16 +41,31 @@ audio::Audio voice_recording(const std::string &path, double seconds) {
 }
 
 // Wall time per pipeline stage: the time from one progress report to the next belongs to the
-// stage named by the earlier one (streaming interleaves T3 with the flow and HiFT).
+// stage named by the earlier one (streaming interleaves T3 with the flow and HiFT). T3 reports
+// ("t3", 0) when it starts and ("t3", > 0) after every step, so an interval between two step
+// reports is one decode step, and the one from the start to the first step is the conditioning
+// and the prefill (a later text piece's prefill follows another stage's report and is not counted).
 struct StageClock {
     std::map<std::string, double> ms;
+    std::vector<double> t3_decode_ms;
+    double t3_prefill_ms = 0;
     std::string current;
+    bool current_is_t3_step = false;
     Clock::time_point since;
 
-    void report(const char *stage) {
+    void report(const char *stage, float fraction) {
         const auto now = Clock::now();
-        if (!current.empty()) ms[current] += ms_between(since, now);
+        const double elapsed = ms_between(since, now);
+        const bool t3_step = std::string(stage) == "t3" && fraction > 0;
+        if (!current.empty()) ms[current] += elapsed;
+        if (t3_step && current == "t3") {
+            if (current_is_t3_step)
+                t3_decode_ms.push_back(elapsed);
+            else
+                t3_prefill_ms = elapsed;
+        }
         current = stage;
+        current_is_t3_step = t3_step;
         since = now;
     }
 };
@@ -74,8 +90,10 @@ nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineB
     SynthesisOptions synthesis;
     synthesis.params.sampling.seed = options.seed;
     synthesis.params.sampling.max_new_tokens = options.max_new_tokens;
+    synthesis.params.sampling.ignore_eos = options.ignore_eos;
+    synthesis.params.split_text = options.split_text;
     StageClock stages;
-    synthesis.on_progress = [&](const char *stage, float) { stages.report(stage); };
+    synthesis.on_progress = [&](const char *stage, float fraction) { stages.report(stage, fraction); };
     const SynthesisResult offline = session.synthesize(options.text, voice, synthesis);
     const double audio_seconds = double(offline.wave.size()) / double(offline.sample_rate);
 
@@ -91,9 +109,30 @@ nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineB
                        {"hift_ms", stages.ms["hift"]},
                        {"total_ms", offline.seconds_total * 1e3},
                        {"speech_tokens", offline.speech_tokens},
+                       {"pieces", offline.pieces},
+                       {"t3_steps", offline.t3_steps},
+                       {"eos_step", offline.eos_steps},
+                       {"t3_prefill_ms", stages.t3_prefill_ms},
                        {"audio_seconds", audio_seconds},
                        {"rtf", offline.seconds_total / audio_seconds},
                        {"rtf_with_voice", (offline.seconds_total + voice_ms / 1e3) / audio_seconds}};
+    if (!stages.t3_decode_ms.empty()) {
+        const Spread decode = spread_of(stages.t3_decode_ms);
+        out["t3_decode_ms_per_step"] = decode.mean;
+        out["t3_decode_ms_median"] = decode.median;
+        if (offline.pieces == 1) {
+            // The steps attended to length - steps + 1 ... length positions of the cache.
+            const t3::Session &t3 = session.t3();
+            const double mean_positions = t3.length() - double(stages.t3_decode_ms.size() - 1) / 2;
+            const size_t step_bytes = decode_step_bytes(engine.t3(), t3.n_rows(), mean_positions, t3.options().kv_type);
+            out["t3_step_bytes"] = step_bytes;
+            if (options.bandwidth_gb_per_s > 0) {
+                const double bound_ms = double(step_bytes) / (options.bandwidth_gb_per_s * 1e9) * 1e3;
+                out["t3_bound_ms"] = bound_ms;
+                out["t3_ratio_to_bound"] = decode.mean / bound_ms;
+            }
+        }
+    }
     if (options.stream) {
         synthesis.stream = true;
         synthesis.chunks.prompt_tokens = options.stream_prompt_tokens;

@@ -19,15 +19,21 @@ struct PipelineBenchOptions {
     double voice_seconds = 10.0;
     std::string text;         // one sentence, so one T3 pass
     int max_new_tokens = 250; // synthetic weights rarely sample EOS: this fixes the length (10 s at most)
+    bool ignore_eos = false;  // T3 runs exactly max_new_tokens steps, whatever it samples
+    bool split_text = true;   // false: the text is one T3 pass even when it has several sentences
     uint64_t seed = 42;
-    bool stream = true; // also run once streaming, for the time to first audio
+    bool stream = true;                                   // also run once streaming, for the time to first audio
     int stream_prompt_tokens = ChunkPlan{}.prompt_tokens; // voice prompt tokens the streaming flow windows see (0: all)
+    double bandwidth_gb_per_s = 0;                        // measured read bandwidth for T3's bound (0: no bound)
 };
 
 // Runs the benchmark and returns its results as JSON (times in milliseconds): "load_ms",
 // "voice_ms", "t3_ms", "s3gen_ms", "hift_ms", "total_ms" (synthesis, voice excluded),
-// "speech_tokens", "audio_seconds", "rtf", "stream_first_audio_ms", "stream_total_ms",
-// "peak_rss_mib".
+// "speech_tokens", "pieces", "t3_steps", "eos_step" (per text piece, -1: none; with ignore_eos where
+// it would have ended), "t3_prefill_ms" (conditioning and the first prefill),
+// "t3_decode_ms_per_step" (mean), "t3_decode_ms_median", for one piece "t3_step_bytes" and, with a
+// bandwidth, "t3_bound_ms" and "t3_ratio_to_bound", "audio_seconds", "rtf", "stream_first_audio_ms",
+// "stream_total_ms", "peak_rss_mib".
 nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineBenchOptions &options);
 
 } // namespace chatterbox::bench

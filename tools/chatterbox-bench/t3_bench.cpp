@@ -10,10 +10,6 @@
 
 namespace chatterbox::bench {
 
-namespace {
-
-// Bytes a decode step reads: every backbone matrix and norm, the speech head, and the keys and
-// values of the positions attended to (flash attention skips the masked rest of the cache).
 size_t decode_step_bytes(const t3::Model &model, int n_rows, double mean_positions, ggml_type kv_type) {
     size_t bytes = ggml_nbytes(model.final_norm().weight) + ggml_nbytes(model.speech_head().weight);
     for (const t3::LayerWeights &l : model.layers())
@@ -26,11 +22,14 @@ size_t decode_step_bytes(const t3::Model &model, int n_rows, double mean_positio
     return bytes;
 }
 
-} // namespace
-
 nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions &options) {
     if (options.text_tokens < 1 || options.prompt_tokens < 0 || options.decode_tokens < 2)
         fail("t3 bench: need at least 1 text token, 0 prompt tokens and 2 decode tokens");
+    const int steps = options.decode_tokens + 1; // the first token comes from the prefill
+    const int max_new_tokens = options.max_new_tokens > 0 ? options.max_new_tokens : steps;
+    if (max_new_tokens < steps)
+        fail("t3 bench: max_new_tokens ", max_new_tokens, " leaves no room for ", options.decode_tokens,
+             " decode steps");
     auto start = Clock::now();
     const Engine engine({options.weights, backend, components(Component::t3)});
     const double load_ms = ms_since(start);
@@ -39,6 +38,7 @@ nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions 
     SessionOptions session_options;
     session_options.t3.attention = options.plain_attention ? nn::AttentionPath::plain : nn::AttentionPath::flash;
     session_options.t3.kv_type = options.f32_cache ? GGML_TYPE_F32 : GGML_TYPE_F16;
+    session_options.t3.decode_bucket = options.decode_bucket;
     Session session(engine, session_options);
 
     // Inputs with the shapes of a real request; their values do not change the cost.
@@ -57,24 +57,28 @@ nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions 
     for (int i = 0; i < options.text_tokens; ++i) text.push_back(text_id(rng));
     text.push_back(hp.stop_text_token);
     t3::GenerationHooks hooks;
-    for (int i = 0; i <= options.decode_tokens; ++i) hooks.forced_tokens.push_back(speech_unit(rng));
+    for (int i = 0; i < max_new_tokens; ++i) hooks.forced_tokens.push_back(speech_unit(rng));
 
     t3::SamplingParams params;
     params.cfg_weight = options.cfg_weight;
-    params.max_new_tokens = int(hooks.forced_tokens.size());
+    params.max_new_tokens = max_new_tokens;
 
-    // Warm-up with the same request, stopped after two steps: builds the graphs and the cache.
+    // Warm-up with the same request, stopped after two steps: builds the cache and the first graphs.
     int warm_steps = 0;
     hooks.on_step = [&](const t3::StepRecord &) { return ++warm_steps < 2; };
     t3::generate(session.t3(), cond_emb, text, params, hooks);
 
+    // The timed request stops after `steps` tokens, however much room max_new_tokens reserved.
     std::vector<Clock::time_point> step_times;
+    double first_step_cpu_ms = 0;
     hooks.on_step = [&](const t3::StepRecord &) {
         step_times.push_back(Clock::now());
-        return true;
+        if (step_times.size() == 1) first_step_cpu_ms = process_cpu_ms();
+        return int(step_times.size()) < steps;
     };
     start = Clock::now();
     t3::generate(session.t3(), cond_emb, text, params, hooks);
+    const double decode_cpu_ms = process_cpu_ms() - first_step_cpu_ms;
     const double prefill_ms = ms_between(start, step_times.front());
     std::vector<double> decode_ms;
     for (size_t i = 1; i < step_times.size(); ++i) decode_ms.push_back(ms_between(step_times[i - 1], step_times[i]));
@@ -90,6 +94,8 @@ nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions 
                        {"attention", options.plain_attention ? "plain" : "flash"},
                        {"kv_type", ggml_type_name(session_options.t3.kv_type)},
                        {"cfg_rows", n_rows},
+                       {"decode_bucket", options.decode_bucket},
+                       {"cache_capacity", session.t3().capacity()},
                        {"load_ms", load_ms},
                        {"conditioning_ms", conditioning_ms},
                        {"prefill_tokens", prefill_tokens},
@@ -97,6 +103,8 @@ nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions 
                        {"decode_tokens", decode_ms.size()},
                        {"decode_ms_per_token", decode.mean},
                        {"decode_ms_median", decode.median},
+                       {"decode_cpu_ms_per_token", decode_cpu_ms / double(decode_ms.size())},
+                       {"graphs_built", session.t3().graphs_built()},
                        {"step_bytes", step_bytes}};
     if (options.bandwidth_gb_per_s > 0) {
         const double bound_ms = double(step_bytes) / (options.bandwidth_gb_per_s * 1e9) * 1e3;

@@ -44,19 +44,24 @@ CLI::Validator in_range(const Range range) {
         range.text());
 }
 
-// Every ranged synthesis parameter of the engine's table (chatterbox_synthesis_param_info), with its
-// range, meaning and default; a given value goes into params through the C API's setter.
+// Every synthesis parameter of the engine's table (chatterbox_synthesis_param_info): a ranged one
+// as an option with its range, meaning and default, an on/off one as a flag that turns its default
+// around; a given value goes into params through the C API's setter.
 void add_parameter_table(CLI::App &app, chatterbox_synthesis_params &params) {
     for (size_t i = 0; i < chatterbox_synthesis_param_count(); ++i) {
         const chatterbox_param_info &info = *chatterbox_synthesis_param_info(i);
         const std::string name = info.name;
-        app.add_option_function<double>(
-               concat("--", info.option),
-               [&params, name](const double &value) {
-                   if (chatterbox_synthesis_params_set(&params, name.c_str(), value) != CHATTERBOX_OK)
-                       throw UsageError(chatterbox_last_error());
-               },
-               info.meaning)
+        const auto set = [&params, name](const double &value) {
+            if (chatterbox_synthesis_params_set(&params, name.c_str(), value) != CHATTERBOX_OK)
+                throw UsageError(chatterbox_last_error());
+        };
+        if (info.is_flag) {
+            const double turned = info.default_value != 0 ? 0 : 1;
+            app.add_flag_callback(
+                concat("--", info.option), [set, turned] { set(turned); }, info.meaning);
+            continue;
+        }
+        app.add_option_function<double>(concat("--", info.option), set, info.meaning)
             ->check(in_range({info.min, info.max, info.min_excluded != 0, info.integer != 0}))
             ->default_str(concat(info.default_value));
     }

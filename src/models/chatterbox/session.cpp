@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "models/chatterbox/t3/generate.h"
 #include "text/punc_norm.h"
+#include "text/unicode.h"
 
 #include <algorithm>
 #include <chrono>
@@ -40,6 +41,26 @@ class CancelScope {
   private:
     CancelFlag &flag_;
 };
+
+// The whole text as one piece (SynthesisParams::split_text off), trimmed; punc_norm collapses the
+// whitespace inside. Blank text gives no piece.
+std::vector<text::TextPiece> whole_text(std::string_view text) {
+    size_t begin = text.size(), end = 0;
+    try {
+        for (size_t at = 0; at < text.size();) {
+            const text::CodePoint c = text::decode_utf8_at(text, at, "text");
+            if (!text::is_python_space(c.value)) {
+                begin = std::min(begin, at);
+                end = at + c.size;
+            }
+            at += c.size;
+        }
+    } catch (const Error &error) { // invalid UTF-8
+        throw InvalidArgument(error.what());
+    }
+    if (begin >= end) return {};
+    return {text::TextPiece{std::string(text.substr(begin, end - begin)), text::Boundary::end}};
+}
 
 } // namespace
 
@@ -176,7 +197,7 @@ std::vector<text::TextPiece> check_synthesis(const Engine &engine, std::string_v
     if (options.params.sampling.max_new_tokens > limit)
         throw InvalidArgument(concat("max_new_tokens is ", options.params.sampling.max_new_tokens, ", expected 1 .. ",
                                      limit, " (the model's speech positions)"));
-    std::vector<text::TextPiece> pieces = engine.split_text(text);
+    std::vector<text::TextPiece> pieces = options.params.split_text ? engine.split_text(text) : whole_text(text);
     if (pieces.empty()) throw InvalidArgument("the text is empty (nothing to say)");
     return pieces;
 }
@@ -199,6 +220,9 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
         const std::vector<int32_t> framed =
             text::t3_text_tokens(engine_.tokenizer().text_to_tokens(text::punc_norm(pieces[size_t(i)].text)),
                                  hp.start_text_token, hp.stop_text_token);
+        if (int(framed.size()) > hp.max_framed_text())
+            throw InvalidArgument(concat("the text is ", framed.size() - 2, " tokens, more than T3 reads in one pass (",
+                                         hp.max_framed_text() - 2, "): let it be split into sentences"));
         t3::SamplingParams sampling = options.params.sampling;
         // The first piece uses the seed itself, so a one-sentence request is the plain seeded run.
         if (i > 0) sampling.seed = mix_seed(sampling.seed, uint64_t(i) << 32);
@@ -219,6 +243,8 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
         };
         const t3::GenerationResult generated = t3::generate(*t3_, cond, framed, sampling, hooks);
         request.check_cancel();
+        request.result().t3_steps += int(generated.tokens.size());
+        request.result().eos_steps.push_back(generated.eos_step);
         if (!options.stream)
             for (int32_t token : t3::drop_invalid_tokens(generated.tokens, hp)) vocalizer.add_token(token);
         vocalizer.finish();

@@ -58,6 +58,10 @@ struct SynthesisResult {
     double seconds_total = 0;
     int pieces = 0;        // text pieces synthesised
     int speech_tokens = 0; // after drop_invalid_tokens, all pieces
+    int t3_steps = 0;      // tokens T3 generated (its prefill gives the first of each piece), all pieces
+    // Per text piece: the T3 step that took end-of-speech, -1 when none did; with ignore_eos, the step
+    // at which the piece would have ended (t3::GenerationResult::eos_step).
+    std::vector<int> eos_steps;
 };
 
 struct SessionOptions {

@@ -28,20 +28,30 @@ const std::vector<SynthesisParameter> &synthesis_parameters() {
          [](P &p) { return &p.sentence_pause; }, nullptr},
         {"clause_pause", "clause-pause", "seconds of silence where an over-long sentence is cut", 0, 10, false, false,
          [](P &p) { return &p.clause_pause; }, nullptr},
+        {"split_text", "no-split",
+         "1: split long text into sentences, one T3 pass each; 0 (--no-split): say the whole text in one pass", 0, 1,
+         false, true, nullptr, nullptr, [](P &p) { return &p.split_text; }},
+        {"ignore_eos", "ignore-eos",
+         "1 (--ignore-eos): never stop at the end-of-speech token, always make max_new_tokens tokens (benchmarks)", 0,
+         1, false, true, nullptr, nullptr, [](P &p) { return &p.sampling.ignore_eos; }},
     };
     return table;
 }
 
 double SynthesisParameter::get(const SynthesisParams &p) const {
     SynthesisParams &fields = const_cast<SynthesisParams &>(p); // the accessors only locate the field
-    return real ? double(*real(fields)) : double(*count(fields));
+    if (real) return double(*real(fields));
+    if (count) return double(*count(fields));
+    return *flag(fields) ? 1.0 : 0.0;
 }
 
 void SynthesisParameter::set(SynthesisParams &p, double value) const {
     if (real)
         *real(p) = float(value);
-    else
+    else if (count)
         *count(p) = int(value);
+    else
+        *flag(p) = value != 0;
 }
 
 bool SynthesisParameter::accepts(double value) const {

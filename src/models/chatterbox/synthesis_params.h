@@ -16,22 +16,30 @@ namespace chatterbox {
 
 struct SynthesisParams {
     float exaggeration = 0.5f;    // emotion intensity of the built-in voice (a built voice keeps its own)
-    t3::SamplingParams sampling;  // temperature, top_p, min_p, repetition_penalty, cfg_weight, max_new_tokens, seed
+    t3::SamplingParams sampling;  // temperature, top_p, min_p, repetition_penalty, cfg_weight, max_new_tokens, seed,
+                                  // ignore_eos
     float sentence_pause = 0.25f; // seconds of silence after a sentence of long text
     float clause_pause = 0.12f;   // ... after a clause cut out of an over-long sentence
+    // Long text is split into sentences (and an over-long sentence into clauses), one T3 pass each;
+    // off, the whole text is one pass, as the reference pipeline does (up to T3's text positions).
+    bool split_text = true;
 };
 
-// One ranged numeric parameter. The seed is the one parameter outside the table: any 64-bit value.
+// One ranged numeric parameter, or an on/off flag (0 or 1). The seed is the one parameter outside the
+// table: any 64-bit value.
 struct SynthesisParameter {
-    const char *name;    // field of chatterbox_synthesis_params and of the server's JSON: "max_new_tokens"
-    const char *option;  // command-line option without the dashes: "max-tokens"
+    const char *name; // field of chatterbox_synthesis_params and of the server's JSON: "max_new_tokens"
+    // Command-line option without the dashes: "max-tokens". For a flag, the option that turns
+    // its default around: "ignore-eos" (off by default), "no-split" (on by default).
+    const char *option;
     const char *meaning; // one line for --help
     double lo, hi;       // accepted range: [lo, hi], or (lo, hi] when lo_excluded
     bool lo_excluded;
     bool integer;
-    // The parameter's field in p.
+    // The parameter's field in p: exactly one of the three.
     float *(*real)(SynthesisParams &p);
     int *(*count)(SynthesisParams &p);
+    bool *(*flag)(SynthesisParams &p);
 
     double get(const SynthesisParams &p) const;
     void set(SynthesisParams &p, double value) const; // no range check

@@ -4,6 +4,7 @@
 #include "models/chatterbox/t3/embeddings.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace chatterbox::t3 {
 
@@ -43,12 +44,18 @@ GenerationResult generate(Session &session, const CondEmbeddings &cond, const st
         } else {
             std::vector<float> work = penalized;
             token = choose_token(work, params, rng);
+            if (token == hp.stop_speech_token && params.ignore_eos) {
+                if (result.eos_step < 0) result.eos_step = step;
+                work = penalized;
+                work[size_t(hp.stop_speech_token)] = -INFINITY; // a second draw, among the other tokens
+                token = choose_token(work, params, rng);
+            }
         }
         result.tokens.push_back(token);
         history.push_back(token);
         const bool go_on = !hooks.on_step || hooks.on_step(StepRecord{step, &raw, &cfg, &penalized, token});
         if (token == hp.stop_speech_token) {
-            result.reached_eos = true;
+            result.eos_step = step;
             break;
         }
         if (!go_on || step + 1 == max_steps) break;

@@ -1,7 +1,7 @@
 #pragma once
 // T3 generation (spec t3.md §4–5, the loop of T3.inference): prefill the double-BOS prefix, then
 // per step combine the CFG rows, penalise repetitions, choose a token, feed it back at the next
-// speech position, until EOS or max_new_tokens.
+// speech position, until EOS (unless SamplingParams::ignore_eos) or max_new_tokens.
 
 #include "models/chatterbox/t3/cond_encoder.h"
 #include "models/chatterbox/t3/sampler.h"
@@ -26,13 +26,17 @@ struct GenerationHooks {
     // Called after every step; returning false stops generation after that token (cancellation).
     std::function<bool(const StepRecord &)> on_step;
     // Teacher forcing: step i takes forced_tokens[i] instead of a chosen token; generation stops when
-    // they run out (or on EOS / max_new_tokens). Ids must be inside the speech vocabulary.
+    // they run out (or on EOS, even with ignore_eos, or max_new_tokens). Ids must be inside the speech
+    // vocabulary.
     std::vector<int32_t> forced_tokens;
 };
 
 struct GenerationResult {
-    std::vector<int32_t> tokens; // every token taken, the final EOS included when one was produced
-    bool reached_eos = false;
+    std::vector<int32_t> tokens; // every token taken, the final EOS included when one ended generation
+    // The first step that took EOS, -1 when none did. With params.ignore_eos it is the step at which
+    // generation would have ended; that step then took another token.
+    int eos_step = -1;
+    bool reached_eos() const { return eos_step >= 0; }
 };
 
 // text_tokens: framed [start_text] + ids + [stop_text]. Runs 2 CFG rows when params.cfg_weight > 0,

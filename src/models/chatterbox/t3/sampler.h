@@ -23,6 +23,9 @@ struct SamplingParams {
     bool greedy = false;     // argmax of the penalised logits instead of sampling; temperature is then unused
     int max_new_tokens = 1000;
     uint64_t seed = 0;
+    // Never end at EOS: a step that chooses EOS chooses again without it, so generation always runs
+    // max_new_tokens steps (benchmarks that compare like with like). The steps before are unchanged.
+    bool ignore_eos = false;
 
     // Throws Error naming the parameter, its value and the accepted range. max_new_tokens_limit is
     // the model's bound (HParams::max_new_tokens_limit()).

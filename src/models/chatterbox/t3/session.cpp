@@ -2,6 +2,9 @@
 
 #include "core/error.h"
 
+#include "ggml-backend.h"
+
+#include <algorithm>
 #include <numeric>
 
 namespace chatterbox::t3 {
@@ -19,28 +22,29 @@ struct Session::Graph {
     BackboneInputs in;
     ggml_tensor *last_index = nullptr; // prefill only: i32 (n_rows, 1), the position whose logits are wanted
     ggml_tensor *logits = nullptr;     // (n_rows, 1, speech_vocab)
+    int visible = 0;                   // decode only: the mask lets the query see cache positions [0, visible)
 };
 
 Session::Session(const Model &model, Backend &backend, RuntimeOptions options)
     : model_(model), backend_(backend), options_(options) {
-    if (options_.prefill_bucket < 1 || options_.capacity_step < 1)
-        fail("T3 session: prefill_bucket and capacity_step must be >= 1");
+    if (options_.prefill_bucket < 1 || options_.decode_bucket < 1 || options_.capacity_step < 1)
+        fail("T3 session: prefill_bucket, decode_bucket and capacity_step must be >= 1");
 }
 
 Session::~Session() {
     // Graphs reference the cache tensors: release them first.
     prefill_graphs_.clear();
-    decode_graph_.reset();
+    decode_graphs_.clear();
     cache_.reset();
 }
 
 void Session::ensure_cache(int n_rows, int positions) {
     if (cache_ && cache_->n_rows() == n_rows && cache_->capacity() >= positions) return;
     prefill_graphs_.clear();
-    decode_graph_.reset();
+    decode_graphs_.clear();
     cache_.reset();
-    cache_ = std::make_unique<KvCache>(backend_, model_.hparams(), n_rows,
-                                       round_up(positions, options_.capacity_step), options_.kv_type);
+    cache_ = std::make_unique<KvCache>(backend_, model_.hparams(), n_rows, round_up(positions, options_.capacity_step),
+                                       options_.kv_type);
 }
 
 Session::Graph &Session::prefill_graph(int bucket) {
@@ -55,21 +59,43 @@ Session::Graph &Session::prefill_graph(int bucket) {
     ggml_tensor *hidden = build_decoder_layers(ctx, model_, *cache_, g->in, options_.attention);
     g->logits = build_speech_logits(ctx, model_, ggml_get_rows(ctx, hidden, g->last_index));
     g->runner->build({g->logits});
+    // Positions, cache slots and the causal mask depend on the bucket alone: written once here.
+    std::vector<int32_t> positions(static_cast<size_t>(bucket));
+    std::iota(positions.begin(), positions.end(), 0);
+    const std::vector<int64_t> slots(positions.begin(), positions.end());
+    const std::vector<ggml_fp16_t> mask = causal_mask(bucket, bucket, 0);
+    g->runner->set_input(g->in.positions, positions);
+    g->runner->set_input(g->in.cache_slots, slots.data(), slots.size() * sizeof(int64_t));
+    g->runner->set_input(g->in.mask, mask.data(), mask.size() * sizeof(ggml_fp16_t));
     ++graphs_built_;
     return *prefill_graphs_.emplace(bucket, std::move(g)).first->second;
 }
 
-Session::Graph &Session::decode_graph() {
-    if (decode_graph_) return *decode_graph_;
+Session::Graph &Session::decode_graph(int n_kv) {
+    auto found = decode_graphs_.find(n_kv);
+    if (found != decode_graphs_.end()) return *found->second;
     auto g = std::make_unique<Graph>();
     g->runner = std::make_unique<GraphRunner>(backend_, kMaxGraphNodes);
-    g->in = make_backbone_inputs(*g->runner, model_.hparams(), cache_->n_rows(), 1, cache_->capacity());
+    g->in = make_backbone_inputs(*g->runner, model_.hparams(), cache_->n_rows(), 1, n_kv);
     ggml_context *ctx = g->runner->ctx();
     g->logits = build_speech_logits(ctx, model_, build_decoder_layers(ctx, model_, *cache_, g->in, options_.attention));
     g->runner->build({g->logits});
     ++graphs_built_;
-    decode_graph_ = std::move(g);
-    return *decode_graph_;
+    return *decode_graphs_.emplace(n_kv, std::move(g)).first->second;
+}
+
+// Lets a decode graph's query see cache positions [0, visible). The mask still shows what the
+// graph's previous step saw, so a step normally unmasks one position; a graph's first step, or its
+// first after a prefill, writes the whole mask.
+void Session::show_positions(Graph &decode, int visible) {
+    if (visible == decode.visible + 1) {
+        const ggml_fp16_t zero = ggml_fp32_to_fp16(0.0f);
+        ggml_backend_tensor_set(decode.in.mask, &zero, size_t(decode.visible) * sizeof(zero), sizeof(zero));
+    } else {
+        const std::vector<ggml_fp16_t> mask = causal_mask(1, decode.in.n_kv, visible - 1);
+        decode.runner->set_input(decode.in.mask, mask.data(), mask.size() * sizeof(ggml_fp16_t));
+    }
+    decode.visible = visible;
 }
 
 std::vector<float> Session::run(Graph &graph) {
@@ -93,16 +119,8 @@ std::vector<float> Session::prefill(const std::vector<float> &embeds, int n_rows
     for (int r = 0; r < n_rows; ++r)
         std::copy_n(embeds.begin() + std::ptrdiff_t(size_t(r) * size_t(length) * hidden), size_t(length) * hidden,
                     padded.begin() + std::ptrdiff_t(size_t(r) * size_t(bucket) * hidden));
-    std::vector<int32_t> positions(static_cast<size_t>(bucket));
-    std::iota(positions.begin(), positions.end(), 0);
-    std::vector<int64_t> slots(positions.begin(), positions.end());
-    const std::vector<ggml_fp16_t> mask = causal_mask(bucket, bucket, 0);
-    GraphRunner &runner = *g.runner;
-    runner.set_input(g.in.embeds, padded);
-    runner.set_input(g.in.positions, positions);
-    runner.set_input(g.in.cache_slots, slots.data(), slots.size() * sizeof(int64_t));
-    runner.set_input(g.in.mask, mask.data(), mask.size() * sizeof(ggml_fp16_t));
-    runner.set_input(g.last_index, std::vector<int32_t>(size_t(n_rows), length - 1));
+    g.runner->set_input(g.in.embeds, padded);
+    g.runner->set_input(g.last_index, std::vector<int32_t>(size_t(n_rows), length - 1));
     std::vector<float> logits = run(g);
     length_ = length;
     return logits;
@@ -115,17 +133,15 @@ std::vector<float> Session::decode(const std::vector<float> &embed) {
     if (length_ >= cache_->capacity())
         fail("T3 decode: the KV cache is full (", cache_->capacity(),
              " positions); reserve more new tokens at prefill");
-    Graph &g = decode_graph();
-    std::vector<float> rows;
-    rows.reserve(size_t(cache_->n_rows()) * hidden);
-    for (int r = 0; r < cache_->n_rows(); ++r) rows.insert(rows.end(), embed.begin(), embed.end());
+    Graph &g = decode_graph(std::min(round_up(length_ + 1, options_.decode_bucket), cache_->capacity()));
+    // Every row gets the same token at the same position.
+    const size_t row_bytes = hidden * sizeof(float);
+    for (int r = 0; r < cache_->n_rows(); ++r)
+        ggml_backend_tensor_set(g.in.embeds, embed.data(), size_t(r) * row_bytes, row_bytes);
     const int64_t slot = length_;
-    const std::vector<ggml_fp16_t> mask = causal_mask(1, cache_->capacity(), length_);
-    GraphRunner &runner = *g.runner;
-    runner.set_input(g.in.embeds, rows);
-    runner.set_input(g.in.positions, std::vector<int32_t>{length_});
-    runner.set_input(g.in.cache_slots, &slot, sizeof(slot));
-    runner.set_input(g.in.mask, mask.data(), mask.size() * sizeof(ggml_fp16_t));
+    g.runner->set_input(g.in.positions, &length_, sizeof(length_));
+    g.runner->set_input(g.in.cache_slots, &slot, sizeof(slot));
+    show_positions(g, length_ + 1);
     std::vector<float> logits = run(g);
     ++length_;
     return logits;

@@ -1,8 +1,9 @@
 #pragma once
 // Per-request T3 state: the KV cache and the persistent graphs that use it. A prefill graph is
-// built once per length bucket and a decode-step graph once per cache capacity; every step only
-// writes the inputs (embedding, position, cache slot, mask) and computes on the session's own
-// backend. Many sessions can share one Model.
+// built once per length bucket and a decode-step graph once per attended length (the positions in
+// use rounded up to decode_bucket), so a step reads only the keys/values of that length, not of the
+// whole cache. Every step only writes the inputs (embedding, position, cache slot, one mask entry)
+// and computes on the session's own backend. Many sessions can share one Model.
 
 #include "models/chatterbox/t3/backbone.h"
 #include "models/chatterbox/t3/kv_cache.h"
@@ -18,7 +19,12 @@ struct RuntimeOptions {
     nn::AttentionPath attention = nn::AttentionPath::flash;
     ggml_type kv_type = GGML_TYPE_F16; // f16 (fast) or f32 (exact, for checking)
     int prefill_bucket = 32;           // prefill graphs exist per multiple of this many tokens
-    int capacity_step = 256;           // the KV cache grows in multiples of this many positions
+    // Decode graphs attend over the positions in use rounded up to a multiple of this (at most the
+    // cache capacity). With a multiple of 32 the CPU logits equal those over the whole cache: masked
+    // positions add exact zeros in the same SIMD lanes, or are skipped by flash attention (which
+    // splits one row over 512+ positions between the threads by length, so that case may round apart).
+    int decode_bucket = 64;
+    int capacity_step = 256; // the KV cache grows in multiples of this many positions
 };
 
 class Session {
@@ -41,14 +47,15 @@ class Session {
     const Model &model() const { return model_; }
     Backend &backend() const { return backend_; }
     const RuntimeOptions &options() const { return options_; }
-    // Graphs built so far (prefill buckets + decode), to check that steps do not rebuild.
+    // Graphs built so far (prefill and decode buckets), to check that steps do not rebuild.
     int graphs_built() const { return graphs_built_; }
 
   private:
     struct Graph;
     void ensure_cache(int n_rows, int positions);
     Graph &prefill_graph(int bucket);
-    Graph &decode_graph();
+    Graph &decode_graph(int n_kv);
+    void show_positions(Graph &decode, int visible);
     std::vector<float> run(Graph &graph);
 
     const Model &model_;
@@ -56,7 +63,7 @@ class Session {
     RuntimeOptions options_;
     std::unique_ptr<KvCache> cache_;
     std::map<int, std::unique_ptr<Graph>> prefill_graphs_; // by bucket length
-    std::unique_ptr<Graph> decode_graph_;
+    std::map<int, std::unique_ptr<Graph>> decode_graphs_;  // by attended positions
     int length_ = 0;
     int graphs_built_ = 0;
 };

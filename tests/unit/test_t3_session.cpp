@@ -1,0 +1,167 @@
+// needs: tiny-model
+// t3::Session's decode graphs attend over the used cache length rounded up to decode_bucket. On
+// the tiny model: the logits of every step equal those of one graph over the whole cache (both
+// attention paths, with and without guidance), each bucket's graph is built once per session, and
+// a later request on the same session gives what a fresh session gives. And generation with
+// ignore_eos runs all max_new_tokens steps where it would have ended at EOS.
+
+#include "core/backend.h"
+#include "models/chatterbox/engine.h"
+#include "models/chatterbox/t3/embeddings.h"
+#include "models/chatterbox/t3/generate.h"
+#include "support/test_support.h"
+#include "text/bpe_tokenizer.h"
+#include "text/punc_norm.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+using namespace chatterbox;
+using namespace chatterbox::t3;
+
+namespace {
+
+constexpr int kWholeCache = 1 << 20; // a decode bucket no cache reaches: one graph over the whole capacity
+
+class T3Session : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        EngineOptions options;
+        options.model_path = test::tiny_model_path();
+        options.backend.threads = 2;
+        options.components = components(Component::t3, Component::text);
+        engine_ = std::make_unique<Engine>(options);
+        backend_ = std::make_unique<Backend>(options.backend);
+        cond_ = std::make_unique<CondEmbeddings>(
+            encode_conditioning(engine_->t3(), *backend_, engine_->builtin_voice(0.5f).t3));
+    }
+    static void TearDownTestSuite() {
+        cond_.reset();
+        backend_.reset();
+        engine_.reset();
+    }
+
+    static std::vector<int32_t> text(int n_ids) {
+        const HParams &hp = engine_->t3().hparams();
+        std::vector<int32_t> framed{hp.start_text_token};
+        for (int i = 0; i < n_ids; ++i) framed.push_back(1 + (i * 37) % (hp.start_text_token - 1));
+        framed.push_back(hp.stop_text_token);
+        return framed;
+    }
+
+    static std::vector<int32_t> text(const std::string &words) {
+        const HParams &hp = engine_->t3().hparams();
+        return text::t3_text_tokens(engine_->tokenizer().text_to_tokens(text::punc_norm(words)), hp.start_text_token,
+                                    hp.stop_text_token);
+    }
+
+    // Teacher-forced speech units (no EOS), so every request runs all its steps.
+    static std::vector<int32_t> forced(int steps) {
+        std::vector<int32_t> tokens;
+        for (int i = 0; i < steps; ++i) tokens.push_back((i * 101) % engine_->t3().hparams().speech_token_limit);
+        return tokens;
+    }
+
+    // The raw logits of every step, concatenated.
+    static std::vector<float> raw_logits(Session &session, const std::vector<int32_t> &text_tokens, int steps,
+                                         float cfg_weight) {
+        SamplingParams params;
+        params.cfg_weight = cfg_weight;
+        params.max_new_tokens = steps;
+        GenerationHooks hooks;
+        hooks.forced_tokens = forced(steps);
+        std::vector<float> raw;
+        hooks.on_step = [&](const StepRecord &step) {
+            raw.insert(raw.end(), step.raw->begin(), step.raw->end());
+            return true;
+        };
+        EXPECT_EQ(generate(session, *cond_, text_tokens, params, hooks).tokens.size(), size_t(steps));
+        return raw;
+    }
+
+    static RuntimeOptions options(nn::AttentionPath attention, ggml_type kv_type, int decode_bucket) {
+        RuntimeOptions o;
+        o.attention = attention;
+        o.kv_type = kv_type;
+        o.decode_bucket = decode_bucket;
+        return o;
+    }
+
+    static std::unique_ptr<Engine> engine_;
+    static std::unique_ptr<Backend> backend_;
+    static std::unique_ptr<CondEmbeddings> cond_;
+};
+
+std::unique_ptr<Engine> T3Session::engine_;
+std::unique_ptr<Backend> T3Session::backend_;
+std::unique_ptr<CondEmbeddings> T3Session::cond_;
+
+} // namespace
+
+TEST_F(T3Session, BucketedDecodeGivesTheLogitsOfTheWholeCache) {
+    constexpr int kSteps = 150; // 3 buckets of 64 past the prefill
+    for (const auto &[attention, kv_type] :
+         {std::pair{nn::AttentionPath::flash, GGML_TYPE_F16}, std::pair{nn::AttentionPath::plain, GGML_TYPE_F32}})
+        for (const float cfg_weight : {0.5f, 0.0f}) {
+            SCOPED_TRACE(testing::Message()
+                         << (attention == nn::AttentionPath::flash ? "flash" : "plain") << ", cfg " << cfg_weight);
+            Session whole(engine_->t3(), *backend_, options(attention, kv_type, kWholeCache));
+            Session bucketed(engine_->t3(), *backend_, options(attention, kv_type, 64));
+            const std::vector<float> expected = raw_logits(whole, text(20), kSteps, cfg_weight);
+            EXPECT_EQ(whole.graphs_built(), 2); // one prefill and one decode graph
+            EXPECT_EQ(raw_logits(bucketed, text(20), kSteps, cfg_weight), expected);
+            EXPECT_GT(bucketed.graphs_built(), 3);
+        }
+}
+
+TEST_F(T3Session, EachBucketIsBuiltOncePerSession) {
+    Session session(engine_->t3(), *backend_, options(nn::AttentionPath::flash, GGML_TYPE_F16, 32));
+    const std::vector<int32_t> text_tokens = text(20);
+    constexpr int kSteps = 100;
+    raw_logits(session, text_tokens, kSteps, 0.5f);
+    // Step i > 0 decodes at position prefill + i - 1 and attends to it and everything before it.
+    const int prefill = prefill_length(*cond_, text_tokens);
+    std::set<int> buckets;
+    for (int position = prefill; position < prefill + kSteps - 1; ++position) buckets.insert((position + 32) / 32);
+    EXPECT_EQ(session.graphs_built(), 1 + int(buckets.size()));
+    raw_logits(session, text_tokens, kSteps, 0.5f);
+    EXPECT_EQ(session.graphs_built(), 1 + int(buckets.size())) << "a repeated request rebuilt graphs";
+}
+
+TEST_F(T3Session, LaterRequestsMatchAFreshSession) {
+    // The decode masks keep what the previous step showed: a shorter and a longer request after a
+    // long one must still see exactly their own positions.
+    Session used(engine_->t3(), *backend_, options(nn::AttentionPath::plain, GGML_TYPE_F32, 32));
+    raw_logits(used, text(30), 120, 0.5f);
+    for (const int n_ids : {5, 40}) {
+        Session fresh(engine_->t3(), *backend_, options(nn::AttentionPath::plain, GGML_TYPE_F32, 32));
+        EXPECT_EQ(raw_logits(used, text(n_ids), 90, 0.5f), raw_logits(fresh, text(n_ids), 90, 0.5f)) << n_ids;
+    }
+}
+
+TEST_F(T3Session, IgnoreEosRunsEveryStepAndReportsWhereItWouldHaveEnded) {
+    // Nearly uniform sampling (temperature 5, no min-p) that draws EOS after a few steps for this
+    // text and seed.
+    SamplingParams params;
+    params.seed = 12;
+    params.temperature = 5;
+    params.min_p = 0;
+    params.cfg_weight = 0;
+    params.max_new_tokens = 40;
+    const int32_t eos = engine_->t3().hparams().stop_speech_token;
+    Session session(engine_->t3(), *backend_);
+    const GenerationResult ended = generate(session, *cond_, text("Hello there."), params);
+    ASSERT_TRUE(ended.reached_eos()) << "seed 12 no longer draws EOS here: choose a seed that does";
+    EXPECT_EQ(ended.tokens.size(), size_t(ended.eos_step) + 1);
+    EXPECT_EQ(ended.tokens.back(), eos);
+
+    params.ignore_eos = true;
+    const GenerationResult full = generate(session, *cond_, text("Hello there."), params);
+    EXPECT_EQ(full.tokens.size(), size_t(params.max_new_tokens));
+    EXPECT_EQ(full.eos_step, ended.eos_step);
+    EXPECT_EQ(std::count(full.tokens.begin(), full.tokens.end(), eos), 0);
+    EXPECT_TRUE(std::equal(ended.tokens.begin(), ended.tokens.end() - 1, full.tokens.begin()))
+        << "ignore_eos changed the steps before EOS";
+}
