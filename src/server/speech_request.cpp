@@ -70,8 +70,14 @@ void parse_seed(const json &value, SynthesisParams &params) {
 }
 
 // A number of the table; an integer parameter also takes an integral float (8.0), as JSON writers
-// that keep every number a double send it.
+// that keep every number a double send it. A flag (ignore_eos, split_text) is a JSON boolean.
 void parse_parameter(const SynthesisParameter &parameter, const json &value, SynthesisParams &params) {
+    if (parameter.flag) {
+        if (!value.is_boolean())
+            throw invalid(parameter.name, concat("'", parameter.name, "' must be true or false, got ", value.dump()));
+        parameter.set(params, value.get<bool>() ? 1.0 : 0.0);
+        return;
+    }
     const char *kind = parameter.integer ? "an integer" : "a number";
     if (!value.is_number() || (parameter.integer && value.get<double>() != std::floor(value.get<double>())))
         throw invalid(parameter.name, concat("'", parameter.name, "' must be ", kind, ", got ", value.dump()));

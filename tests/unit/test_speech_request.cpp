@@ -29,6 +29,10 @@ TEST(SpeechRequest, EveryFieldLandsInTheRequest) {
                  {"stream_format", "sse"}, {"speed", 1},     {"seed", 18446744073709551615u}};
     double value = 0.5;
     for (const SynthesisParameter &p : synthesis_parameters()) {
+        if (p.flag) { // the other setting than the default
+            body[p.name] = p.default_value() == 0;
+            continue;
+        }
         // A value inside each range that differs from the default.
         const double v = p.integer ? double(int(p.lo) + 7) : (p.accepts(p.lo + value) ? p.lo + value : p.hi);
         body[p.name] = v;
@@ -40,8 +44,10 @@ TEST(SpeechRequest, EveryFieldLandsInTheRequest) {
     EXPECT_EQ(r.format, ResponseFormat::pcm);
     EXPECT_EQ(r.stream, StreamFormat::sse);
     EXPECT_EQ(r.params.sampling.seed, 18446744073709551615u);
-    for (const SynthesisParameter &p : synthesis_parameters())
-        EXPECT_FLOAT_EQ(float(p.get(r.params)), float(body[p.name].get<double>())) << p.name;
+    for (const SynthesisParameter &p : synthesis_parameters()) {
+        const double sent = p.flag ? double(body[p.name].get<bool>()) : body[p.name].get<double>();
+        EXPECT_FLOAT_EQ(float(p.get(r.params)), float(sent)) << p.name;
+    }
 }
 
 TEST(SpeechRequest, OpenAIVoiceNamesAreTheBuiltInVoice) {
