@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/speech_handler.h"
+#include "server/web_page.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -124,6 +125,7 @@ void Server::add_routes() {
     http_->Post("/v1/audio/speech", [this](const httplib::Request &request, httplib::Response &response) {
         answer_speech(engine_, pool_, options_, request, response);
     });
+    add_web_page_routes(*http_, options_.limits); // GET /, /web/*: open without the API key
 }
 
 int Server::bind() {
