@@ -18,7 +18,10 @@ const page = {
   audioContext: null,
   result: null,             // {pcm: Uint8Array, body: the request}
   downloadUrl: null,
+  playerUrl: null,
 };
+// For the browser console and the page's tests (tests/js/web_page.test.mjs).
+window.chatterboxPage = page;
 
 function setState(state, message) {
   document.body.dataset.state = state;
@@ -96,6 +99,9 @@ async function loadParameters() {
   speed.min = info.speed.min;
   speed.max = info.speed.max;
   speed.disabled = info.speed.min === info.speed.max;
+  $('speed-note').textContent = speed.disabled
+    ? `this server speaks at ${info.speed.min}× only`
+    : `pitch-preserving, [${info.speed.min}, ${info.speed.max}]`;
   speed.addEventListener('input', () => { $('speed-value').textContent = Number(speed.value).toFixed(2); });
   for (const format of info.response_formats) $('response-format').append(new Option(format, format));
   $('text-limit').textContent = info.max_input_chars;
@@ -306,11 +312,10 @@ async function speak() {
     if (bytes === 0) throw new Error('the server sent no audio');
     const pcm = concatenate(chunks, bytes);
     page.result = { pcm, body };
-    const wav = wavBlob(pcm);
-    $('player').src = URL.createObjectURL(wav);
-    offerDownload(wav, 'speech.wav');
+    if (page.playerUrl) URL.revokeObjectURL(page.playerUrl);
+    page.playerUrl = URL.createObjectURL(wavBlob(pcm));
+    $('player').src = page.playerUrl;
     await prepareDownload();
-    setState('done', `Done: ${(samples / PCM_SAMPLE_RATE).toFixed(2)} s of audio (seed ${body.seed}).`);
   } catch (error) {
     if (error.name === 'AbortError') {
       player.stop();
@@ -330,8 +335,13 @@ async function speak() {
 async function prepareDownload() {
   if (!page.result) return;
   const format = $('response-format').value;
-  if (format === 'wav') return offerDownload(wavBlob(page.result.pcm), 'speech.wav');
-  if (format === 'pcm') return offerDownload(new Blob([page.result.pcm], { type: 'audio/pcm' }), 'speech.pcm');
+  if (format === 'wav' || format === 'pcm') {
+    const blob = format === 'wav' ? wavBlob(page.result.pcm) : new Blob([page.result.pcm], { type: 'audio/pcm' });
+    offerDownload(blob, `speech.${format}`);
+    setState('done', `Done: ${(page.result.pcm.length / 2 / PCM_SAMPLE_RATE).toFixed(2)} s of audio ` +
+      `(seed ${page.result.body.seed}); the download is what you heard, as ${format}.`);
+    return;
+  }
   $('download').setAttribute('aria-disabled', 'true');
   setState('encoding', `Asking the server for ${format}…`);
   const response = await fetch('/v1/audio/speech', {
