@@ -5,7 +5,6 @@
 //   POST /v1/audio/speech   text -> audio (wav, pcm, flac), whole or streamed (audio bytes or SSE)
 //   GET  /v1/models         the one model served
 //   GET  /health            alive;  GET /ready: the model is loaded and requests are served
-//   GET  /                  the web page (web_page.h), open without the API key
 //
 // Routes under /v1/ need "Authorization: Bearer KEY" when an API key is set. Errors are OpenAI-shaped
 // JSON (api_error.h). A client that disconnects from a stream cancels its synthesis, which frees

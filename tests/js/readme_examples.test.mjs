@@ -1,6 +1,7 @@
-// README.md's server examples, run as written against the tiny model: every ```sh block of the
-// "## Server" section that calls curl, and its ```js block, with only the address replaced by the
-// test server's. Each must write at least one audio file, and every file it writes must decode.
+// README.md's server examples, run as written against the tiny model: the fenced blocks of the
+// "## Server" section marked with MARKER on the line before (curl in ```sh, the OpenAI SDK in ```js),
+// with only the address replaced by the test server's. Each must write at least one audio file, and
+// every file it writes must decode.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -15,6 +16,7 @@ import { startServer } from './server.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const README_ADDRESS = 'http://127.0.0.1:8080';
+const MARKER = '<!-- run as written by tests/js/readme_examples.test.mjs -->';
 const run = promisify(execFile);
 
 // The fenced blocks of README.md's "## Server" section: [{language, code}].
@@ -24,7 +26,8 @@ function serverSectionBlocks() {
   assert.ok(start >= 0, 'README.md has a "## Server" section');
   const end = readme.indexOf('\n## ', start + 1);
   const section = readme.slice(start, end < 0 ? undefined : end);
-  return [...section.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({ language: m[1], code: m[2] }));
+  const blocks = [...section.matchAll(/^(.*)\n```(\w+)\n([\s\S]*?)```/gm)];
+  return blocks.filter((m) => m[1] === MARKER).map((m) => ({ language: m[2], code: m[3] }));
 }
 
 // Runs `execute(folder)` in a fresh folder; then checks the audio files it left there.
@@ -56,15 +59,15 @@ describe("README.md's server examples", () => {
   };
 
   test('the curl examples', async () => {
-    const curl = blocks.filter((b) => b.language === 'sh' && /^curl /m.test(b.code));
-    assert.ok(curl.length > 0, 'a ```sh block with curl');
+    const curl = blocks.filter((b) => b.language === 'sh');
+    assert.ok(curl.length > 0 && curl.every((b) => /^curl /m.test(b.code)), 'marked ```sh blocks of curl commands');
     for (const { code } of curl)
       await expectAudioFiles((folder) => run('bash', ['-euo', 'pipefail', '-c', withServer(code)], { cwd: folder }));
   });
 
   test('the JavaScript example (OpenAI SDK)', async () => {
     const js = blocks.filter((b) => b.language === 'js');
-    assert.equal(js.length, 1, 'one ```js block');
+    assert.equal(js.length, 1, 'one marked ```js block');
     // Beside node_modules, so that `import OpenAI from 'openai'` finds the pinned package.
     const script = join(HERE, `.readme-example-${process.pid}.mjs`);
     writeFileSync(script, withServer(js[0].code));

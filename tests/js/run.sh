@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# ctest's js.server_clients: the tests in this folder under Node's test runner. Skipped (exit 77)
+# ctest's js.* entries: the given test files of this folder (default: all) under Node's test runner.
+# Skipped (exit 77)
 # with the reason when node or the pinned npm packages are missing: scripts/setup.sh installs them
 # (npm ci here).
 set -euo pipefail
@@ -15,4 +16,5 @@ for package in openai puppeteer-core; do
   fi
 done
 cd "$HERE"
-exec node --test --test-reporter=spec ./*.test.mjs
+(($#)) || set -- ./*.test.mjs
+exec node --test --test-reporter=spec "$@"

@@ -4,6 +4,9 @@
 //   CHATTERBOX_TINY_MODEL  the tiny synthetic model (fixture tiny_model)
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 function required(name) {
   const value = process.env[name];
@@ -15,7 +18,9 @@ function required(name) {
 // "listening on http://HOST:PORT").
 export async function startServer({ apiKey } = {}) {
   const args = ['-m', required('CHATTERBOX_TINY_MODEL'), '--host', '127.0.0.1', '--port', '0', '--sessions', '2'];
-  const env = { ...process.env };
+  // The voice library's default folder is under $XDG_DATA_HOME: a fresh one per server, not the user's.
+  const dataHome = mkdtempSync(join(tmpdir(), 'chatterbox-js-test-'));
+  const env = { ...process.env, XDG_DATA_HOME: dataHome };
   delete env.CHATTERBOX_API_KEY;
   if (apiKey) args.push('--api-key', apiKey);
   const child = spawn(required('CHATTERBOX_SERVER'), args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -30,15 +35,20 @@ export async function startServer({ apiKey } = {}) {
   });
   const timeout = setTimeout(() => child.kill('SIGKILL'), 60_000);
   try {
-    const { url, port } = await listening;
+    const { url, port } = await listening.catch((error) => {
+      rmSync(dataHome, { recursive: true, force: true });
+      throw error;
+    });
     return {
       url,
       port,
       log: () => stderr,
       async stop() {
-        if (child.exitCode !== null) return;
-        child.kill('SIGTERM');
-        await once(child, 'exit');
+        if (child.exitCode === null) {
+          child.kill('SIGTERM');
+          await once(child, 'exit');
+        }
+        rmSync(dataHome, { recursive: true, force: true });
       },
     };
   } finally {

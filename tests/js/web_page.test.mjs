@@ -6,6 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
 
 import { hasVoiceLibrary, startServer } from './server.mjs';
@@ -13,6 +14,8 @@ import { hasVoiceLibrary, startServer } from './server.mjs';
 const API_KEY = 'test-key-for-the-web-page';
 const CHROMIUM = process.env.CHATTERBOX_CHROMIUM ?? '/usr/bin/chromium';
 const SCREENSHOT = process.env.CHATTERBOX_WEB_SCREENSHOT;
+// A voice to upload: a few seconds of speech from the golden test data.
+const RECORDING = fileURLToPath(new URL('../data/golden/ref_voice.wav', import.meta.url));
 const SPEECH_TIMEOUT_MS = 120_000; // the tiny model on a busy 2-core machine
 
 let server;
@@ -39,6 +42,12 @@ async function openPage() {
   await page.goto(`${server.url}/`, { waitUntil: 'networkidle0' });
   await page.waitForFunction(() => ['idle', 'error'].includes(document.body.dataset.state));
   return { page, problems };
+}
+
+// Types the API key, as a user does: the page reloads the voices when the field changes.
+async function giveKey(page) {
+  await page.type('#api-key', API_KEY);
+  await page.$eval('#api-key', (input) => input.dispatchEvent(new Event('change')));
 }
 
 const state = (page) => page.evaluate(() => ({
@@ -98,8 +107,7 @@ describe('the web page', { skip: existsSync(CHROMIUM) ? false : `no browser at $
     assert.equal(result.state, 'error');
     assert.match(result.status, /401/);
 
-    await page.type('#api-key', API_KEY);
-    await page.$eval('#api-key', (input) => input.dispatchEvent(new Event('change')));
+    await giveKey(page);
     await page.evaluate(() => { window.stateHistory = []; });
     result = await speak(page);
     assert.equal(result.state, 'done', result.status);
@@ -157,9 +165,56 @@ describe('the web page', { skip: existsSync(CHROMIUM) ? false : `no browser at $
     await page.close();
   });
 
+  test('Stop while it streams: playback stops, and the next Speak is served', async () => {
+    const { page, problems } = await openPage();
+    await giveKey(page);
+    await page.type('#text', 'A long text that keeps streaming. '.repeat(6));
+    await page.$eval('#param-max_new_tokens', (input) => { input.value = 400; });
+    await page.click('#speak');
+    await page.waitForFunction(() => document.body.dataset.state === 'streaming', { timeout: SPEECH_TIMEOUT_MS });
+    await page.click('#stop');
+    await page.waitForFunction(() => document.body.dataset.state === 'idle');
+    assert.equal((await state(page)).status, 'Stopped.');
+    assert.equal(await page.$eval('#stop', (b) => b.disabled), true);
+
+    await page.$eval('#text', (t) => { t.value = 'Hi.'; });
+    await page.$eval('#param-max_new_tokens', (input) => { input.value = 20; });
+    const result = await speak(page);
+    assert.equal(result.state, 'done', result.status);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  test('a voice added from a recording is picked, speaks, and is deleted', async (t) => {
+    if (!(await hasVoiceLibrary(server, API_KEY))) {
+      t.skip('GET /v1/audio/voices is 404: this server has no voice library yet');
+      return;
+    }
+    const { page, problems } = await openPage();
+    await giveKey(page);
+    await page.waitForFunction(() => !document.getElementById('voice-upload').hidden);
+    await page.type('#voice-name', 'web-test-voice');
+    await (await page.$('#voice-file')).uploadFile(RECORDING);
+    await page.click('#upload-voice');
+    await page.waitForFunction(() => document.getElementById('voice').value === 'web-test-voice', {
+      timeout: SPEECH_TIMEOUT_MS,
+    });
+    await page.type('#text', 'Hello in a new voice.');
+    await page.$eval('#param-max_new_tokens', (input) => { input.value = 30; });
+    const result = await speak(page);
+    assert.equal(result.state, 'done', result.status);
+
+    await page.click('#delete-voice');
+    await page.waitForFunction(() => document.getElementById('voice').value === 'default');
+    const voices = await page.$$eval('#voice option', (options) => options.map((o) => o.value));
+    assert.ok(!voices.includes('web-test-voice'), `voices after the delete: ${voices}`);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
   test('a parameter out of range: the page shows the server\'s message naming it', async () => {
     const { page } = await openPage();
-    await page.type('#api-key', API_KEY);
+    await giveKey(page);
     await page.type('#text', 'Hi.');
     // Out of the slider's range, as a hand-edited request would be.
     await page.$eval('#param-max_new_tokens', (input) => { input.type = 'number'; input.value = 999999; });
