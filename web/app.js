@@ -5,7 +5,7 @@
 // OpenAI's "pcm" response format: signed 16-bit little-endian, mono, 24 kHz.
 const PCM_SAMPLE_RATE = 24000;
 // The parameters shown at the top; the rest of the server's table goes under "More parameters".
-const MAIN_PARAMETERS = ['exaggeration', 'cfg_weight', 'temperature'];
+const MAIN_PARAMETERS = ['exaggeration', 'cfg_weight', 'temperature', 'speed'];
 // Where the first chunk starts after it arrives, so that playback does not stutter on a late chunk.
 const PLAYBACK_LEAD_SECONDS = 0.1;
 
@@ -46,7 +46,7 @@ async function errorMessage(response) {
 
 function decimals(parameter) {
   const span = parameter.max - parameter.min;
-  return parameter.integer ? 0 : span <= 1 ? 3 : 2;
+  return parameter.integer ? 0 : span > 0 && span <= 1 ? 3 : 2;
 }
 
 function parameterControl(parameter) {
@@ -73,6 +73,7 @@ function parameterControl(parameter) {
     input.max = parameter.max;
     input.step = step;
     input.value = parameter.default;
+    input.disabled = parameter.min === parameter.max; // fixed on this server: shown, not sent
     const value = document.createElement('output');
     value.htmlFor = id;
     value.textContent = Number(parameter.default).toFixed(decimals(parameter));
@@ -80,7 +81,9 @@ function parameterControl(parameter) {
     label.append(`${parameter.name.replace(/_/g, ' ')} `, value);
     const range = document.createElement('span');
     range.className = 'hint';
-    range.textContent = `${parameter.meaning}; ${parameter.min_excluded ? '(' : '['}${parameter.min}, ${parameter.max}]`;
+    range.textContent = input.disabled
+      ? parameter.meaning
+      : `${parameter.meaning}; ${parameter.min_excluded ? '(' : '['}${parameter.min}, ${parameter.max}]`;
     wrapper.append(label, input, range);
   }
   return wrapper;
@@ -92,17 +95,10 @@ async function loadParameters() {
   const info = await response.json();
   page.parameters = info.parameters;
   for (const parameter of info.parameters) {
-    const target = MAIN_PARAMETERS.includes(parameter.name) ? 'main-parameters' : 'more-parameters';
-    $(target).append(parameterControl(parameter));
+    const control = parameterControl(parameter);
+    if (MAIN_PARAMETERS.includes(parameter.name)) $('main-parameters').insertBefore(control, $('seed-parameter'));
+    else $('more-parameters').append(control);
   }
-  const speed = $('speed');
-  speed.min = info.speed.min;
-  speed.max = info.speed.max;
-  speed.disabled = info.speed.min === info.speed.max;
-  $('speed-note').textContent = speed.disabled
-    ? `this server speaks at ${info.speed.min}× only`
-    : `pitch-preserving, [${info.speed.min}, ${info.speed.max}]`;
-  speed.addEventListener('input', () => { $('speed-value').textContent = Number(speed.value).toFixed(2); });
   for (const format of info.response_formats) $('response-format').append(new Option(format, format));
   $('text-limit').textContent = info.max_input_chars;
   $('text').maxLength = info.max_input_chars;
@@ -111,11 +107,10 @@ async function loadParameters() {
 // The request body for the text, voice and parameters on the page.
 function speechBody() {
   const body = { model: 'chatterbox', input: $('text').value, voice: $('voice').value };
-  for (const input of document.querySelectorAll('[data-parameter]')) {
+  for (const input of document.querySelectorAll('[data-parameter]:not(:disabled)')) {
     const parameter = page.parameters.find((p) => p.name === input.dataset.parameter);
     body[parameter.name] = parameter.flag ? input.checked : Number(input.value);
   }
-  if (!$('speed').disabled) body.speed = Number($('speed').value);
   // A seed is always sent, so a download in another format says the same as what was heard.
   body.seed = $('seed').value === '' ? Math.floor(Math.random() * 2 ** 32) : Number($('seed').value);
   return body;

@@ -73,15 +73,24 @@ std::string web_page_parameters_json(const RequestLimits &limits) {
                               {"flag", p.flag != nullptr},
                               {"default", p.default_value()}});
     }
+    // OpenAI's speed, where the table does not hold it: the range the parser takes, 1 alone if it
+    // does not time-stretch.
+    if (!find_synthesis_parameter("speed")) {
+        const bool stretches =
+            parser_accepts({{"speed", kOpenAiSlowest}}, limits) && parser_accepts({{"speed", kOpenAiFastest}}, limits);
+        parameters.push_back({{"name", "speed"},
+                              {"meaning", stretches ? "speaking rate, pitch kept" : "speaking rate: only 1 here"},
+                              {"min", stretches ? kOpenAiSlowest : 1.0},
+                              {"max", stretches ? kOpenAiFastest : 1.0},
+                              {"min_excluded", false},
+                              {"integer", false},
+                              {"flag", false},
+                              {"default", 1.0}});
+    }
     json formats = json::array();
     for (const char *format : kOpenAiFormats)
         if (parser_accepts({{"response_format", format}}, limits)) formats.push_back(format);
-    const bool stretches =
-        parser_accepts({{"speed", kOpenAiSlowest}}, limits) && parser_accepts({{"speed", kOpenAiFastest}}, limits);
-    return json{{"parameters", parameters},
-                {"response_formats", formats},
-                {"speed", {{"min", stretches ? kOpenAiSlowest : 1.0}, {"max", stretches ? kOpenAiFastest : 1.0}}},
-                {"max_input_chars", limits.max_input_chars}}
+    return json{{"parameters", parameters}, {"response_formats", formats}, {"max_input_chars", limits.max_input_chars}}
         .dump();
 }
 

@@ -4,8 +4,9 @@
 //
 //   GET /                     web/index.html
 //   GET /web/<file>           any other file of web/ (app.js, style.css)
-//   GET /web/parameters.json  what the page offers: the shared parameter table's ranges and defaults,
-//                             the response formats and the speed range this server accepts
+//   GET /web/parameters.json  what the page offers: the shared parameter table's ranges and defaults
+//                             (and speed's, where the table lacks it), the response formats this
+//                             server accepts
 
 #include "server/speech_request.h"
 

@@ -90,7 +90,7 @@ describe('the web page', { skip: existsSync(CHROMIUM) ? false : `no browser at $
   test('type, press Speak: the audio streams, plays while it arrives, and is offered for download', async () => {
     const { page, problems } = await openPage();
     // The parameters come from the server's table.
-    for (const name of ['exaggeration', 'cfg_weight', 'temperature', 'top_p'])
+    for (const name of ['exaggeration', 'cfg_weight', 'temperature', 'speed', 'top_p'])
       assert.ok(await page.$(`#param-${name}`), `a control for ${name}`);
     assert.equal(await page.$eval('label[for="text"]', (l) => l.textContent), 'Text to say');
     const formats = await page.$$eval('#response-format option', (options) => options.map((o) => o.value));
