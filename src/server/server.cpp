@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/speech_handler.h"
+#include "server/voice_routes.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -59,12 +60,14 @@ bool constant_time_equal(const std::string &a, const std::string &b) {
 
 Server::Server(const Engine &engine, const ServerOptions &options)
     : engine_(engine), options_(options), pool_(engine, options.sessions, options.queue, session_options(options)),
+      voices_(options.voices_dir.empty() ? default_voices_dir() : options.voices_dir),
       http_(std::make_unique<httplib::Server>()) {
     // Every request holds a worker thread while it waits in the queue or runs: one per session and
     // queue place, and a few more so /health and refusals are answered while all of those are taken.
     const size_t workers = size_t(options.sessions + options.queue + 4);
     http_->new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-    http_->set_payload_max_length(options.max_body_bytes);
+    // httplib has one body limit: the larger one; each route checks its own.
+    http_->set_payload_max_length(std::max(options.max_body_bytes, options.max_upload_bytes));
     // httplib's default adds SO_REUSEPORT, with which a second server on the same port starts
     // without error and the kernel splits the clients between the two; SO_REUSEADDR alone still
     // allows a restart while old connections linger in TIME_WAIT.
@@ -122,8 +125,10 @@ void Server::add_routes() {
               json::array({{{"id", kModelId}, {"object", "model"}, {"created", 0}, {"owned_by", "resemble-ai"}}})}});
     });
     http_->Post("/v1/audio/speech", [this](const httplib::Request &request, httplib::Response &response) {
-        answer_speech(engine_, pool_, options_, request, response);
+        check_body_size(request.body.size(), options_.max_body_bytes);
+        answer_speech(engine_, pool_, voices_, options_, request, response);
     });
+    add_voice_routes(*http_, engine_, pool_, voices_, options_);
 }
 
 int Server::bind() {

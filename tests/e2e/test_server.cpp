@@ -61,6 +61,7 @@ class RunningServer {
 server::ServerOptions small_server() {
     server::ServerOptions options;
     options.threads = 1;
+    options.voices_dir = test::temp_dir("server_voices"); // not the user's library
     return options;
 }
 
