@@ -77,7 +77,8 @@ uint64_t parse_seed(const Form &form) {
 
 std::string checked_name(const std::string &name, const char *param) {
     if (const std::string problem = voice_name_problem(name); !problem.empty())
-        throw invalid(param, concat("voice name '", name, "' is refused: ", problem));
+        // Quoted as JSON, so a control character (NUL too) shows as an escape.
+        throw invalid(param, concat("voice name ", json(name).dump(), " is refused: ", problem));
     return name;
 }
 

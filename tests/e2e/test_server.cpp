@@ -9,6 +9,7 @@
 #include "audio/audio_encoding.h"
 #include "audio/audio_file.h"
 #include "server/server.h"
+#include "support/running_server.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -24,39 +25,11 @@
 
 using namespace chatterbox;
 using nlohmann::json;
+using test::pcm_of;
+using test::pcm_samples;
+using test::RunningServer;
 
 namespace {
-
-// A server on a free loopback port, serving on its own thread until destroyed.
-class RunningServer {
-  public:
-    RunningServer(const Engine &engine, server::ServerOptions options) : server_(engine, with_free_port(options)) {
-        port_ = server_.bind();
-        thread_ = std::thread([this] { server_.run(); });
-    }
-    ~RunningServer() {
-        server_.stop();
-        thread_.join();
-    }
-
-    int port() const { return port_; }
-
-    httplib::Client client() const {
-        httplib::Client client("127.0.0.1", port_);
-        client.set_read_timeout(60, 0);
-        return client;
-    }
-
-  private:
-    static server::ServerOptions with_free_port(server::ServerOptions options) {
-        options.port = 0;
-        return options;
-    }
-
-    server::Server server_;
-    int port_ = 0;
-    std::thread thread_;
-};
 
 server::ServerOptions small_server() {
     server::ServerOptions options;
@@ -87,18 +60,6 @@ httplib::Result post_streaming(httplib::Client &client, const json &body,
     request.set_header("Content-Type", "application/json");
     request.content_receiver = [receive](const char *data, size_t n, uint64_t, uint64_t) { return receive(data, n); };
     return client.send(request);
-}
-
-std::vector<int16_t> pcm_samples(const std::string &bytes) {
-    std::vector<int16_t> out(bytes.size() / 2);
-    std::memcpy(out.data(), bytes.data(), out.size() * 2);
-    return out;
-}
-
-std::vector<int16_t> pcm_of(const std::vector<float> &wave) {
-    std::string bytes;
-    audio::append_pcm16(bytes, wave.data(), wave.size());
-    return pcm_samples(bytes);
 }
 
 audio::Audio decode_file(const std::string &bytes, const std::string &name) {
