@@ -82,6 +82,12 @@ Server::~Server() { stop(); }
 
 void Server::add_routes() {
     http_->set_pre_routing_handler([this](const httplib::Request &request, httplib::Response &response) {
+        // httplib limits only bodies that state their Content-Length; a chunked one could fill memory.
+        if (request.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos) {
+            send_error(response, ApiError(411, "send the request body with a Content-Length, not chunked", "",
+                                          "invalid_request_error", "length_required"));
+            return httplib::Server::HandlerResponse::Handled;
+        }
         if (options_.api_key.empty() || request.path.rfind("/v1/", 0) != 0)
             return httplib::Server::HandlerResponse::Unhandled;
         if (constant_time_equal(request.get_header_value("Authorization"), "Bearer " + options_.api_key))

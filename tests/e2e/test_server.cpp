@@ -80,12 +80,7 @@ std::string unbase64(const std::string &text) {
 
 class Server : public ::testing::Test {
   protected:
-    static void SetUpTestSuite() {
-        EngineOptions options;
-        options.model_path = test::tiny_model_path();
-        options.backend.threads = 1;
-        engine_ = std::make_unique<Engine>(options);
-    }
+    static void SetUpTestSuite() { engine_ = test::tiny_engine(); }
     static void TearDownTestSuite() { engine_.reset(); }
 
     // What a session of the engine makes of the same request, offline or streamed.

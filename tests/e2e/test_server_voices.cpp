@@ -120,10 +120,7 @@ void expect_error(const httplib::Result &result, int status, const std::string &
 class ServerVoices : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
-        EngineOptions options;
-        options.model_path = test::tiny_model_path();
-        options.backend.threads = 1;
-        engine_ = std::make_unique<Engine>(options);
+        engine_ = test::tiny_engine();
         recording_ = new std::string(reference_wav(1.5, test::temp_dir("voices_recording")));
     }
     static void TearDownTestSuite() {
@@ -313,6 +310,18 @@ TEST_F(ServerVoices, BadAndOversizedUploadsAreClearErrors) {
     long_body["input"] = std::string(9000, 'a');
     expect_error(say(client, long_body), 413, "", "too large");
     ASSERT_EQ(create_voice(client, "fits", reference_wav(3.0, root_))->status, 201) << "a 144 KB upload fits";
+
+    // httplib limits only bodies with a Content-Length, so a chunked one is refused before it is read.
+    const std::string form = "--b\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nx\r\n--b--\r\n";
+    auto chunked = client.Post(
+        "/v1/audio/voices",
+        [&](size_t, httplib::DataSink &sink) {
+            sink.write(form.data(), form.size());
+            sink.done();
+            return true;
+        },
+        "multipart/form-data; boundary=b");
+    expect_error(chunked, 411, "", "Content-Length");
 
     // A recording over the length limit (10 minutes) is refused from its header.
     std::vector<float> long_quiet(size_t(601 * 1000), 0.01f);

@@ -4,16 +4,26 @@
 
 #include "audio/audio_encoding.h"
 #include "server/server.h"
+#include "support/test_support.h"
 
 #include <httplib.h>
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace chatterbox::test {
+
+// The tiny model (ctest fixture tiny_model) on one thread, as the server tests serve it.
+inline std::unique_ptr<Engine> tiny_engine() {
+    EngineOptions options;
+    options.model_path = tiny_model_path();
+    options.backend.threads = 1;
+    return std::make_unique<Engine>(options);
+}
 
 // A server on a free loopback port, serving on its own thread until destroyed.
 class RunningServer {
