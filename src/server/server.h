@@ -56,6 +56,8 @@ class Server {
     // it starts later).
     void stop();
 
+    const VoiceLibrary &voices() const { return voices_; }
+
   private:
     void add_routes();
 

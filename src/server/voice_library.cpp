@@ -45,10 +45,11 @@ void fsync_path(const std::string &path, int flags) {
     if (synced != 0) fail("cannot sync '", path, "' to disk: ", std::strerror(error));
 }
 
-// A new empty file in `dir` named .tmp-XXXXXX<suffix>; creates the folder when missing.
+// A new empty file in `dir` named .tmp-XXXXXX<suffix>; creates the folder when missing (and syncs
+// its parent, so the new folder itself survives a crash).
 std::string make_temp_file(const std::string &dir, const std::string &suffix) {
     std::error_code ec;
-    fs::create_directories(dir, ec);
+    if (fs::create_directories(dir, ec)) fsync_path(fs::absolute(dir).parent_path().string(), O_RDONLY | O_DIRECTORY);
     if (ec) fail("cannot create the voice folder '", dir, "': ", ec.message());
     std::string path = (fs::path(dir) / (std::string(kTempPrefix) + "XXXXXX" + suffix)).string();
     const int fd = ::mkstemps(path.data(), int(suffix.size()));

@@ -40,7 +40,8 @@ std::string model_path(const std::string &option) {
 
 int main(int argc, char **argv) {
     CLI::App app{"Chatterbox text-to-speech server: OpenAI's POST /v1/audio/speech (wav, pcm, flac; streamed as "
-                 "audio or SSE), GET /v1/models, /health, /ready.",
+                 "audio or SSE), a voice library (/v1/audio/voices), voice conversion (/v1/audio/voice-conversion), "
+                 "GET /v1/models, /health, /ready.",
                  "chatterbox-server"};
     std::string model;
     chatterbox::server::ServerOptions options;
@@ -90,6 +91,8 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "chatterbox-server: %s; %d session(s), queue %d; listening on http://%s:%d%s\n",
                      engine.description().c_str(), options.sessions, options.queue, options.host.c_str(), port,
                      options.api_key.empty() ? "" : " (API key required)");
+        std::fprintf(stderr, "chatterbox-server: voice library %s (%zu voices)\n", server.voices().dir().c_str(),
+                     server.voices().list().size());
         server.run();
         g_server = nullptr;
     } catch (const std::exception &e) {
