@@ -9,6 +9,7 @@
 #include "audio/audio_encoding.h"
 #include "audio/audio_file.h"
 #include "server/server.h"
+#include "support/running_server.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -24,43 +25,16 @@
 
 using namespace chatterbox;
 using nlohmann::json;
+using test::pcm_of;
+using test::pcm_samples;
+using test::RunningServer;
 
 namespace {
-
-// A server on a free loopback port, serving on its own thread until destroyed.
-class RunningServer {
-  public:
-    RunningServer(const Engine &engine, server::ServerOptions options) : server_(engine, with_free_port(options)) {
-        port_ = server_.bind();
-        thread_ = std::thread([this] { server_.run(); });
-    }
-    ~RunningServer() {
-        server_.stop();
-        thread_.join();
-    }
-
-    int port() const { return port_; }
-
-    httplib::Client client() const {
-        httplib::Client client("127.0.0.1", port_);
-        client.set_read_timeout(60, 0);
-        return client;
-    }
-
-  private:
-    static server::ServerOptions with_free_port(server::ServerOptions options) {
-        options.port = 0;
-        return options;
-    }
-
-    server::Server server_;
-    int port_ = 0;
-    std::thread thread_;
-};
 
 server::ServerOptions small_server() {
     server::ServerOptions options;
     options.threads = 1;
+    options.voices_dir = test::temp_dir("server_voices"); // not the user's library
     return options;
 }
 
@@ -88,18 +62,6 @@ httplib::Result post_streaming(httplib::Client &client, const json &body,
     return client.send(request);
 }
 
-std::vector<int16_t> pcm_samples(const std::string &bytes) {
-    std::vector<int16_t> out(bytes.size() / 2);
-    std::memcpy(out.data(), bytes.data(), out.size() * 2);
-    return out;
-}
-
-std::vector<int16_t> pcm_of(const std::vector<float> &wave) {
-    std::string bytes;
-    audio::append_pcm16(bytes, wave.data(), wave.size());
-    return pcm_samples(bytes);
-}
-
 audio::Audio decode_file(const std::string &bytes, const std::string &name) {
     const std::string path = (std::filesystem::path(test::temp_dir("server")) / name).string();
     std::ofstream(path, std::ios::binary) << bytes;
@@ -118,12 +80,7 @@ std::string unbase64(const std::string &text) {
 
 class Server : public ::testing::Test {
   protected:
-    static void SetUpTestSuite() {
-        EngineOptions options;
-        options.model_path = test::tiny_model_path();
-        options.backend.threads = 1;
-        engine_ = std::make_unique<Engine>(options);
-    }
+    static void SetUpTestSuite() { engine_ = test::tiny_engine(); }
     static void TearDownTestSuite() { engine_.reset(); }
 
     // What a session of the engine makes of the same request, offline or streamed.

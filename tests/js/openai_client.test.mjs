@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 
 import { AUDIO_FORMATS, SAMPLE_RATE } from './audio_files.mjs';
-import { hasVoiceLibrary, startServer } from './server.mjs';
+import { startServer } from './server.mjs';
 
 const API_KEY = 'test-key-for-the-js-tests';
 // Short answers keep the tiny model quick: 40 speech tokens = 1.6 s at most. A fixed seed makes two
@@ -139,8 +139,7 @@ describe('errors', () => {
   });
 });
 
-// The voice library (GET/POST/DELETE /v1/audio/voices) lands with its own change; until then these
-// tests say that they are skipped.
+// The voice library: GET/POST/DELETE /v1/audio/voices.
 describe('voice library', () => {
   const VOICE = 'js-test-voice';
   const auth = { Authorization: `Bearer ${API_KEY}` };
@@ -151,11 +150,7 @@ describe('voice library', () => {
     return (listing.data ?? listing.voices).map((v) => (typeof v === 'string' ? v : v.name ?? v.id));
   };
 
-  test('a voice created from a recording is listed, speaks, and is deleted', async (t) => {
-    if (!(await hasVoiceLibrary(server, API_KEY))) {
-      t.skip('GET /v1/audio/voices is 404: this server has no voice library yet');
-      return;
-    }
+  test('a voice created from a recording is listed, speaks, and is deleted', async () => {
     // The recording: the server's own built-in voice saying a sentence.
     const recording = await bytesOf(await client.audio.speech.create({ ...SHORT, max_new_tokens: 150, response_format: 'wav' }));
     const form = new FormData();

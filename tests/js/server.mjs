@@ -18,9 +18,10 @@ function required(name) {
 // "listening on http://HOST:PORT").
 export async function startServer({ apiKey } = {}) {
   const args = ['-m', required('CHATTERBOX_TINY_MODEL'), '--host', '127.0.0.1', '--port', '0', '--sessions', '2'];
-  // The voice library's default folder is under $XDG_DATA_HOME: a fresh one per server, not the user's.
+  // A fresh voice library per server, not the user's.
   const dataHome = mkdtempSync(join(tmpdir(), 'chatterbox-js-test-'));
-  const env = { ...process.env, XDG_DATA_HOME: dataHome };
+  args.push('--voices', join(dataHome, 'voices'));
+  const env = { ...process.env };
   delete env.CHATTERBOX_API_KEY;
   if (apiKey) args.push('--api-key', apiKey);
   const child = spawn(required('CHATTERBOX_SERVER'), args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -54,12 +55,4 @@ export async function startServer({ apiKey } = {}) {
   } finally {
     clearTimeout(timeout);
   }
-}
-
-// Whether the server has the voice library (GET /v1/audio/voices), which lands with its own change.
-export async function hasVoiceLibrary(server, apiKey) {
-  const response = await fetch(`${server.url}/v1/audio/voices`, {
-    headers: apiKey ? { Authorization: `Bearer ${apiKey}` } : {},
-  });
-  return response.status !== 404;
 }
