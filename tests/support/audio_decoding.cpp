@@ -135,6 +135,17 @@ DecodedAudio decode_with_libavcodec(const std::string &bytes, AvCodec which) {
     return out;
 }
 
+size_t codec_padding(audio::AudioFormat format) {
+    switch (format) {
+    case audio::AudioFormat::mp3:
+        return 3 * 576 + 1152; // LAME's delay and padding, MPEG-2 granules of 576
+    case audio::AudioFormat::aac:
+        return 3 * 1024; // the priming frame and padding to whole frames of 1024
+    default:
+        return 0;
+    }
+}
+
 DecodedAudio decode_audio(const std::string &bytes, audio::AudioFormat format, int pcm_rate) {
     switch (format) {
     case audio::AudioFormat::aac:

@@ -23,4 +23,8 @@ DecodedAudio decode_with_libavcodec(const std::string &bytes, AvCodec codec);
 // The format's decoder of the two above; pcm is s16le at `pcm_rate`.
 DecodedAudio decode_audio(const std::string &bytes, audio::AudioFormat format, int pcm_rate = 24000);
 
+// What a codec may add to the length of what it encoded: encoder delay and padding to whole frames
+// (0 for the lossless formats and for Ogg Opus, whose pre-skip and end trim make it exact).
+size_t codec_padding(audio::AudioFormat format);
+
 } // namespace chatterbox::test
