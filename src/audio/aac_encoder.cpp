@@ -1,11 +1,10 @@
 #include "audio/aac_encoder.h"
 
+#include "audio/libav_handles.h"
 #include "core/error.h"
 
 extern "C" {
-#include <libavcodec/avcodec.h>
 #include <libavutil/channel_layout.h>
-#include <libavutil/error.h>
 #include <libavutil/log.h>
 }
 
@@ -19,11 +18,7 @@ namespace {
 
 constexpr int kBitRate = 64000;
 
-std::string av_error(int code) {
-    char text[AV_ERROR_MAX_STRING_SIZE] = {};
-    av_strerror(code, text, sizeof text);
-    return text;
-}
+using libav::error_text;
 
 // ISO/IEC 14496-3 table 1.18: the rates an ADTS header can name, by index.
 int adts_rate_index(int sample_rate) {
@@ -52,17 +47,6 @@ std::string adts_header(int rate_index, size_t payload) {
     return std::string(reinterpret_cast<const char *>(header), sizeof header);
 }
 
-// libavcodec's objects, freed however the encoder ends (also a constructor that throws).
-struct FreeContext {
-    void operator()(AVCodecContext *context) const { avcodec_free_context(&context); }
-};
-struct FreeFrame {
-    void operator()(AVFrame *frame) const { av_frame_free(&frame); }
-};
-struct FreePacket {
-    void operator()(AVPacket *packet) const { av_packet_free(&packet); }
-};
-
 class AacEncoder : public StreamEncoder {
   public:
     explicit AacEncoder(int sample_rate) : rate_index_(adts_rate_index(sample_rate)) {
@@ -78,7 +62,7 @@ class AacEncoder : public StreamEncoder {
         context_->profile = FF_PROFILE_AAC_LOW;
         av_channel_layout_default(&context_->ch_layout, 1);
         if (const int status = avcodec_open2(context_.get(), codec, nullptr); status < 0)
-            fail("encode_audio: libavcodec cannot start AAC at ", sample_rate, " Hz: ", av_error(status));
+            fail("encode_audio: libavcodec cannot start AAC at ", sample_rate, " Hz: ", error_text(status));
         frame_size_ = size_t(context_->frame_size);
         small_last_frame_ = (codec->capabilities & AV_CODEC_CAP_SMALL_LAST_FRAME) != 0;
     }
@@ -113,27 +97,27 @@ class AacEncoder : public StreamEncoder {
             frame_->sample_rate = context_->sample_rate;
             av_channel_layout_copy(&frame_->ch_layout, &context_->ch_layout);
             if ((status = av_frame_get_buffer(frame_.get(), 0)) < 0)
-                fail("encode_audio: no AAC frame buffer: ", av_error(status));
+                fail("encode_audio: no AAC frame buffer: ", error_text(status));
             std::memcpy(frame_->data[0], samples, n * sizeof(float)); // mono planar: one plane
             frame_->pts = pts_;
             pts_ += int64_t(n);
         }
         status = avcodec_send_frame(context_.get(), samples ? frame_.get() : nullptr);
         av_frame_unref(frame_.get());
-        if (status < 0) fail("encode_audio: AAC encoding failed: ", av_error(status));
+        if (status < 0) fail("encode_audio: AAC encoding failed: ", error_text(status));
         while ((status = avcodec_receive_packet(context_.get(), packet_.get())) >= 0) {
             out += adts_header(rate_index_, size_t(packet_->size));
             out.append(reinterpret_cast<const char *>(packet_->data), size_t(packet_->size));
             av_packet_unref(packet_.get());
         }
         if (status != AVERROR(EAGAIN) && status != AVERROR_EOF)
-            fail("encode_audio: AAC encoding failed: ", av_error(status));
+            fail("encode_audio: AAC encoding failed: ", error_text(status));
     }
 
     int rate_index_;
-    std::unique_ptr<AVCodecContext, FreeContext> context_;
-    std::unique_ptr<AVFrame, FreeFrame> frame_;
-    std::unique_ptr<AVPacket, FreePacket> packet_;
+    libav::ContextPtr context_;
+    libav::FramePtr frame_;
+    libav::PacketPtr packet_;
     size_t frame_size_ = 0;
     bool small_last_frame_ = false;
     int64_t pts_ = 0;

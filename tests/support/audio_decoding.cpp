@@ -1,5 +1,7 @@
 #include "support/audio_decoding.h"
 
+#include "audio/libav_handles.h"
+
 #include <gtest/gtest.h>
 #include <sndfile.h>
 
@@ -59,15 +61,6 @@ float sample_at(const AVFrame &frame, int i) {
 struct FreeParser {
     void operator()(AVCodecParserContext *p) const { av_parser_close(p); }
 };
-struct FreeContext {
-    void operator()(AVCodecContext *c) const { avcodec_free_context(&c); }
-};
-struct FreeFrame {
-    void operator()(AVFrame *f) const { av_frame_free(&f); }
-};
-struct FreePacket {
-    void operator()(AVPacket *p) const { av_packet_free(&p); }
-};
 
 } // namespace
 
@@ -96,9 +89,9 @@ DecodedAudio decode_with_libavcodec(const std::string &bytes, AvCodec which) {
     DecodedAudio out;
     const AVCodec *codec = avcodec_find_decoder(id);
     std::unique_ptr<AVCodecParserContext, FreeParser> parser(av_parser_init(id));
-    std::unique_ptr<AVCodecContext, FreeContext> context(avcodec_alloc_context3(codec));
-    std::unique_ptr<AVFrame, FreeFrame> frame(av_frame_alloc());
-    std::unique_ptr<AVPacket, FreePacket> packet(av_packet_alloc());
+    audio::libav::ContextPtr context(avcodec_alloc_context3(codec));
+    audio::libav::FramePtr frame(av_frame_alloc());
+    audio::libav::PacketPtr packet(av_packet_alloc());
     if (!codec || !parser || !context || !frame || !packet || avcodec_open2(context.get(), codec, nullptr) < 0) {
         ADD_FAILURE() << "libavcodec has no decoder for codec " << int(id);
         return out;
