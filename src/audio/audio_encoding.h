@@ -76,8 +76,9 @@ class StreamEncoder {
 // Throws Error when the codec refuses the sample rate or the library lacks the codec.
 std::unique_ptr<StreamEncoder> make_stream_encoder(AudioFormat format, int sample_rate, EncodedOutput output);
 
-// A whole mono file (make_stream_encoder with EncodedOutput::file). Throws Error for an empty or
-// non-finite signal or a failed encode.
+// A whole mono file (make_stream_encoder with EncodedOutput::file). No samples give the
+// container's empty form (WAV: its header; Ogg Opus: its header pages; the others: nothing).
+// Throws Error for a non-finite signal or a failed encode.
 std::string encode_audio(const std::vector<float> &samples, int sample_rate, AudioFormat format);
 
 } // namespace chatterbox::audio

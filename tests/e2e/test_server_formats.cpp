@@ -3,7 +3,8 @@
 // in-process: each format's whole answer has its content type and decodes (libsndfile, libavcodec)
 // to 24 kHz mono of the session's length within the codec's padding; streamed as audio and as SSE,
 // it arrives in several pieces and decodes to the whole answer's length; `speed` time-stretches
-// whole and streamed answers exactly as the session does; a bad speed is a 400 naming the field.
+// whole and streamed answers exactly as the session does; speech that ends at once is an empty
+// answer; a bad speed is a 400 naming the field.
 
 #include "audio/audio_encoding.h"
 #include "support/audio_decoding.h"
@@ -153,6 +154,25 @@ TEST_F(ServerFormats, SpeedStretchesWholeAndStreamedAnswersAsTheSessionDoes) {
     const size_t decoded = test::decode_audio(aac->body, audio::AudioFormat::aac).samples.size();
     EXPECT_GE(decoded, stretched);
     EXPECT_LE(decoded, stretched + test::codec_padding(audio::AudioFormat::aac));
+}
+
+TEST_F(ServerFormats, SpeechThatEndsAtOnceIsAnEmptyAnswerNotAnError) {
+    RunningServer server(*engine_, small_server());
+    httplib::Client client = server.client();
+    // Nearly uniform sampling that draws end-of-speech first for this text and seed (one token).
+    json body = speech("Hi.", 2, 1);
+    body["temperature"] = 5;
+    body["min_p"] = 0;
+    ASSERT_TRUE(session_wave(body, false).empty()) << "seed 2 no longer ends at once: choose a seed that does";
+    for (const audio::AudioFormatInfo &format : audio::audio_formats()) {
+        SCOPED_TRACE(format.name);
+        body["response_format"] = format.name;
+        auto answer = post(client, body);
+        ASSERT_TRUE(answer) << "no answer";
+        EXPECT_EQ(answer->status, 200) << answer->body;
+        // The format's empty form (Ogg's bytes differ in their random serial number only).
+        EXPECT_EQ(answer->body.size(), audio::encode_audio({}, kRate, format.format).size());
+    }
 }
 
 TEST_F(ServerFormats, BadSpeedOrFormatIsA400NamingTheField) {
