@@ -51,6 +51,18 @@ StreamedAnswer stream(httplib::Client &client, const json &body) {
     return answer;
 }
 
+// The whole answer in `format`, expected a 200 of the format's content type.
+std::string whole_answer(httplib::Client &client, json body, const audio::AudioFormatInfo &format) {
+    body["response_format"] = format.name;
+    body.erase("stream_format");
+    auto answer = post(client, body);
+    EXPECT_TRUE(answer) << "no answer";
+    if (!answer) return "";
+    EXPECT_EQ(answer->status, 200) << answer->body;
+    EXPECT_EQ(answer->get_header_value("Content-Type"), format.content_type);
+    return answer->body;
+}
+
 void expect_mono_24k(const test::DecodedAudio &decoded) {
     EXPECT_EQ(decoded.sample_rate, kRate);
     EXPECT_EQ(decoded.channels, 1);
@@ -64,12 +76,7 @@ TEST_F(ServerFormats, EveryFormatWholeDecodesToTheSessionsLength) {
     ASSERT_FALSE(wave.empty());
     for (const audio::AudioFormatInfo &format : audio::audio_formats()) {
         SCOPED_TRACE(format.name);
-        body["response_format"] = format.name;
-        auto answer = post(client, body);
-        ASSERT_TRUE(answer) << "no answer";
-        ASSERT_EQ(answer->status, 200) << answer->body;
-        EXPECT_EQ(answer->get_header_value("Content-Type"), format.content_type);
-        const test::DecodedAudio decoded = test::decode_audio(answer->body, format.format);
+        const test::DecodedAudio decoded = test::decode_audio(whole_answer(client, body, format), format.format);
         expect_mono_24k(decoded);
         EXPECT_GE(decoded.samples.size(), wave.size());
         EXPECT_LE(decoded.samples.size(), wave.size() + test::codec_padding(format.format));
@@ -82,12 +89,9 @@ TEST_F(ServerFormats, EveryFormatStreamsAsAudioAndAsSseInPieces) {
     json body = speech("Streaming every format.", 9, 30); // two chunks: 20 tokens, then the rest
     for (const audio::AudioFormatInfo &format : audio::audio_formats()) {
         SCOPED_TRACE(format.name);
+        const size_t whole_length =
+            test::decode_audio(whole_answer(client, body, format), format.format).samples.size();
         body["response_format"] = format.name;
-        body.erase("stream_format");
-        auto whole = post(client, body);
-        ASSERT_TRUE(whole) << "no answer";
-        ASSERT_EQ(whole->status, 200) << whole->body;
-        const size_t whole_length = test::decode_audio(whole->body, format.format).samples.size();
 
         body["stream_format"] = "audio";
         const StreamedAnswer streamed = stream(client, body);
@@ -166,12 +170,8 @@ TEST_F(ServerFormats, SpeechThatEndsAtOnceIsAnEmptyAnswerNotAnError) {
     ASSERT_TRUE(session_wave(body, false).empty()) << "seed 2 no longer ends at once: choose a seed that does";
     for (const audio::AudioFormatInfo &format : audio::audio_formats()) {
         SCOPED_TRACE(format.name);
-        body["response_format"] = format.name;
-        auto answer = post(client, body);
-        ASSERT_TRUE(answer) << "no answer";
-        EXPECT_EQ(answer->status, 200) << answer->body;
         // The format's empty form (Ogg's bytes differ in their random serial number only).
-        EXPECT_EQ(answer->body.size(), audio::encode_audio({}, kRate, format.format).size());
+        EXPECT_EQ(whole_answer(client, body, format).size(), audio::encode_audio({}, kRate, format.format).size());
     }
 }
 
