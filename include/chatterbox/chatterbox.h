@@ -125,6 +125,7 @@ typedef struct chatterbox_synthesis_params {
     const volatile int *cancel;
     int split_text; /* 1: long text is said sentence by sentence; 0: the whole text in one T3 pass */
     int ignore_eos; /* 1: T3 never stops at end of speech, it makes max_new_tokens tokens per pass (benchmarks) */
+    float speed;    /* 0.25 .. 4: speaking rate by a pitch-preserving time-stretch; 1 leaves the audio untouched */
 } chatterbox_synthesis_params;
 
 chatterbox_synthesis_params chatterbox_synthesis_default_params(void);

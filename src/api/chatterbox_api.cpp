@@ -137,6 +137,7 @@ constexpr CField kCFields[] = {
     {"clause_pause", &P::clause_pause, nullptr},
     {"split_text", nullptr, &P::split_text},
     {"ignore_eos", nullptr, &P::ignore_eos},
+    {"speed", &P::speed, nullptr},
 };
 
 const CField &c_field(const chatterbox::SynthesisParameter &parameter) {

@@ -24,39 +24,6 @@ std::string base64(const std::string &bytes) {
 
 std::string sse_event(const json &event) { return "data: " + event.dump() + "\n\n"; }
 
-// The bytes of streamed audio chunks: PCM16, after a WAV header of unknown length for wav.
-class ChunkEncoder {
-  public:
-    ChunkEncoder(ResponseFormat format, int sample_rate) : format_(format), sample_rate_(sample_rate) {}
-
-    std::string encode(const float *samples, size_t n) {
-        std::string out;
-        if (!started_ && format_ == ResponseFormat::wav) out = audio::wav_header(sample_rate_, audio::kUnknownLength);
-        started_ = true;
-        audio::append_pcm16(out, samples, n);
-        return out;
-    }
-
-  private:
-    ResponseFormat format_;
-    int sample_rate_;
-    bool started_ = false;
-};
-
-} // namespace
-
-std::string encode_whole(const SynthesisResult &result, ResponseFormat format) {
-    if (format == ResponseFormat::pcm) {
-        std::string out;
-        audio::append_pcm16(out, result.wave.data(), result.wave.size());
-        return out;
-    }
-    return audio::encode_audio(result.wave, result.sample_rate,
-                               format == ResponseFormat::flac ? audio::FileFormat::flac : audio::FileFormat::wav);
-}
-
-namespace {
-
 // One streamed answer: runs the synthesis inside httplib's content provider, so every chunk goes
 // out as soon as it is final, and a chunk the client no longer takes cancels the synthesis.
 struct StreamJob {
@@ -68,16 +35,21 @@ struct StreamJob {
     // httplib's provider contract: true with sink.done() when complete, false to drop the connection.
     bool run(httplib::DataSink &sink) {
         const bool sse = request.stream == StreamFormat::sse;
-        ChunkEncoder encoder(request.format, session->engine().sample_rate());
-        options.stream = true;
-        options.on_chunk = [&](const float *samples, size_t n) {
-            std::string bytes = encoder.encode(samples, n);
-            if (sse) bytes = sse_event({{"type", "speech.audio.delta"}, {"audio", base64(bytes)}});
-            return write(sink, bytes); // false: the client is gone, which cancels
+        // Each chunk's bytes go out as soon as the encoder yields them (none while it fills a frame).
+        const auto send = [&](const std::string &bytes) {
+            if (bytes.empty()) return true;
+            return write(sink, sse ? sse_event({{"type", "speech.audio.delta"}, {"audio", base64(bytes)}}) : bytes);
         };
         bool complete = true;
         try {
+            const std::unique_ptr<audio::StreamEncoder> encoder = audio::make_stream_encoder(
+                request.format, session->engine().sample_rate(), audio::EncodedOutput::stream);
+            options.stream = true;
+            options.on_chunk = [&](const float *samples, size_t n) {
+                return send(encoder->encode(samples, n)); // false: the client is gone, which cancels
+            };
             session->synthesize(request.input, voice, options);
+            if (!send(encoder->finish())) throw Cancelled("the client is gone");
             if (sse) write(sink, sse_event({{"type", "speech.audio.done"}}));
         } catch (const Cancelled &) {
             complete = false;
@@ -121,7 +93,8 @@ void answer_speech(const Engine &engine, SessionPool &pool, const VoiceLibrary &
     if (request.stream == StreamFormat::none) {
         const SynthesisResult result = session->synthesize(request.input, voice, synthesis);
         session.reset();
-        response.set_content(encode_whole(result, request.format), content_type(request.format));
+        response.set_content(audio::encode_audio(result.wave, result.sample_rate, request.format),
+                             content_type(request.format));
         return;
     }
     const char *type = request.stream == StreamFormat::sse ? "text/event-stream" : content_type(request.format);

@@ -17,7 +17,4 @@ class VoiceLibrary;
 void answer_speech(const Engine &engine, SessionPool &pool, const VoiceLibrary &voices, const ServerOptions &options,
                    const httplib::Request &http_request, httplib::Response &response);
 
-// A whole synthesis as a file of the format (also voice conversion's answer).
-std::string encode_whole(const SynthesisResult &result, ResponseFormat format);
-
 } // namespace chatterbox::server

@@ -37,34 +37,19 @@ size_t code_points(const std::string &utf8) {
 } // namespace
 
 ResponseFormat parse_response_format(const std::string &name) {
-    if (name.empty() || name == "wav") return ResponseFormat::wav;
-    if (name == "pcm") return ResponseFormat::pcm;
-    if (name == "flac") return ResponseFormat::flac;
-    if (name == "mp3" || name == "opus" || name == "aac")
-        throw invalid("response_format",
-                      concat("response_format '", name, "' is not supported yet; use wav, pcm or flac"));
-    throw invalid("response_format", concat("response_format '", name, "' is unknown; use wav, pcm or flac"));
+    if (name.empty()) return ResponseFormat::wav;
+    if (const audio::AudioFormatInfo *format = audio::find_audio_format(name)) return format->format;
+    throw invalid("response_format",
+                  concat("response_format '", name, "' is unknown; use ", audio::audio_format_names()));
 }
 
 namespace {
 
-StreamFormat parse_stream_format(const std::string &name, ResponseFormat format) {
+StreamFormat parse_stream_format(const std::string &name) {
     if (name.empty()) return StreamFormat::none;
     if (name != "audio" && name != "sse")
         throw invalid("stream_format", concat("stream_format '", name, "' is unknown; use audio or sse"));
-    if (format == ResponseFormat::flac)
-        throw invalid("stream_format", "streaming flac is not supported yet; stream wav or pcm");
     return name == "audio" ? StreamFormat::audio : StreamFormat::sse;
-}
-
-void parse_speed(const json &body) {
-    const auto it = body.find("speed");
-    if (it == body.end()) return;
-    if (!it->is_number()) throw invalid("speed", concat("'speed' must be a number, got ", it->type_name()));
-    if (it->get<double>() != 1.0)
-        throw invalid("speed", concat("speed is ", it->get<double>(),
-                                      "; only 1 is accepted: time-stretching is not "
-                                      "implemented yet"));
 }
 
 void parse_seed(const json &value, SynthesisParams &params) {
@@ -95,7 +80,8 @@ void parse_parameter(const SynthesisParameter &parameter, const json &value, Syn
 }
 
 bool is_openai_field(const std::string &name) {
-    return name == "model" || name == "input" || name == "voice" || name == "response_format" || name == "speed" ||
+    // speed is OpenAI's too, but checked by the parameter table like Chatterbox's own knobs.
+    return name == "model" || name == "input" || name == "voice" || name == "response_format" ||
            name == "stream_format";
 }
 
@@ -121,8 +107,7 @@ SpeechRequest parse_speech_request(const std::string &body_text, const RequestLi
             "input");
     request.voice = string_field(body, "voice", true); // resolved with the voice library (voice_routes.h)
     request.format = parse_response_format(string_field(body, "response_format", false));
-    request.stream = parse_stream_format(string_field(body, "stream_format", false), request.format);
-    parse_speed(body);
+    request.stream = parse_stream_format(string_field(body, "stream_format", false));
 
     for (const auto &[name, value] : body.items()) {
         if (is_openai_field(name)) continue;
@@ -140,16 +125,6 @@ SpeechRequest parse_speech_request(const std::string &body_text, const RequestLi
     return request;
 }
 
-const char *content_type(ResponseFormat format) {
-    switch (format) {
-    case ResponseFormat::wav:
-        return "audio/wav";
-    case ResponseFormat::pcm:
-        return "audio/pcm";
-    case ResponseFormat::flac:
-        return "audio/flac";
-    }
-    return "application/octet-stream";
-}
+const char *content_type(ResponseFormat format) { return audio::audio_format_info(format).content_type; }
 
 } // namespace chatterbox::server

@@ -3,6 +3,7 @@
 // own knobs (the shared parameter table, synthesis_params.h), checked into a SpeechRequest before
 // any session is taken. Every refusal is an ApiError naming the field.
 
+#include "audio/audio_encoding.h"
 #include "models/chatterbox/synthesis_params.h"
 
 #include <cstddef>
@@ -10,7 +11,7 @@
 
 namespace chatterbox::server {
 
-enum class ResponseFormat { wav, pcm, flac };
+using ResponseFormat = audio::AudioFormat; // every format streams as well (audio/audio_encoding.h)
 enum class StreamFormat {
     none,  // the whole file at once, computed offline (the reference computation)
     audio, // the audio bytes sent chunked as they are made
@@ -34,8 +35,8 @@ struct SpeechRequest {
 bool is_builtin_voice_name(const std::string &voice);
 
 // Parses and checks the body. Throws ApiError: 400 for malformed JSON, a missing or mistyped field,
-// a value out of range, an unknown field, what is not supported yet; 413 for an input over the
-// limit. The voice is checked when resolved (voice_routes.h resolve_voice).
+// a value out of range (speed included: the table's), an unknown field, what is not supported; 413 for an
+// input over the limit. The voice is checked when resolved (voice_routes.h resolve_voice).
 SpeechRequest parse_speech_request(const std::string &body, const RequestLimits &limits);
 
 const char *content_type(ResponseFormat format);

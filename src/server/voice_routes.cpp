@@ -1,5 +1,6 @@
 #include "server/voice_routes.h"
 
+#include "audio/audio_encoding.h"
 #include "audio/audio_file.h"
 #include "core/error.h"
 #include "server/api_error.h"
@@ -188,7 +189,7 @@ void convert_voice(const Form &form, const Engine &engine, SessionPool &pool, co
     const SynthesisResult result =
         on_recording<SynthesisResult>("file", [&] { return session->convert(source, *target, synthesis); });
     session.reset();
-    response.set_content(encode_whole(result, format), content_type(format));
+    response.set_content(audio::encode_audio(result.wave, result.sample_rate, format), content_type(format));
 }
 
 } // namespace

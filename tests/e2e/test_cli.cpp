@@ -1,7 +1,7 @@
 // needs: tiny-model
 // The chatterbox CLI end to end on the tiny synthetic model: short syntheses (--max-tokens 10) to .wav
-// and .flac, --stream to stdout, --save-voice then reuse, voice conversion, --no-split and
-// --ignore-eos. The voice comes from 1.5 s of the reference and is made once, and the .flac output
+// and .flac, --stream to stdout, --save-voice then reuse, voice conversion, --no-split,
+// --ignore-eos and --speed. The voice comes from 1.5 s of the reference and is made once, and the .flac output
 // is the saved voice's run.
 
 #include "audio/audio_file.h"
@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 namespace fs = std::filesystem;
@@ -155,4 +156,20 @@ TEST_F(Cli, IgnoreEosRunsPastTheEndOfSpeech) {
     const std::vector<float> samples = audio::read_audio(path("full.wav")).samples;
     expect_plausible_speech(samples);
     EXPECT_GT(samples.size(), ended_samples);
+}
+
+TEST_F(Cli, SpeedTimeStretchesTheSameSpeech) {
+    const ToolRun help = test::run_tool("chatterbox", {"--help"});
+    EXPECT_TRUE(contains(help.out, "--speed"));
+    ASSERT_EQ(chatterbox_cli({"-q", "--voice", voice_file(), "-o", path("speed1.wav"), kText}).exit_code, 0);
+    const ToolRun run =
+        chatterbox_cli({"-q", "--speed", "2", "--voice", voice_file(), "-o", path("speed2.wav"), kText});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const size_t normal = audio::read_audio(path("speed1.wav")).samples.size();
+    const std::vector<float> fast = audio::read_audio(path("speed2.wav")).samples;
+    EXPECT_EQ(fast.size(), size_t(std::lround(normal / 2.0))); // the same seed and speech, twice as fast
+    EXPECT_GT(test::max_magnitude(fast), 0.0);
+    const ToolRun bad = chatterbox_cli({"-q", "--speed", "5", "-o", path("bad.wav"), kText});
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_TRUE(contains(bad.err, "speed"));
 }

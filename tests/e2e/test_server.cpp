@@ -9,13 +9,12 @@
 #include "audio/audio_encoding.h"
 #include "audio/audio_file.h"
 #include "server/server.h"
-#include "support/running_server.h"
+#include "support/server_test_support.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
 
 #include <chrono>
 #include <filesystem>
@@ -25,42 +24,16 @@
 
 using namespace chatterbox;
 using nlohmann::json;
-using test::pcm_of;
-using test::pcm_samples;
-using test::RunningServer;
 
 namespace {
 
-server::ServerOptions small_server() {
-    server::ServerOptions options;
-    options.threads = 1;
-    options.voices_dir = test::temp_dir("server_voices"); // not the user's library
-    return options;
-}
-
-json speech(const std::string &input, uint64_t seed, int max_new_tokens) {
-    return {{"model", "chatterbox"},
-            {"input", input},
-            {"voice", "alloy"},
-            {"seed", seed},
-            {"max_new_tokens", max_new_tokens}};
-}
-
-httplib::Result post(httplib::Client &client, const json &body, const httplib::Headers &headers = {}) {
-    return client.Post("/v1/audio/speech", headers, body.dump(), "application/json");
-}
-
-// POSTs and hands the body to `receive` as it arrives (false from it drops the connection).
-httplib::Result post_streaming(httplib::Client &client, const json &body,
-                               std::function<bool(const char *, size_t)> receive) {
-    httplib::Request request;
-    request.method = "POST";
-    request.path = "/v1/audio/speech";
-    request.body = body.dump();
-    request.set_header("Content-Type", "application/json");
-    request.content_receiver = [receive](const char *data, size_t n, uint64_t, uint64_t) { return receive(data, n); };
-    return client.send(request);
-}
+using test::pcm_of;
+using test::pcm_samples;
+using test::post;
+using test::post_streaming;
+using test::RunningServer;
+using test::small_server;
+using test::speech;
 
 audio::Audio decode_file(const std::string &bytes, const std::string &name) {
     const std::string path = (std::filesystem::path(test::temp_dir("server")) / name).string();
@@ -68,35 +41,7 @@ audio::Audio decode_file(const std::string &bytes, const std::string &name) {
     return audio::read_audio(path);
 }
 
-std::string unbase64(const std::string &text) {
-    std::string out(text.size() / 4 * 3, '\0');
-    const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char *>(out.data()),
-                                  reinterpret_cast<const unsigned char *>(text.data()), int(text.size()));
-    EXPECT_GE(n, 0) << "bad base64";
-    const size_t padding = text.size() - text.find_last_not_of('=') - 1;
-    out.resize(size_t(std::max(n, 0)) - padding);
-    return out;
-}
-
-class Server : public ::testing::Test {
-  protected:
-    static void SetUpTestSuite() { engine_ = test::tiny_engine(); }
-    static void TearDownTestSuite() { engine_.reset(); }
-
-    // What a session of the engine makes of the same request, offline or streamed.
-    static std::vector<float> session_wave(const json &body, bool stream) {
-        Session session(*engine_, SessionOptions{1});
-        SynthesisOptions options;
-        options.params.sampling.seed = body["seed"];
-        options.params.sampling.max_new_tokens = body["max_new_tokens"];
-        options.stream = stream;
-        return session.synthesize(body["input"].get<std::string>(), engine_->builtin_voice(0.5f), options).wave;
-    }
-
-    static std::unique_ptr<Engine> engine_;
-};
-
-std::unique_ptr<Engine> Server::engine_;
+class Server : public test::ServerTest {};
 
 TEST_F(Server, WholeAnswersDecodeToTheSessionsAudio) {
     RunningServer server(*engine_, small_server());
@@ -171,22 +116,12 @@ TEST_F(Server, StreamsCarryTheSessionsStreamedAudio) {
     auto sse = post(client, body);
     ASSERT_EQ(sse->status, 200);
     EXPECT_EQ(sse->get_header_value("Content-Type"), "text/event-stream");
-    std::string audio_bytes;
-    std::vector<std::string> types;
-    for (size_t at = 0; at < sse->body.size();) {
-        const size_t end = sse->body.find("\n\n", at);
-        ASSERT_NE(end, std::string::npos) << "an unterminated event";
-        const std::string event = sse->body.substr(at, end - at);
-        ASSERT_EQ(event.rfind("data: ", 0), 0u) << event;
-        const json data = json::parse(event.substr(6));
-        types.push_back(data["type"]);
-        if (types.back() == "speech.audio.delta") audio_bytes += unbase64(data["audio"]);
-        at = end + 2;
-    }
+    const test::SseAnswer answer = test::parse_sse(sse->body);
+    const std::vector<std::string> &types = answer.types;
     ASSERT_GE(types.size(), 3u);
     EXPECT_EQ(types.back(), "speech.audio.done");
     EXPECT_EQ(std::count(types.begin(), types.end(), "speech.audio.delta"), std::ptrdiff_t(types.size() - 1));
-    EXPECT_EQ(audio_bytes, streamed);
+    EXPECT_EQ(answer.audio, streamed);
 }
 
 struct ErrorCase {
@@ -217,10 +152,9 @@ TEST_F(Server, BadRequestsAreOpenAIShapedErrorsNamingTheField) {
         {with("input", std::string(4097, 'a')), 413, "input", "limit is 4096"},
         {no_voice.dump(), 400, "voice", "required"},
         {with("voice", "nobody"), 400, "voice", "unknown"},
-        {with("response_format", "mp3"), 400, "response_format", "not supported yet"},
         {with("response_format", "au"), 400, "response_format", "unknown"},
         {with("stream_format", "video"), 400, "stream_format", "unknown"},
-        {with("speed", 1.5), 400, "speed", "not implemented yet"},
+        {with("speed", 5), 400, "speed", "expected [0.25, 4]"},
         {with("speed", "fast"), 400, "speed", "must be a number"},
         {with("temperature", 7), 400, "temperature", "expected (0, 5]"},
         {with("temperature", "hot"), 400, "temperature", "must be a number"},

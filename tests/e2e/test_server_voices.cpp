@@ -9,7 +9,7 @@
 #include "audio/audio_file.h"
 #include "server/server.h"
 #include "server/voice_library.h"
-#include "support/running_server.h"
+#include "support/server_test_support.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>

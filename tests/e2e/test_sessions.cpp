@@ -2,7 +2,8 @@
 // Many sessions of one engine (include/chatterbox/chatterbox.h): concurrent sessions on their own
 // threads give, per seed, exactly the audio of sequential runs; a session is cancelled from another
 // thread within one graph node and is usable afterwards; the engine-level calls stay safe when
-// called from several threads at once. Runs on the tiny synthetic model, also under TSan and ASan.
+// called from several threads at once; `speed` stretches the streamed chunks and the returned audio
+// alike. Runs on the tiny synthetic model, also under TSan and ASan.
 
 #include "chatterbox/chatterbox.h"
 #include "support/test_support.h"
@@ -158,6 +159,31 @@ TEST_F(Sessions, EngineLevelCallsFromManyThreadsAreSerialised) {
     b.join();
     EXPECT_EQ(got0, expected0);
     EXPECT_EQ(got2, expected2);
+}
+
+TEST_F(Sessions, SpeedStretchesTheChunksAndTheReturnedAudioAlike) {
+    chatterbox_session *session = new_session();
+    const Request &r = kRequests[0];
+    const size_t normal = speak(session, r).size();
+    chatterbox_synthesis_params p = params_of(r);
+    p.speed = 0.5f;
+    p.stream = 1;
+    std::vector<float> chunks;
+    p.user_data = &chunks;
+    p.on_chunk = [](const float *samples, size_t n, void *user) {
+        auto *out = static_cast<std::vector<float> *>(user);
+        out->insert(out->end(), samples, samples + n);
+        return 0;
+    };
+    chatterbox_audio audio;
+    ASSERT_EQ(chatterbox_session_synthesize(session, r.text.c_str(), nullptr, &p, &audio), CHATTERBOX_OK)
+        << chatterbox_last_error();
+    const std::vector<float> slow = samples_of(audio);
+    chatterbox_audio_free(&audio);
+    chatterbox_session_free(session);
+    EXPECT_EQ(chunks, slow);
+    // Streamed speech has the offline one's length (T3 does not depend on how audio is made).
+    EXPECT_EQ(slow.size(), 2 * normal);
 }
 
 TEST_F(Sessions, BadSessionArguments) {

@@ -50,6 +50,17 @@ TEST(SpeechRequest, EveryFieldLandsInTheRequest) {
     }
 }
 
+TEST(SpeechRequest, EveryOpenAIFormatStreamsAndSpeedIsTheTables) {
+    for (const char *name : {"mp3", "opus", "aac", "flac", "wav", "pcm"}) {
+        const SpeechRequest r =
+            parse({{"input", "Hi."}, {"voice", "default"}, {"response_format", name}, {"stream_format", "audio"}});
+        EXPECT_STREQ(audio::audio_format_info(r.format).name, name);
+        EXPECT_EQ(r.stream, StreamFormat::audio);
+    }
+    EXPECT_EQ(parse({{"input", "Hi."}, {"voice", "default"}, {"speed", 0.25}}).params.speed, 0.25f);
+    EXPECT_EQ(parse({{"input", "Hi."}, {"voice", "default"}, {"speed", 4}}).params.speed, 4.0f);
+}
+
 TEST(SpeechRequest, OpenAIVoiceNamesAreTheBuiltInVoice) {
     for (const char *voice :
          {"default", "alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse"})

@@ -34,8 +34,9 @@ TEST(SynthesisParams, TableIsComplete) {
         EXPECT_LT(p.min, p.max) << p.name;
         EXPECT_TRUE(synthesis_parameters()[i].accepts(p.default_value)) << p.name << " default " << p.default_value;
     }
-    for (const char *expected : {"exaggeration", "cfg_weight", "temperature", "repetition_penalty", "min_p", "top_p",
-                                 "max_new_tokens", "sentence_pause", "clause_pause", "split_text", "ignore_eos"})
+    for (const char *expected :
+         {"exaggeration", "cfg_weight", "temperature", "repetition_penalty", "min_p", "top_p", "max_new_tokens",
+          "sentence_pause", "clause_pause", "split_text", "ignore_eos", "speed"})
         EXPECT_TRUE(names.count(expected)) << expected;
 }
 
@@ -55,6 +56,8 @@ TEST(SynthesisParams, CDefaultsAreTheTableDefaults) {
     EXPECT_EQ(p.seed, defaults.sampling.seed);
     EXPECT_EQ(p.split_text, 1);
     EXPECT_EQ(p.ignore_eos, 0);
+    EXPECT_EQ(p.speed, 1.0f);
+    EXPECT_EQ(defaults.speed, 1.0f);
     EXPECT_EQ(p.stream, 0);
     EXPECT_EQ(p.cancel, nullptr);
 }
@@ -100,8 +103,13 @@ TEST(SynthesisParams, WholeNumbersAndNames) {
     EXPECT_EQ(chatterbox_synthesis_params_set(&p, "max_new_tokens", 12.5), CHATTERBOX_ERROR_INVALID_ARGUMENT);
     EXPECT_EQ(chatterbox_synthesis_params_set(&p, "max_new_tokens", 12), CHATTERBOX_OK);
     EXPECT_EQ(p.max_new_tokens, 12);
-    EXPECT_EQ(chatterbox_synthesis_params_set(&p, "speed", 1), CHATTERBOX_ERROR_INVALID_ARGUMENT);
-    EXPECT_TRUE(test::contains(chatterbox_last_error(), "speed"));
+    EXPECT_EQ(chatterbox_synthesis_params_set(&p, "pitch", 1), CHATTERBOX_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(test::contains(chatterbox_last_error(), "pitch"));
+    // OpenAI's range for speed, into the field appended last to the C struct.
+    EXPECT_EQ(chatterbox_synthesis_params_set(&p, "speed", 0.25), CHATTERBOX_OK);
+    EXPECT_EQ(p.speed, 0.25f);
+    EXPECT_EQ(chatterbox_synthesis_params_set(&p, "speed", 4.5), CHATTERBOX_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(test::contains(chatterbox_last_error(), "speed is 4.5, expected [0.25, 4]"));
     EXPECT_EQ(chatterbox_synthesis_params_set(nullptr, "top_p", 1), CHATTERBOX_ERROR_INVALID_ARGUMENT);
     EXPECT_EQ(chatterbox_synthesis_params_validate(nullptr), CHATTERBOX_ERROR_INVALID_ARGUMENT);
     // A huge C int must not wrap into range on the way in.

@@ -1,5 +1,6 @@
 #include "models/chatterbox/session.h"
 
+#include "audio/time_stretch.h"
 #include "core/error.h"
 #include "models/chatterbox/t3/generate.h"
 #include "text/punc_norm.h"
@@ -69,12 +70,14 @@ void SynthesisOptions::validate() const {
     if (stream) chunks.validate();
 }
 
-// One request's output: the wave so far, timing, streaming, progress and cancellation.
+// One request's output: the wave so far, timing, speed, streaming, progress and cancellation.
 class Session::Request : public AudioSink {
   public:
     Request(const SynthesisOptions &options, const CancelFlag &cancel, int sample_rate)
         : options_(options), cancel_(cancel), start_(Clock::now()) {
         result_.sample_rate = sample_rate;
+        // Speed 1 does not touch the stretcher at all: the audio stays bit for bit the model's.
+        if (options.params.speed != 1.0f) stretch_.emplace(sample_rate, options.params.speed);
     }
 
     void check_cancel() const override {
@@ -87,11 +90,9 @@ class Session::Request : public AudioSink {
     }
 
     void emit(const float *samples, size_t n) override {
-        if (n == 0) return;
-        if (!first_audio_) first_audio_ = seconds_since(start_);
-        result_.wave.insert(result_.wave.end(), samples, samples + n);
-        if (options_.stream && options_.on_chunk && !options_.on_chunk(samples, n))
-            throw Cancelled("synthesis cancelled by the chunk callback");
+        if (!stretch_) return deliver(samples, n);
+        const std::vector<float> stretched = stretch_->process(samples, n);
+        deliver(stretched.data(), stretched.size());
     }
     void emit_silence(double seconds) {
         const std::vector<float> silence(size_t(std::lround(seconds * result_.sample_rate)), 0.0f);
@@ -100,6 +101,10 @@ class Session::Request : public AudioSink {
 
     SynthesisResult &result() { return result_; }
     SynthesisResult finish() {
+        if (stretch_) {
+            const std::vector<float> rest = stretch_->finish();
+            deliver(rest.data(), rest.size());
+        }
         result_.seconds_total = seconds_since(start_);
         result_.seconds_to_first_audio =
             options_.stream ? first_audio_.value_or(result_.seconds_total) : result_.seconds_total;
@@ -107,10 +112,20 @@ class Session::Request : public AudioSink {
     }
 
   private:
+    // Final audio: into the result, and to the chunk callback when streaming.
+    void deliver(const float *samples, size_t n) {
+        if (n == 0) return;
+        if (!first_audio_) first_audio_ = seconds_since(start_);
+        result_.wave.insert(result_.wave.end(), samples, samples + n);
+        if (options_.stream && options_.on_chunk && !options_.on_chunk(samples, n))
+            throw Cancelled("synthesis cancelled by the chunk callback");
+    }
+
     const SynthesisOptions &options_;
     const CancelFlag &cancel_;
     Clock::time_point start_;
     std::optional<double> first_audio_;
+    std::optional<audio::TimeStretch> stretch_;
     SynthesisResult result_;
 };
 

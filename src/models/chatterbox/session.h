@@ -8,7 +8,8 @@
 //       punc_norm -> EnTokenizer -> T3 generate (sampling, seed) -> drop_invalid_tokens
 //       -> S3Gen flow (noise from the seed) -> HiFT (seeded) -> wave
 //   pieces joined with short pauses, each piece faded out at its end so the joins do not click
-//   (S3Gen already fades every piece in).
+//   (S3Gen already fades every piece in); then, when params.speed is not 1, time-stretched as it
+//   comes (pitch kept, audio/time_stretch.h).
 //   voice conversion: source audio -> S3Tokenizer tokens -> flow with the target voice -> HiFT.
 //
 // Streaming: the flow and HiFT run over chunks of tokens while T3 is still generating

@@ -34,6 +34,8 @@ const std::vector<SynthesisParameter> &synthesis_parameters() {
         {"ignore_eos", "ignore-eos",
          "1 (--ignore-eos): never stop at the end-of-speech token, always make max_new_tokens tokens (benchmarks)", 0,
          1, false, true, nullptr, nullptr, [](P &p) { return &p.sampling.ignore_eos; }},
+        {"speed", "speed", "speaking rate: the audio time-stretched, pitch kept (SoundTouch); 1 leaves it untouched",
+         0.25, 4, false, false, [](P &p) { return &p.speed; }, nullptr},
     };
     return table;
 }

@@ -23,6 +23,9 @@ struct SynthesisParams {
     // Long text is split into sentences (and an over-long sentence into clauses), one T3 pass each;
     // off, the whole text is one pass, as the reference pipeline does (up to T3's text positions).
     bool split_text = true;
+    // Speaking rate: the finished audio is time-stretched with its pitch kept (audio/time_stretch.h);
+    // 1 leaves it untouched.
+    float speed = 1.0f;
 };
 
 // One ranged numeric parameter, or an on/off flag (0 or 1). The seed is the one parameter outside the
