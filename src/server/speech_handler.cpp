@@ -59,6 +59,8 @@ struct StreamJob {
     SpeechRequest request;
     Voice voice;
     SynthesisOptions options; // the request's parameters; run() adds streaming and the chunk writer
+    std::unique_ptr<WatchedRequest> watched;
+    SpeechOperations operations;
 
     // httplib's provider contract: true with sink.done() when complete, false to drop the connection.
     bool run(httplib::DataSink &sink) {
@@ -72,10 +74,10 @@ struct StreamJob {
         };
         bool complete = true;
         try {
-            session->synthesize(request.input, voice, options);
+            run_watched(operations, *watched, [&] { return session->synthesize(request.input, voice, options); });
             if (sse) write(sink, sse_event({{"type", "speech.audio.done"}}));
-        } catch (const Cancelled &) {
-            complete = false;
+        } catch (const ApiError &e) { // cancelled: past the deadline, drained, or the client is gone
+            complete = sse && write(sink, sse_event({{"type", "error"}, {"error", e.fields()}}));
         } catch (const std::exception &e) {
             // The status line is sent already: SSE says what went wrong as an event; an audio stream
             // can only end early.
@@ -83,6 +85,7 @@ struct StreamJob {
             complete = sse && write(sink, sse_event({{"type", "error"}, {"error", error.fields()}}));
         }
         session.reset(); // free for the next request before the connection winds down
+        watched.reset();
         if (complete) sink.done();
         return complete;
     }
@@ -95,7 +98,8 @@ struct StreamJob {
 } // namespace
 
 void answer_speech(const Engine &engine, SessionPool &pool, const ServerOptions &options,
-                   const httplib::Request &http_request, httplib::Response &response) {
+                   const SpeechOperations &operations, const httplib::Request &http_request,
+                   httplib::Response &response) {
     SpeechRequest request = parse_speech_request(http_request.body, options.limits);
     SynthesisOptions synthesis;
     synthesis.params = request.params;
@@ -105,6 +109,9 @@ void answer_speech(const Engine &engine, SessionPool &pool, const ServerOptions 
         throw ApiError(400, e.what());
     }
     Voice voice = engine.builtin_voice(request.params.exaggeration);
+    std::unique_ptr<WatchedRequest> watched =
+        watch_request(operations, http_request, options.retry_after_seconds, response);
+    synthesis.cancel = watched->cancel_flag();
 
     std::shared_ptr<Session> session = pool.acquire();
     if (!session) {
@@ -114,14 +121,15 @@ void answer_speech(const Engine &engine, SessionPool &pool, const ServerOptions 
     }
 
     if (request.stream == StreamFormat::none) {
-        const SynthesisResult result = session->synthesize(request.input, voice, synthesis);
+        const SynthesisResult result =
+            run_watched(operations, *watched, [&] { return session->synthesize(request.input, voice, synthesis); });
         session.reset();
         response.set_content(encode_whole(result, request.format), content_type(request.format));
         return;
     }
     const char *type = request.stream == StreamFormat::sse ? "text/event-stream" : content_type(request.format);
-    auto job = std::make_shared<StreamJob>(
-        StreamJob{std::move(session), std::move(request), std::move(voice), std::move(synthesis)});
+    auto job = std::make_shared<StreamJob>(StreamJob{std::move(session), std::move(request), std::move(voice),
+                                                     std::move(synthesis), std::move(watched), operations});
     response.set_chunked_content_provider(type, [job](size_t, httplib::DataSink &sink) { return job->run(sink); });
 }
 

@@ -3,6 +3,7 @@
 // as audio bytes sent while they are made, or as server-sent events.
 
 #include "server/server.h"
+#include "server/watched_synthesis.h"
 
 namespace httplib {
 struct Request;
@@ -13,6 +14,7 @@ namespace chatterbox::server {
 
 // Throws ApiError for a request refused before synthesis (bad body, busy server).
 void answer_speech(const Engine &engine, SessionPool &pool, const ServerOptions &options,
-                   const httplib::Request &http_request, httplib::Response &response);
+                   const SpeechOperations &operations, const httplib::Request &http_request,
+                   httplib::Response &response);
 
 } // namespace chatterbox::server

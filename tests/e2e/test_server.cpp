@@ -9,6 +9,7 @@
 #include "audio/audio_encoding.h"
 #include "audio/audio_file.h"
 #include "server/server.h"
+#include "support/server_test_support.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -24,68 +25,17 @@
 
 using namespace chatterbox;
 using nlohmann::json;
+using test::post;
+using test::post_streaming;
+using test::RunningServer;
+using test::speech;
 
 namespace {
-
-// A server on a free loopback port, serving on its own thread until destroyed.
-class RunningServer {
-  public:
-    RunningServer(const Engine &engine, server::ServerOptions options) : server_(engine, with_free_port(options)) {
-        port_ = server_.bind();
-        thread_ = std::thread([this] { server_.run(); });
-    }
-    ~RunningServer() {
-        server_.stop();
-        thread_.join();
-    }
-
-    int port() const { return port_; }
-
-    httplib::Client client() const {
-        httplib::Client client("127.0.0.1", port_);
-        client.set_read_timeout(60, 0);
-        return client;
-    }
-
-  private:
-    static server::ServerOptions with_free_port(server::ServerOptions options) {
-        options.port = 0;
-        return options;
-    }
-
-    server::Server server_;
-    int port_ = 0;
-    std::thread thread_;
-};
 
 server::ServerOptions small_server() {
     server::ServerOptions options;
     options.threads = 1;
     return options;
-}
-
-json speech(const std::string &input, uint64_t seed, int max_new_tokens) {
-    return {{"model", "chatterbox"},
-            {"input", input},
-            {"voice", "alloy"},
-            {"seed", seed},
-            {"max_new_tokens", max_new_tokens}};
-}
-
-httplib::Result post(httplib::Client &client, const json &body, const httplib::Headers &headers = {}) {
-    return client.Post("/v1/audio/speech", headers, body.dump(), "application/json");
-}
-
-// POSTs and hands the body to `receive` as it arrives (false from it drops the connection).
-httplib::Result post_streaming(httplib::Client &client, const json &body,
-                               std::function<bool(const char *, size_t)> receive) {
-    httplib::Request request;
-    request.method = "POST";
-    request.path = "/v1/audio/speech";
-    request.body = body.dump();
-    request.set_header("Content-Type", "application/json");
-    request.content_receiver = [receive](const char *data, size_t n, uint64_t, uint64_t) { return receive(data, n); };
-    return client.send(request);
 }
 
 std::vector<int16_t> pcm_samples(const std::string &bytes) {
