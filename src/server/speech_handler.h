@@ -5,11 +5,6 @@
 #include "server/server.h"
 #include "server/watched_synthesis.h"
 
-namespace httplib {
-struct Request;
-struct Response;
-} // namespace httplib
-
 namespace chatterbox::server {
 
 // Throws ApiError for a request refused before synthesis (bad body, busy server).

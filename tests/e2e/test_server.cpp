@@ -32,12 +32,6 @@ using test::speech;
 
 namespace {
 
-server::ServerOptions small_server() {
-    server::ServerOptions options;
-    options.threads = 1;
-    return options;
-}
-
 std::vector<int16_t> pcm_samples(const std::string &bytes) {
     std::vector<int16_t> out(bytes.size() / 2);
     std::memcpy(out.data(), bytes.data(), out.size() * 2);
@@ -66,16 +60,8 @@ std::string unbase64(const std::string &text) {
     return out;
 }
 
-class Server : public ::testing::Test {
+class Server : public test::TinyEngineTest {
   protected:
-    static void SetUpTestSuite() {
-        EngineOptions options;
-        options.model_path = test::tiny_model_path();
-        options.backend.threads = 1;
-        engine_ = std::make_unique<Engine>(options);
-    }
-    static void TearDownTestSuite() { engine_.reset(); }
-
     // What a session of the engine makes of the same request, offline or streamed.
     static std::vector<float> session_wave(const json &body, bool stream) {
         Session session(*engine_, SessionOptions{1});
@@ -85,11 +71,7 @@ class Server : public ::testing::Test {
         options.stream = stream;
         return session.synthesize(body["input"].get<std::string>(), engine_->builtin_voice(0.5f), options).wave;
     }
-
-    static std::unique_ptr<Engine> engine_;
 };
-
-std::unique_ptr<Engine> Server::engine_;
 
 TEST_F(Server, WholeAnswersDecodeToTheSessionsAudio) {
     RunningServer server(*engine_, small_server());
@@ -292,24 +274,12 @@ TEST_F(Server, FullQueueAnswers503AndADroppedStreamFreesTheSession) {
     RunningServer server(*engine_, options);
 
     // A long streamed request that holds the only session; it hangs up after its first audio.
-    std::promise<void> first_audio, hang_up;
-    std::shared_future<void> hang_up_now = hang_up.get_future().share();
-    std::thread slow([&] {
-        httplib::Client client = server.client();
-        json body = speech("This is a long request. It has many sentences. Each one takes a while. "
-                           "The server streams them one by one. Nobody will hear the end of it.",
-                           3, 400);
-        body["response_format"] = "pcm";
-        body["stream_format"] = "audio";
-        bool first = true;
-        post_streaming(client, body, [&](const char *, size_t) {
-            if (first) first_audio.set_value();
-            first = false;
-            hang_up_now.wait();
-            return false;
-        });
-    });
-    ASSERT_EQ(first_audio.get_future().wait_for(std::chrono::seconds(120)), std::future_status::ready);
+    json body = speech("This is a long request. It has many sentences. Each one takes a while. "
+                       "The server streams them one by one. Nobody will hear the end of it.",
+                       3, 400);
+    body["response_format"] = "pcm";
+    test::HeldStream slow(server.port(), body);
+    ASSERT_TRUE(slow.wait_first_audio(std::chrono::seconds(120)));
 
     httplib::Client client = server.client();
     auto busy = post(client, speech("Hello.", 1, 10));
@@ -318,8 +288,7 @@ TEST_F(Server, FullQueueAnswers503AndADroppedStreamFreesTheSession) {
     EXPECT_EQ(busy->get_header_value("Retry-After"), "1");
     EXPECT_EQ(json::parse(busy->body)["error"]["code"], "server_busy");
 
-    hang_up.set_value();
-    slow.join();
+    slow.hang_up();
     // The dropped stream is cancelled within a chunk or two: the session is soon free again.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     int status = 0;

@@ -64,32 +64,16 @@ bool eventually(const std::function<bool()> &ready, std::chrono::seconds timeout
     return ready();
 }
 
-class ServerOps : public ::testing::Test {
-  protected:
-    static void SetUpTestSuite() {
-        EngineOptions options;
-        options.model_path = test::tiny_model_path();
-        options.backend.threads = 1;
-        engine_ = std::make_unique<Engine>(options);
-    }
-    static void TearDownTestSuite() { engine_.reset(); }
-
-    static server::ServerOptions small_server() {
-        server::ServerOptions options;
-        options.threads = 1;
-        return options;
-    }
-
-    static std::unique_ptr<Engine> engine_;
-};
-
-std::unique_ptr<Engine> ServerOps::engine_;
+using ServerOps = test::TinyEngineTest;
 
 TEST_F(ServerOps, MetricsParseWithPromtoolAndCountWhatWasServed) {
     server::ServerOptions options = small_server();
     options.sessions = 2;
     RunningServer server(*engine_, options);
     httplib::Client client = server.client();
+    // One connection, so one worker thread: each request is counted (after its answer is written)
+    // before the next is read.
+    client.set_keep_alive(true);
 
     const std::string before = metrics_of(client);
     const std::optional<std::string> complaint = test::promtool_check(before);
@@ -141,26 +125,12 @@ TEST_F(ServerOps, MetricsParseWithPromtoolAndCountWhatWasServed) {
               sample(after, "chatterbox_time_to_first_audio_seconds_sum"));
 
     // While a stream runs, its session is busy and the request in flight.
-    std::promise<void> first_audio, let_go;
-    std::shared_future<void> go = let_go.get_future().share();
-    std::thread stream([&] {
-        httplib::Client streaming = server.client();
-        json streamed = long_request(120);
-        streamed["stream_format"] = "audio";
-        bool first = true;
-        post_streaming(streaming, streamed, [&](const char *, size_t) {
-            if (first) first_audio.set_value();
-            first = false;
-            go.wait();
-            return false;
-        });
-    });
-    ASSERT_EQ(first_audio.get_future().wait_for(std::chrono::seconds(120)), std::future_status::ready);
+    test::HeldStream stream(server.port(), long_request(120));
+    ASSERT_TRUE(stream.wait_first_audio(std::chrono::seconds(120)));
     const std::string during = metrics_of(client);
     EXPECT_EQ(sample(during, "chatterbox_sessions_busy"), 1);
     EXPECT_EQ(sample(during, "chatterbox_requests_in_flight"), 1);
-    let_go.set_value();
-    stream.join();
+    stream.hang_up();
     EXPECT_TRUE(eventually([&] { return sample(metrics_of(client), "chatterbox_sessions_busy") == 0; },
                            std::chrono::seconds(30)));
     const std::string dropped = metrics_of(client);

@@ -36,6 +36,19 @@ std::string read_text(const std::string &path) {
 
 } // namespace
 
+void TinyEngineTest::SetUpTestSuite() {
+    EngineOptions options;
+    options.model_path = tiny_model_path();
+    options.backend.threads = 1;
+    engine_ = std::make_unique<Engine>(options);
+}
+
+server::ServerOptions TinyEngineTest::small_server() {
+    server::ServerOptions options;
+    options.threads = 1;
+    return options;
+}
+
 httplib::Client loopback_client(int port) {
     httplib::Client client("127.0.0.1", port);
     client.set_read_timeout(120, 0);
@@ -129,6 +142,33 @@ std::string ServerProcess::memory() const {
         if (line.rfind("VmRSS:", 0) == 0 || line.rfind("VmHWM:", 0) == 0)
             out += (out.empty() ? "" : ", ") + std::regex_replace(line, std::regex("\\s+"), " ");
     return out;
+}
+
+HeldStream::HeldStream(int port, json body) : first_audio_arrived_(first_audio_.get_future()) {
+    body["stream_format"] = "audio";
+    std::shared_future<void> hang_up_now = hang_up_.get_future().share();
+    thread_ = std::thread([this, port, body, hang_up_now] {
+        httplib::Client client = loopback_client(port);
+        bool first = true;
+        post_streaming(client, body, [&](const char *, size_t) {
+            if (first) first_audio_.set_value();
+            first = false;
+            hang_up_now.wait();
+            return false;
+        });
+    });
+}
+
+HeldStream::~HeldStream() { hang_up(); }
+
+bool HeldStream::wait_first_audio(std::chrono::seconds timeout) {
+    return first_audio_arrived_.wait_for(timeout) == std::future_status::ready;
+}
+
+void HeldStream::hang_up() {
+    if (!thread_.joinable()) return;
+    hang_up_.set_value();
+    thread_.join();
 }
 
 json speech(const std::string &input, uint64_t seed, int max_new_tokens) {

@@ -5,6 +5,7 @@
 
 #include "server/server.h"
 
+#include <gtest/gtest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -12,12 +13,25 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace chatterbox::test {
+
+// A test suite over the tiny model's engine (1 CPU thread), loaded once per suite.
+class TinyEngineTest : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite();
+    static void TearDownTestSuite() { engine_.reset(); }
+    // Server options for tests: 1 thread per session, the rest as the server's defaults.
+    static server::ServerOptions small_server();
+
+    inline static std::unique_ptr<Engine> engine_;
+};
 
 // A server on a free loopback port, serving on its own thread until destroyed.
 class RunningServer {
@@ -62,6 +76,21 @@ class ServerProcess {
 };
 
 httplib::Client loopback_client(int port);
+
+// A streamed request on its own thread that holds its session: it takes the first audio, then waits
+// for hang_up() (or the destructor) and drops the connection.
+class HeldStream {
+  public:
+    HeldStream(int port, nlohmann::json body); // sent with stream_format "audio"
+    ~HeldStream();
+    bool wait_first_audio(std::chrono::seconds timeout);
+    void hang_up(); // and waits until the client is gone
+
+  private:
+    std::promise<void> first_audio_, hang_up_;
+    std::future<void> first_audio_arrived_;
+    std::thread thread_;
+};
 
 nlohmann::json speech(const std::string &input, uint64_t seed, int max_new_tokens);
 httplib::Result post(httplib::Client &client, const nlohmann::json &body, const httplib::Headers &headers = {});
