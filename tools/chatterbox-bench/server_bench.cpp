@@ -58,7 +58,7 @@ nlohmann::json run_level(const Engine &engine, const ServerBenchOptions &options
             {"response_format", "pcm"},        {"stream_format", "audio"}, {"max_new_tokens", options.max_new_tokens},
             {"ignore_eos", options.ignore_eos}}
             .dump();
-    std::vector<ClientTally> tallies(size_t(clients));
+    std::vector<ClientTally> tallies(static_cast<size_t>(clients));
     reset_peak_rss();
     const double cpu_start = process_cpu_ms();
     const Clock::time_point start = Clock::now();
