@@ -19,6 +19,8 @@ install_debian_packages() {
     local name="${spec%%=*}" ver="${spec#*=}"
     [[ "$(dpkg-query -W -f='${Status} ${Version}' "$name" 2>/dev/null)" == "install ok installed $ver" ]] || missing+=("$spec")
   done
+  # Node for tests/js: Debian's, unless the machine has one already (a newer one is fine).
+  if ! command -v node >/dev/null; then missing+=(nodejs); fi
   if ! command -v npm >/dev/null; then missing+=(npm); fi
   ((${#missing[@]})) || return 0
   echo "setup: installing ${missing[*]}" >&2
@@ -33,4 +35,10 @@ install_debian_packages() {
 bash "$ROOT/scripts/fetch_ggml.sh" "$ROOT/third_party/ggml-src"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CHATTERBOX_CMAKE_ARGS:-}
 cmake --build "$BUILD" -j"$(nproc)"
+# tests/js (ctest js.server_clients): the pinned openai and puppeteer-core, exactly as package-lock.json
+# says; again only when the lock file changed since the last install.
+if ! cmp -s "$ROOT/tests/js/package-lock.json" "$ROOT/tests/js/node_modules/.installed-package-lock.json"; then
+  (cd "$ROOT/tests/js" && npm ci --no-audit --no-fund --loglevel=error &&
+    cp package-lock.json node_modules/.installed-package-lock.json)
+fi
 echo "setup: built into $BUILD" >&2

@@ -1,5 +1,7 @@
 #include "server/api_error.h"
 
+#include "core/error.h"
+
 #include <nlohmann/json.hpp>
 
 namespace chatterbox::server {
@@ -11,5 +13,11 @@ nlohmann::json ApiError::fields() const {
 }
 
 std::string ApiError::json() const { return nlohmann::json{{"error", fields()}}.dump(); }
+
+void check_body_size(size_t bytes, size_t limit) {
+    if (bytes > limit)
+        throw ApiError(413, concat("the request body is too large: ", bytes, " bytes; the limit is ", limit), "",
+                       "invalid_request_error", "body_too_large");
+}
 
 } // namespace chatterbox::server

@@ -25,4 +25,7 @@ class ApiError : public std::runtime_error {
     std::string json() const;      // {"error": fields()}
 };
 
+// 413 when a request body of `bytes` is over `limit` bytes.
+void check_body_size(size_t bytes, size_t limit);
+
 } // namespace chatterbox::server

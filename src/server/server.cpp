@@ -3,7 +3,9 @@
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/speech_handler.h"
+#include "server/voice_routes.h"
 #include "server/watched_synthesis.h"
+#include "server/web_page.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -66,14 +68,16 @@ bool constant_time_equal(const std::string &a, const std::string &b) {
 
 Server::Server(const Engine &engine, const ServerOptions &options)
     : engine_(engine), options_(options), pool_(engine, options.sessions, options.queue, session_options(options)),
-      watch_(options.deadline_seconds), http_(std::make_unique<httplib::Server>()) {
+      voices_(options.voices_dir.empty() ? default_voices_dir() : options.voices_dir), watch_(options.deadline_seconds),
+      http_(std::make_unique<httplib::Server>()) {
     if (options.deadline_seconds < 0)
         throw InvalidArgument(concat("deadline_seconds is ", options.deadline_seconds, ", expected 0 (none) or more"));
     // Every request holds a worker thread while it waits in the queue or runs: one per session and
     // queue place, and a few more so /health and refusals are answered while all of those are taken.
     const size_t workers = size_t(options.sessions + options.queue + 4);
     http_->new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-    http_->set_payload_max_length(options.max_body_bytes);
+    // httplib has one body limit: the larger one; each route checks its own.
+    http_->set_payload_max_length(std::max(options.max_body_bytes, options.max_upload_bytes));
     // httplib's default adds SO_REUSEPORT, with which a second server on the same port starts
     // without error and the kernel splits the clients between the two; SO_REUSEADDR alone still
     // allows a restart while old connections linger in TIME_WAIT.
@@ -96,6 +100,12 @@ void Server::add_routes() {
             return httplib::Server::HandlerResponse::Handled;
         }
         // ---
+        // httplib limits only bodies that state their Content-Length; a chunked one could fill memory.
+        if (request.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos) {
+            send_error(response, ApiError(411, "send the request body with a Content-Length, not chunked", "",
+                                          "invalid_request_error", "length_required"));
+            return httplib::Server::HandlerResponse::Handled;
+        }
         if (options_.api_key.empty() || request.path.rfind("/v1/", 0) != 0)
             return httplib::Server::HandlerResponse::Unhandled;
         if (constant_time_equal(request.get_header_value("Authorization"), "Bearer " + options_.api_key))
@@ -156,8 +166,11 @@ void Server::add_routes() {
               json::array({{{"id", kModelId}, {"object", "model"}, {"created", 0}, {"owned_by", "resemble-ai"}}})}});
     });
     http_->Post("/v1/audio/speech", [this](const httplib::Request &request, httplib::Response &response) {
-        answer_speech(engine_, pool_, options_, {watch_, metrics_}, request, response);
+        check_body_size(request.body.size(), options_.max_body_bytes);
+        answer_speech(engine_, pool_, voices_, options_, {watch_, metrics_}, request, response);
     });
+    add_voice_routes(*http_, engine_, pool_, voices_, options_);
+    add_web_page_routes(*http_, options_.limits); // GET /, /web/*: open without the API key
 }
 
 int Server::bind() {

@@ -6,6 +6,7 @@
 //   GET  /v1/models         the one model served
 //   GET  /health            alive;  GET /ready: the model is loaded and requests are served (503 draining)
 //   GET  /metrics           Prometheus text format (metrics.h); no API key, like /health
+//   /v1/audio/voices[/{name}], POST /v1/audio/voice-conversion: the voice library (voice_routes.h)
 //
 // Routes under /v1/ need "Authorization: Bearer KEY" when an API key is set. Errors are OpenAI-shaped
 // JSON (api_error.h). A client that disconnects from a stream cancels its synthesis, which frees
@@ -19,6 +20,7 @@
 #include "server/request_watch.h"
 #include "server/session_pool.h"
 #include "server/speech_request.h"
+#include "server/voice_library.h"
 
 #include <atomic>
 #include <functional>
@@ -39,14 +41,17 @@ struct ServerOptions {
     int queue = 8;       // requests waiting for a session before 503
     int threads = 0;     // CPU threads per session; 0: the engine's setting
     RequestLimits limits;
-    size_t max_body_bytes = 1 << 20; // larger bodies get 413
-    int retry_after_seconds = 1;     // told to clients turned away with 503
-    double deadline_seconds = 600;   // a synthesis running longer is cancelled (504); 0: none
+    size_t max_body_bytes = 1 << 20;    // larger JSON bodies get 413
+    size_t max_upload_bytes = 64 << 20; // larger multipart uploads (voices, voice conversion) get 413
+    std::string voices_dir;             // the voice library's folder; "" : default_voices_dir()
+    int retry_after_seconds = 1;        // told to clients turned away with 503
+    double deadline_seconds = 600;      // a synthesis running longer is cancelled (504); 0: none
 };
 
 class Server {
   public:
-    // Creates the sessions; throws InvalidArgument for options out of range.
+    // Creates the sessions and opens the voice library; throws InvalidArgument for options out of
+    // range, Error when the voice folder cannot be read.
     Server(const Engine &engine, const ServerOptions &options);
     ~Server();
     Server(const Server &) = delete;
@@ -67,12 +72,15 @@ class Server {
     RequestWatch &watch() { return watch_; }
     Metrics &metrics() { return metrics_; }
 
+    const VoiceLibrary &voices() const { return voices_; }
+
   private:
     void add_routes();
 
     const Engine &engine_;
     ServerOptions options_;
     SessionPool pool_;
+    VoiceLibrary voices_;
     Metrics metrics_;
     RequestWatch watch_;
     std::unique_ptr<httplib::Server> http_;

@@ -3,6 +3,7 @@
 #include "audio/audio_encoding.h"
 #include "core/error.h"
 #include "server/api_error.h"
+#include "server/voice_routes.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -42,6 +43,8 @@ class ChunkEncoder {
     bool started_ = false;
 };
 
+} // namespace
+
 std::string encode_whole(const SynthesisResult &result, ResponseFormat format) {
     if (format == ResponseFormat::pcm) {
         std::string out;
@@ -51,6 +54,8 @@ std::string encode_whole(const SynthesisResult &result, ResponseFormat format) {
     return audio::encode_audio(result.wave, result.sample_rate,
                                format == ResponseFormat::flac ? audio::FileFormat::flac : audio::FileFormat::wav);
 }
+
+namespace {
 
 // One streamed answer: runs the synthesis inside httplib's content provider, so every chunk goes
 // out as soon as it is final, and a chunk the client no longer takes cancels the synthesis.
@@ -97,7 +102,7 @@ struct StreamJob {
 
 } // namespace
 
-void answer_speech(const Engine &engine, SessionPool &pool, const ServerOptions &options,
+void answer_speech(const Engine &engine, SessionPool &pool, const VoiceLibrary &voices, const ServerOptions &options,
                    const SpeechOperations &operations, const httplib::Request &http_request,
                    httplib::Response &response) {
     SpeechRequest request = parse_speech_request(http_request.body, options.limits);
@@ -108,7 +113,7 @@ void answer_speech(const Engine &engine, SessionPool &pool, const ServerOptions 
     } catch (const InvalidArgument &e) {
         throw ApiError(400, e.what());
     }
-    Voice voice = engine.builtin_voice(request.params.exaggeration);
+    Voice voice = resolve_voice(engine, voices, request.voice, request.params.exaggeration);
     std::unique_ptr<WatchedRequest> watched =
         watch_request(operations, http_request, options.retry_after_seconds, response);
     synthesis.cancel = watched->cancel_flag();

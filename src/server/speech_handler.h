@@ -7,9 +7,15 @@
 
 namespace chatterbox::server {
 
-// Throws ApiError for a request refused before synthesis (bad body, busy server).
-void answer_speech(const Engine &engine, SessionPool &pool, const ServerOptions &options,
+class VoiceLibrary;
+
+// Throws ApiError for a request refused before synthesis (bad body, unknown voice, busy server,
+// draining).
+void answer_speech(const Engine &engine, SessionPool &pool, const VoiceLibrary &voices, const ServerOptions &options,
                    const SpeechOperations &operations, const httplib::Request &http_request,
                    httplib::Response &response);
+
+// A whole synthesis as a file of the format (also voice conversion's answer).
+std::string encode_whole(const SynthesisResult &result, ResponseFormat format);
 
 } // namespace chatterbox::server

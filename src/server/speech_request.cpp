@@ -34,7 +34,9 @@ size_t code_points(const std::string &utf8) {
     return size_t(std::count_if(utf8.begin(), utf8.end(), [](char c) { return (c & 0xC0) != 0x80; }));
 }
 
-ResponseFormat parse_format(const std::string &name) {
+} // namespace
+
+ResponseFormat parse_response_format(const std::string &name) {
     if (name.empty() || name == "wav") return ResponseFormat::wav;
     if (name == "pcm") return ResponseFormat::pcm;
     if (name == "flac") return ResponseFormat::flac;
@@ -43,6 +45,8 @@ ResponseFormat parse_format(const std::string &name) {
                       concat("response_format '", name, "' is not supported yet; use wav, pcm or flac"));
     throw invalid("response_format", concat("response_format '", name, "' is unknown; use wav, pcm or flac"));
 }
+
+namespace {
 
 StreamFormat parse_stream_format(const std::string &name, ResponseFormat format) {
     if (name.empty()) return StreamFormat::none;
@@ -115,12 +119,8 @@ SpeechRequest parse_speech_request(const std::string &body_text, const RequestLi
             413,
             concat("'input' holds ", code_points(request.input), " characters; the limit is ", limits.max_input_chars),
             "input");
-    request.voice = string_field(body, "voice", true);
-    if (!is_builtin_voice_name(request.voice))
-        throw invalid("voice", concat("voice '", request.voice,
-                                      "' is unknown; this server has the model's built-in "
-                                      "voice as 'default' or any of OpenAI's voice names"));
-    request.format = parse_format(string_field(body, "response_format", false));
+    request.voice = string_field(body, "voice", true); // resolved with the voice library (voice_routes.h)
+    request.format = parse_response_format(string_field(body, "response_format", false));
     request.stream = parse_stream_format(string_field(body, "stream_format", false), request.format);
     parse_speed(body);
 

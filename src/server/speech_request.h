@@ -30,14 +30,16 @@ struct SpeechRequest {
     SynthesisParams params;
 };
 
-// The voices this server knows, all the model's built-in voice for now: "default" and OpenAI's names.
+// The names of the model's built-in voice: "default" and OpenAI's voice names.
 bool is_builtin_voice_name(const std::string &voice);
 
 // Parses and checks the body. Throws ApiError: 400 for malformed JSON, a missing or mistyped field,
-// a value out of range, an unknown field or voice, what is not supported yet; 413 for an input over
-// the limit.
+// a value out of range, an unknown field, what is not supported yet; 413 for an input over the
+// limit. The voice is checked when resolved (voice_routes.h resolve_voice).
 SpeechRequest parse_speech_request(const std::string &body, const RequestLimits &limits);
 
 const char *content_type(ResponseFormat format);
+// "" is wav; throws ApiError 400 naming response_format (also for voice conversion's field).
+ResponseFormat parse_response_format(const std::string &name);
 
 } // namespace chatterbox::server

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <mutex>
@@ -35,6 +36,25 @@ std::string describe(const json &value) {
     std::string dumped = value.dump();
     if (dumped.size() > 80) dumped = dumped.substr(0, 77) + "...";
     return dumped;
+}
+
+bool is_type(const json &component, const char *type) {
+    return component.is_object() && component.value("type", json()) == type;
+}
+
+// GPT-2's bytes_to_unicode: the printable bytes '!'..'~', '¡'..'¬', '®'..'ÿ' stand for themselves, the other
+// 68 are U+0100 onwards in byte order; returned as UTF-8.
+const std::string &byte_character(uint8_t byte) {
+    static const std::vector<std::string> characters = [] {
+        std::vector<std::string> table(256);
+        char32_t next_unprintable = 0x100;
+        for (int b = 0; b < 256; ++b) {
+            const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+            append_utf8(table[size_t(b)], printable ? char32_t(b) : next_unprintable++);
+        }
+        return table;
+    }();
+    return characters[byte];
 }
 
 // The field `key` of `object`, or nullptr when absent.
@@ -71,11 +91,50 @@ uint64_t pair_key(int32_t left, int32_t right) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
 }
 
-// Code point ending just before byte `offset` (> 0) of valid UTF-8 `text`.
-char32_t code_point_before(std::string_view text, size_t offset) {
+// Where the code point ending just before byte `offset` (> 0) of valid UTF-8 `text` starts.
+size_t code_point_start_before(std::string_view text, size_t offset) {
     size_t start = offset - 1;
     while (start > 0 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
-    return decode_utf8_at(text, start, "tokenizer").value;
+    return start;
+}
+
+char32_t code_point_before(std::string_view text, size_t offset) {
+    return decode_utf8_at(text, code_point_start_before(text, offset), "tokenizer").value;
+}
+
+// End of the match of GPT-2's split pattern at `start` (< text.size()) of valid UTF-8 text:
+//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+// (tokenizers' ByteLevel pre-tokenizer; the alternatives are tried in this order at every match start).
+size_t gpt2_match_end(std::string_view text, size_t start) {
+    enum class Kind { letter, number, space, other };
+    const auto kind_at = [&](size_t offset, size_t *size) {
+        const CodePoint cp = decode_utf8_at(text, offset, "tokenizer");
+        if (size) *size = cp.size;
+        if (is_letter(cp.value)) return Kind::letter;
+        if (is_number(cp.value)) return Kind::number;
+        return is_regex_space(cp.value) ? Kind::space : Kind::other;
+    };
+    const auto run_end = [&](size_t offset, Kind kind) {
+        size_t size = 0;
+        while (offset < text.size() && kind_at(offset, &size) == kind) offset += size;
+        return offset;
+    };
+    if (text[start] == '\'') {
+        for (std::string_view suffix : {"s", "t", "re", "ve", "m", "ll", "d"}) {
+            if (text.compare(start + 1, suffix.size(), suffix) == 0) return start + 1 + suffix.size();
+        }
+    }
+    size_t first_size = 0;
+    const Kind first = kind_at(start, &first_size);
+    size_t word = start; // where the letter, number or other run begins: after an optional ' '
+    if (text[start] == ' ' && start + 1 < text.size() && kind_at(start + 1, nullptr) != Kind::space) word = start + 1;
+    const Kind kind = word == start ? first : kind_at(word, nullptr);
+    if (kind != Kind::space) return run_end(word, kind);
+    // \s+(?!\S): a whitespace run up to the end, or all of it but the character before the next non-space;
+    // a single whitespace character before a non-space falls to \s+.
+    const size_t end = run_end(start, Kind::space);
+    if (end == text.size() || end == start + first_size) return end;
+    return code_point_start_before(text, end);
 }
 
 // Byte offset where the trailing run of \s characters of text[from, to) begins (Rust regex `\s*$`).
@@ -128,13 +187,105 @@ BpeTokenizer::BpeTokenizer(BpeTokenizer &&) noexcept = default;
 BpeTokenizer &BpeTokenizer::operator=(BpeTokenizer &&) noexcept = default;
 BpeTokenizer::~BpeTokenizer() = default;
 
-BpeTokenizer BpeTokenizer::from_file(const std::string &path) {
+namespace {
+
+std::string read_text_file(const std::string &path) {
     std::ifstream file(path, std::ios::binary);
     if (!file) fail("tokenizer: cannot open '", path, "'");
     std::ostringstream content;
     content << file.rdbuf();
     if (file.bad()) fail("tokenizer: cannot read '", path, "'");
-    return from_json(content.str(), path);
+    return content.str();
+}
+
+json read_json_file(const std::string &path) {
+    try {
+        return json::parse(read_text_file(path));
+    } catch (const json::exception &error) {
+        fail(path, ": invalid JSON: ", error.what());
+    }
+}
+
+bool is_file(const std::string &path) {
+    std::error_code ec;
+    return std::filesystem::is_regular_file(path, ec);
+}
+
+// merges.txt: an optional "#version" line, then one "left right" merge per line.
+json read_merges(const std::string &path) {
+    std::istringstream lines(read_text_file(path));
+    json merges = json::array();
+    for (std::string line; std::getline(lines, line);) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty() || (merges.empty() && line.rfind("#version", 0) == 0)) continue;
+        merges.push_back(line);
+    }
+    return merges;
+}
+
+// The added tokens as tokenizer.json lists them: tokenizer_config.json's added_tokens_decoder (id -> content
+// and flags), else added_tokens.json (content -> id) and special_tokens_map.json's special tokens.
+json read_added_tokens(const std::string &folder, const json *config) {
+    json added = json::array();
+    if (config) {
+        if (const json *decoder = find_field(*config, "added_tokens_decoder"); !is_null_or_absent(decoder)) {
+            if (!decoder->is_object()) fail(folder, "/tokenizer_config.json: added_tokens_decoder is not an object");
+            for (const auto &[id, token] : decoder->items()) {
+                json entry = token;
+                if (!entry.is_object())
+                    fail(folder, "/tokenizer_config.json: added_tokens_decoder[", id, "] is not an object");
+                try {
+                    entry["id"] = std::stoll(id);
+                } catch (const std::exception &) {
+                    fail(folder, "/tokenizer_config.json: added_tokens_decoder key '", id, "' is not a token id");
+                }
+                added.push_back(entry);
+            }
+            return added;
+        }
+    }
+    if (const std::string path = folder + "/added_tokens.json"; is_file(path)) {
+        const json tokens = read_json_file(path);
+        if (!tokens.is_object()) fail(path, ": expected an object of token -> id");
+        for (const auto &[content, id] : tokens.items()) added.push_back({{"content", content}, {"id", id}});
+    }
+    if (const std::string path = folder + "/special_tokens_map.json"; is_file(path)) {
+        for (const auto &[role, token] : read_json_file(path).items()) {
+            const json content = token.is_object() ? token.value("content", json()) : token;
+            if (content.is_string()) added.push_back({{"content", content}, {"special", true}});
+        }
+    }
+    return added;
+}
+
+} // namespace
+
+BpeTokenizer BpeTokenizer::from_file(const std::string &path) { return from_json(read_text_file(path), path); }
+
+BpeTokenizer BpeTokenizer::from_folder(const std::string &folder) {
+    if (const std::string path = folder + "/tokenizer.json"; is_file(path)) return from_file(path);
+    for (const char *required : {"vocab.json", "merges.txt"}) {
+        if (!is_file(folder + "/" + required)) {
+            fail("tokenizer: '", folder, "' has neither tokenizer.json nor GPT-2's ", required);
+        }
+    }
+    json config;
+    const bool has_config = is_file(folder + "/tokenizer_config.json");
+    if (has_config) config = read_json_file(folder + "/tokenizer_config.json");
+    if (has_config && !config.is_object()) fail(folder, "/tokenizer_config.json: expected a JSON object");
+    const std::string where = folder + "/tokenizer_config.json";
+    json root = {
+        {"model",
+         {{"type", "BPE"},
+          {"vocab", read_json_file(folder + "/vocab.json")},
+          {"merges", read_merges(folder + "/merges.txt")}}},
+        {"pre_tokenizer",
+         {{"type", "ByteLevel"},
+          {"add_prefix_space", has_config ? read_bool(config, "add_prefix_space", false, where) : false},
+          {"use_regex", true}}},
+        {"added_tokens", read_added_tokens(folder, has_config ? &config : nullptr)},
+    };
+    return from_json(root.dump(), folder + " (GPT-2 vocab.json + merges.txt)");
 }
 
 BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, const std::string &source) {
@@ -150,15 +301,25 @@ BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, const std::stri
     tokenizer.source_ = source;
 
     // Pipeline components: only what Chatterbox's tokenizer files use is implemented.
-    for (const char *key : {"normalizer", "post_processor", "truncation", "padding"}) {
+    for (const char *key : {"normalizer", "truncation", "padding"}) {
         const json *value = find_field(root, key);
         if (!is_null_or_absent(value)) fail(source, ": ", key, " ", describe(*value), " is not supported (only null)");
     }
+    if (const json *post = find_field(root, "post_processor");
+        !is_null_or_absent(post) && !is_type(*post, "ByteLevel")) {
+        fail(source, ": post_processor ", describe(*post), " is not supported (only ByteLevel or null)");
+    }
     if (const json *pre = find_field(root, "pre_tokenizer"); !is_null_or_absent(pre)) {
-        if (!(pre->is_object() && pre->value("type", json()) == "Whitespace")) {
-            fail(source, ": pre_tokenizer ", describe(*pre), " is not supported (only Whitespace or null)");
+        const std::string where = source + ": pre_tokenizer";
+        if (is_type(*pre, "Whitespace")) {
+            tokenizer.pre_tokenizer_ = PreTokenizer::whitespace;
+        } else if (is_type(*pre, "ByteLevel")) {
+            tokenizer.pre_tokenizer_ = PreTokenizer::byte_level;
+            tokenizer.add_prefix_space_ = read_bool(*pre, "add_prefix_space", true, where);
+            tokenizer.split_pattern_ = read_bool(*pre, "use_regex", true, where);
+        } else {
+            fail(where, " ", describe(*pre), " is not supported (only Whitespace, ByteLevel or null)");
         }
-        tokenizer.whitespace_pre_tokenizer_ = true;
     }
     if (const json *decoder = find_field(root, "decoder"); !is_null_or_absent(decoder)) {
         tokenizer.decoder_type_ = describe(*decoder);
@@ -194,11 +355,23 @@ BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, const std::stri
 
     // HF fails lazily when an unknown character meets a missing unk token, or silently drops unknown characters
     // without one; both are rejected here so that no text is ever encoded to silently wrong ids.
+    // A ByteLevel vocabulary instead spells every text with its 256 byte characters.
     const std::string unk_token = read_optional_string(*model, "unk_token", where);
-    if (unk_token.empty()) fail(where, ".unk_token: missing (characters outside the vocabulary would be dropped)");
-    const auto unk = tokenizer.vocab_.find(unk_token);
-    if (unk == tokenizer.vocab_.end()) fail(where, ".unk_token '", unk_token, "' is not in the vocabulary");
-    tokenizer.unk_id_ = unk->second;
+    if (tokenizer.pre_tokenizer_ == PreTokenizer::byte_level) {
+        for (int byte = 0; byte < 256; ++byte) {
+            if (tokenizer.vocab_.count(byte_character(uint8_t(byte))) == 0) {
+                fail(where, ".vocab: the ByteLevel character '", byte_character(uint8_t(byte)), "' of byte ", byte,
+                     " is missing (texts with that byte could not be encoded)");
+            }
+        }
+    } else if (unk_token.empty()) {
+        fail(where, ".unk_token: missing (characters outside the vocabulary would be dropped)");
+    }
+    if (!unk_token.empty()) {
+        const auto unk = tokenizer.vocab_.find(unk_token);
+        if (unk == tokenizer.vocab_.end()) fail(where, ".unk_token '", unk_token, "' is not in the vocabulary");
+        tokenizer.unk_id_ = unk->second;
+    }
 
     const json *merges = find_field(*model, "merges");
     if (merges == nullptr || !merges->is_array()) fail(where, ".merges: missing or not an array");
@@ -291,6 +464,12 @@ BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, const std::stri
     return tokenizer;
 }
 
+size_t BpeTokenizer::size() const {
+    size_t count = vocab_by_id_.size();
+    for (const AddedToken &added : added_tokens_) count += vocab_by_id_.count(added.id) == 0 ? 1 : 0;
+    return count;
+}
+
 std::optional<int32_t> BpeTokenizer::token_to_id(std::string_view token) const {
     for (const AddedToken &added : added_tokens_) {
         if (added.content == token) return added.id;
@@ -364,7 +543,11 @@ void BpeTokenizer::encode_piece(std::string_view piece, bool normalized_pass, st
 
 // Pre-tokenizer (Whitespace: runs of \w, runs of other non-space characters; whitespace dropped), then the model.
 void BpeTokenizer::encode_text(std::string_view text, std::vector<int32_t> &ids) const {
-    if (!whitespace_pre_tokenizer_) {
+    if (pre_tokenizer_ == PreTokenizer::byte_level) {
+        encode_byte_level(text, ids);
+        return;
+    }
+    if (pre_tokenizer_ == PreTokenizer::none) {
         encode_word(text, ids);
         return;
     }
@@ -381,6 +564,23 @@ void BpeTokenizer::encode_text(std::string_view text, std::vector<int32_t> &ids)
             if (is_regex_space(cp.value) || is_regex_word(cp.value) != word) break;
         }
         encode_word(text.substr(start, offset - start), ids);
+    }
+}
+
+// ByteLevel: an optional leading space, GPT-2's split pattern, then each piece's bytes as their characters.
+void BpeTokenizer::encode_byte_level(std::string_view text, std::vector<int32_t> &ids) const {
+    std::string prefixed;
+    if (add_prefix_space_ && text.front() != ' ') {
+        prefixed = " " + std::string(text);
+        text = prefixed;
+    }
+    std::string word;
+    for (size_t start = 0; start < text.size();) {
+        const size_t end = split_pattern_ ? gpt2_match_end(text, start) : text.size();
+        word.clear();
+        for (size_t i = start; i < end; ++i) word += byte_character(static_cast<uint8_t>(text[i]));
+        encode_word(word, ids);
+        start = end;
     }
 }
 

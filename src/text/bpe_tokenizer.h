@@ -7,8 +7,12 @@
 //          end_of_word_suffix, fuse_unk, byte_fallback, ignore_merges; dropout must be null or 0;
 //   added_tokens: matched leftmost-longest on the raw text before everything else, with single_word / lstrip /
 //          rstrip; `normalized` tokens are matched in a second pass (identical here, as there is no normalizer);
-//   normalizer: null;  pre_tokenizer: null or Whitespace (regex \w+|[^\w\s]+);  post_processor, truncation,
-//   padding: null;  decoder: any (only decode() requires it to be null).
+//   normalizer: null;  pre_tokenizer: null, Whitespace (regex \w+|[^\w\s]+) or ByteLevel (GPT-2: its split
+//          pattern, then every byte as one of 256 printable characters; add_prefix_space, use_regex);
+//   post_processor: null or ByteLevel (it changes only offsets);  truncation, padding: null;
+//   decoder: any (only EnTokenizer::decode() requires it to be null).
+// A ByteLevel vocabulary needs no unk_token, but must hold all 256 byte characters.
+// GPT-2's "slow" files (vocab.json + merges.txt + added tokens) load through from_folder.
 // Text must be valid UTF-8 (else Error, like Python's strict decoding); it never crashes on arbitrary bytes.
 
 #include <cstdint>
@@ -26,6 +30,11 @@ class BpeTokenizer {
     static BpeTokenizer from_file(const std::string &path);
     // `source` names the JSON in error messages.
     static BpeTokenizer from_json(std::string_view json_text, const std::string &source);
+    // A folder with tokenizer.json, or else GPT-2's files as transformers' AutoTokenizer reads them:
+    // vocab.json, merges.txt, and the added tokens of tokenizer_config.json's added_tokens_decoder (or of
+    // added_tokens.json and special_tokens_map.json when there is no tokenizer_config.json), with the
+    // ByteLevel pre-tokenizer (add_prefix_space from tokenizer_config.json, false by default).
+    static BpeTokenizer from_folder(const std::string &folder);
 
     BpeTokenizer(BpeTokenizer &&) noexcept;
     BpeTokenizer &operator=(BpeTokenizer &&) noexcept;
@@ -39,6 +48,8 @@ class BpeTokenizer {
     std::optional<std::string> id_to_token(int32_t id) const;
 
     size_t model_vocab_size() const { return vocab_.size(); }
+    // Distinct ids of the model vocabulary and the added tokens (transformers' len(tokenizer)).
+    size_t size() const;
     // "" when the JSON has no decoder.
     const std::string &decoder_type() const { return decoder_type_; }
     const std::string &source() const { return source_; }
@@ -61,6 +72,7 @@ class BpeTokenizer {
     BpeTokenizer();
     void encode_piece(std::string_view piece, bool normalized_pass, std::vector<int32_t> &ids) const;
     void encode_text(std::string_view text, std::vector<int32_t> &ids) const;
+    void encode_byte_level(std::string_view text, std::vector<int32_t> &ids) const;
     void encode_word(std::string_view word, std::vector<int32_t> &ids) const;
     std::vector<int32_t> merge_word(std::string_view word) const;
 
@@ -75,7 +87,10 @@ class BpeTokenizer {
     bool fuse_unk_ = false;
     bool byte_fallback_ = false;
     bool ignore_merges_ = false;
-    bool whitespace_pre_tokenizer_ = false;
+    enum class PreTokenizer { none, whitespace, byte_level };
+    PreTokenizer pre_tokenizer_ = PreTokenizer::none;
+    bool add_prefix_space_ = false; // ByteLevel: a space before each segment that does not start with one
+    bool split_pattern_ = true;     // ByteLevel use_regex: GPT-2's split pattern, else each segment whole
     std::string decoder_type_;
     std::unique_ptr<WordCache> cache_;
 };

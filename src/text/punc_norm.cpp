@@ -8,14 +8,6 @@ namespace chatterbox::text {
 
 namespace {
 
-// Applied one after the other to the whole text, like the reference's sequence of str.replace calls.
-constexpr std::pair<std::string_view, std::string_view> kReplacements[] = {
-    {"...", ", "},   {"\u2026", ", "}, {":", ","},       {" - ", ", "},    {";", ", "},     {"\u2014", "-"},
-    {"\u2013", "-"}, {" ,", ","},      {"\u201C", "\""}, {"\u201D", "\""}, {"\u2018", "'"}, {"\u2019", "'"},
-};
-
-constexpr std::string_view kSentenceEnders[] = {".", "!", "?", "-", ","};
-
 bool ends_with(std::string_view text, std::string_view suffix) {
     return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
@@ -41,7 +33,44 @@ std::string collapse_whitespace(std::string_view text) {
 
 } // namespace
 
-std::string punc_norm(std::string_view text) {
+const PunctuationRules &english_punctuation() {
+    static const PunctuationRules rules{{{"...", ", "},
+                                         {"\u2026", ", "},
+                                         {":", ","},
+                                         {" - ", ", "},
+                                         {";", ", "},
+                                         {"\u2014", "-"},
+                                         {"\u2013", "-"},
+                                         {" ,", ","},
+                                         {"\u201C", "\""},
+                                         {"\u201D", "\""},
+                                         {"\u2018", "'"},
+                                         {"\u2019", "'"}},
+                                        {".", "!", "?", "-", ","}};
+    return rules;
+}
+
+const PunctuationRules &multilingual_punctuation() {
+    static const PunctuationRules rules{english_punctuation().replacements,
+                                        {".", "!", "?", "-", ",", "\u3001", "\uFF0C", "\u3002", "\uFF1F", "\uFF01"}};
+    return rules;
+}
+
+const PunctuationRules &turbo_punctuation() {
+    static const PunctuationRules rules{{{"\u2026", ", "},
+                                         {":", ","},
+                                         {"\u2014", "-"},
+                                         {"\u2013", "-"},
+                                         {" ,", ","},
+                                         {"\u201C", "\""},
+                                         {"\u201D", "\""},
+                                         {"\u2018", "'"},
+                                         {"\u2019", "'"}},
+                                        english_punctuation().sentence_enders};
+    return rules;
+}
+
+std::string punc_norm(std::string_view text, const PunctuationRules &rules) {
     if (text.empty()) return std::string(kEmptyTextFallback);
     validate_utf8(text, "punc_norm");
 
@@ -50,11 +79,11 @@ std::string punc_norm(std::string_view text) {
     capitalised.append(text.substr(first.size));
 
     std::string out = collapse_whitespace(capitalised);
-    for (const auto &[from, to] : kReplacements) out = replace_all(out, from, to);
+    for (const auto &[from, to] : rules.replacements) out = replace_all(out, from, to);
 
     while (!out.empty() && out.back() == ' ') out.pop_back();
     bool ended = false;
-    for (std::string_view ender : kSentenceEnders) ended = ended || ends_with(out, ender);
+    for (std::string_view ender : rules.sentence_enders) ended = ended || ends_with(out, ender);
     if (!ended) out.push_back('.');
     return out;
 }

@@ -158,6 +158,26 @@ bool is_regex_word(char32_t c) {
                        [c](const Range &range) { return c >= range.first && c <= range.last; });
 }
 
+bool is_letter(char32_t c) {
+    if (c > kMaxCodePoint) return false;
+    switch (properties(c).category) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool is_number(char32_t c) {
+    if (c > kMaxCodePoint) return false;
+    const auto category = properties(c).category;
+    return category == UTF8PROC_CATEGORY_ND || category == UTF8PROC_CATEGORY_NL || category == UTF8PROC_CATEGORY_NO;
+}
+
 bool is_regex_space(char32_t c) {
     return std::find(std::begin(kWhiteSpace), std::end(kWhiteSpace), c) != std::end(kWhiteSpace);
 }

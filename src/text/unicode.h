@@ -42,4 +42,8 @@ std::string python_upper_if_lower(char32_t c);
 bool is_regex_word(char32_t c);
 bool is_regex_space(char32_t c);
 
+// Unicode general categories L* (\p{L}) and N* (\p{N}), as GPT-2's pre-tokenizer pattern uses them.
+bool is_letter(char32_t c);
+bool is_number(char32_t c);
+
 } // namespace chatterbox::text

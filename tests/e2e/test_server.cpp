@@ -9,6 +9,7 @@
 #include "audio/audio_encoding.h"
 #include "audio/audio_file.h"
 #include "server/server.h"
+#include "support/running_server.h"
 #include "support/server_test_support.h"
 #include "support/test_support.h"
 
@@ -25,6 +26,8 @@
 
 using namespace chatterbox;
 using nlohmann::json;
+using test::pcm_of;
+using test::pcm_samples;
 using test::post;
 using test::post_streaming;
 using test::RunningServer;
@@ -32,16 +35,11 @@ using test::speech;
 
 namespace {
 
-std::vector<int16_t> pcm_samples(const std::string &bytes) {
-    std::vector<int16_t> out(bytes.size() / 2);
-    std::memcpy(out.data(), bytes.data(), out.size() * 2);
-    return out;
-}
-
-std::vector<int16_t> pcm_of(const std::vector<float> &wave) {
-    std::string bytes;
-    audio::append_pcm16(bytes, wave.data(), wave.size());
-    return pcm_samples(bytes);
+server::ServerOptions small_server() {
+    server::ServerOptions options;
+    options.threads = 1;
+    options.voices_dir = test::temp_dir("server_voices"); // not the user's library
+    return options;
 }
 
 audio::Audio decode_file(const std::string &bytes, const std::string &name) {
@@ -60,8 +58,11 @@ std::string unbase64(const std::string &text) {
     return out;
 }
 
-class Server : public test::TinyEngineTest {
+class Server : public ::testing::Test {
   protected:
+    static void SetUpTestSuite() { engine_ = test::tiny_engine(); }
+    static void TearDownTestSuite() { engine_.reset(); }
+
     // What a session of the engine makes of the same request, offline or streamed.
     static std::vector<float> session_wave(const json &body, bool stream) {
         Session session(*engine_, SessionOptions{1});
@@ -71,7 +72,11 @@ class Server : public test::TinyEngineTest {
         options.stream = stream;
         return session.synthesize(body["input"].get<std::string>(), engine_->builtin_voice(0.5f), options).wave;
     }
+
+    static std::unique_ptr<Engine> engine_;
 };
+
+std::unique_ptr<Engine> Server::engine_;
 
 TEST_F(Server, WholeAnswersDecodeToTheSessionsAudio) {
     RunningServer server(*engine_, small_server());
@@ -274,12 +279,24 @@ TEST_F(Server, FullQueueAnswers503AndADroppedStreamFreesTheSession) {
     RunningServer server(*engine_, options);
 
     // A long streamed request that holds the only session; it hangs up after its first audio.
-    json body = speech("This is a long request. It has many sentences. Each one takes a while. "
-                       "The server streams them one by one. Nobody will hear the end of it.",
-                       3, 400);
-    body["response_format"] = "pcm";
-    test::HeldStream slow(server.port(), body);
-    ASSERT_TRUE(slow.wait_first_audio(std::chrono::seconds(120)));
+    std::promise<void> first_audio, hang_up;
+    std::shared_future<void> hang_up_now = hang_up.get_future().share();
+    std::thread slow([&] {
+        httplib::Client client = server.client();
+        json body = speech("This is a long request. It has many sentences. Each one takes a while. "
+                           "The server streams them one by one. Nobody will hear the end of it.",
+                           3, 400);
+        body["response_format"] = "pcm";
+        body["stream_format"] = "audio";
+        bool first = true;
+        post_streaming(client, body, [&](const char *, size_t) {
+            if (first) first_audio.set_value();
+            first = false;
+            hang_up_now.wait();
+            return false;
+        });
+    });
+    ASSERT_EQ(first_audio.get_future().wait_for(std::chrono::seconds(120)), std::future_status::ready);
 
     httplib::Client client = server.client();
     auto busy = post(client, speech("Hello.", 1, 10));
@@ -288,7 +305,8 @@ TEST_F(Server, FullQueueAnswers503AndADroppedStreamFreesTheSession) {
     EXPECT_EQ(busy->get_header_value("Retry-After"), "1");
     EXPECT_EQ(json::parse(busy->body)["error"]["code"], "server_busy");
 
-    slow.hang_up();
+    hang_up.set_value();
+    slow.join();
     // The dropped stream is cancelled within a chunk or two: the session is soon free again.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     int status = 0;

@@ -28,10 +28,12 @@ template <class Component> class GoldenComponent : public ::testing::Test {
   protected:
     using Make = std::function<std::unique_ptr<Component>(const WeightStore &, Backend &)>;
 
-    // file: a checkpoint of the synthetic folder ("s3gen.safetensors"), added under prefix ("s3gen.").
-    static void load(const std::string &file, const std::string &prefix, const Make &make) {
+    // file: a checkpoint of a synthetic folder ("s3gen.safetensors"; the English one unless `folder`
+    // says otherwise, e.g. turbo_synthetic_dir()), added under prefix ("s3gen.").
+    static void load(const std::string &file, const std::string &prefix, const Make &make,
+                     const std::string &folder = synthetic_dir()) {
         store_ = std::make_unique<WeightStore>();
-        store_->add_safetensors(synthetic_dir() + "/" + file, prefix);
+        store_->add_safetensors(folder + "/" + file, prefix);
         backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
         model_ = make(*store_, *backend_);
     }

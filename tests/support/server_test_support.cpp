@@ -22,11 +22,6 @@ namespace {
 
 using nlohmann::json;
 
-server::ServerOptions with_free_port(server::ServerOptions options) {
-    options.port = 0;
-    return options;
-}
-
 std::string read_text(const std::string &path) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream text;
@@ -36,16 +31,12 @@ std::string read_text(const std::string &path) {
 
 } // namespace
 
-void TinyEngineTest::SetUpTestSuite() {
-    EngineOptions options;
-    options.model_path = tiny_model_path();
-    options.backend.threads = 1;
-    engine_ = std::make_unique<Engine>(options);
-}
+void TinyEngineTest::SetUpTestSuite() { engine_ = tiny_engine(); }
 
 server::ServerOptions TinyEngineTest::small_server() {
     server::ServerOptions options;
     options.threads = 1;
+    options.voices_dir = temp_dir("server_voices");
     return options;
 }
 
@@ -55,23 +46,19 @@ httplib::Client loopback_client(int port) {
     return client;
 }
 
-RunningServer::RunningServer(const Engine &engine, server::ServerOptions options)
-    : server_(engine, with_free_port(options)) {
-    port_ = server_.bind();
-    thread_ = std::thread([this] { server_.run(); });
-}
-
-RunningServer::~RunningServer() {
-    server_.stop();
-    thread_.join();
-}
-
-httplib::Client RunningServer::client() const { return loopback_client(port_); }
-
 ServerProcess::ServerProcess(const std::vector<std::string> &args) {
     log_path_ = (std::filesystem::path(temp_dir("server_process")) / "stderr.txt").string();
-    std::vector<std::string> argv = {
-        tool_path("chatterbox-server"), "-m", tiny_model_path(), "--host", "127.0.0.1", "--port", "0", "-t", "1"};
+    std::vector<std::string> argv = {tool_path("chatterbox-server"),
+                                     "-m",
+                                     tiny_model_path(),
+                                     "--host",
+                                     "127.0.0.1",
+                                     "--port",
+                                     "0",
+                                     "-t",
+                                     "1",
+                                     "--voices",
+                                     temp_dir("server_process_voices")};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char *> c_argv;
     for (std::string &arg : argv) c_argv.push_back(arg.data());

@@ -1,9 +1,10 @@
 #pragma once
-// Helpers for the chatterbox-server tests: a server in-process on a free loopback port, the real
+// Helpers for the chatterbox-server tests (with running_server.h: a server in-process): the real
 // chatterbox-server executable as a child process, requests to /v1/audio/speech, and reading
 // /metrics (samples, and a check by promtool, Prometheus's own parser).
 
 #include "server/server.h"
+#include "support/running_server.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -27,26 +28,11 @@ class TinyEngineTest : public ::testing::Test {
   protected:
     static void SetUpTestSuite();
     static void TearDownTestSuite() { engine_.reset(); }
-    // Server options for tests: 1 thread per session, the rest as the server's defaults.
+    // Server options for tests: 1 thread per session, a fresh voice library (not the user's), the
+    // rest as the server's defaults.
     static server::ServerOptions small_server();
 
     inline static std::unique_ptr<Engine> engine_;
-};
-
-// A server on a free loopback port, serving on its own thread until destroyed.
-class RunningServer {
-  public:
-    RunningServer(const Engine &engine, server::ServerOptions options);
-    ~RunningServer();
-
-    int port() const { return port_; }
-    server::Server &server() { return server_; }
-    httplib::Client client() const;
-
-  private:
-    server::Server server_;
-    int port_ = 0;
-    std::thread thread_;
 };
 
 // build/chatterbox-server -m <tiny model> --host 127.0.0.1 --port 0 -t 1 <args>, its stderr in a

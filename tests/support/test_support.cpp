@@ -22,6 +22,7 @@ namespace chatterbox::test {
 std::string data_path(const std::string &name) { return std::string(CHATTERBOX_TEST_DATA) + "/" + name; }
 std::string golden_path(const std::string &name) { return data_path("golden/" + name); }
 std::string synthetic_dir() { return CHATTERBOX_SYNTHETIC_DIR; }
+std::string turbo_synthetic_dir() { return CHATTERBOX_TURBO_SYNTHETIC_DIR; }
 std::string synthetic_model_dir() {
     static const std::string dir = [] {
         const std::filesystem::path d = std::filesystem::temp_directory_path() / "chatterbox-tests" /

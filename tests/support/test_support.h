@@ -14,6 +14,7 @@ namespace chatterbox::test {
 std::string data_path(const std::string &name);   // tests/data/<name>
 std::string golden_path(const std::string &name); // tests/data/golden/<name>
 std::string synthetic_dir();                      // full-size synthetic weights (ctest fixture)
+std::string turbo_synthetic_dir();                // full-size synthetic Turbo weights (ctest fixture)
 // A model folder of the synthetic weights (linked) and the golden tokenizer.json, no built-in voice.
 std::string synthetic_model_dir();
 std::string tiny_model_path(); // the tiny synthetic model.gguf (ctest fixture tiny_model, seed 0x5EEDC0DE)

@@ -22,9 +22,11 @@ uint32_t float_bits(float f) {
     return bits;
 }
 
-nlohmann::ordered_json load_manifest_json() { // ordered: the checkpoints keep their file order
-    std::ifstream in(test::data_path("manifest.json"));
-    EXPECT_TRUE(in.good()) << "cannot open " << test::data_path("manifest.json");
+// The golden manifest of a variant; ordered: the checkpoints keep their file order.
+nlohmann::ordered_json load_manifest_json(Variant variant = Variant::english) {
+    const std::string path = test::data_path(variant == Variant::turbo ? "turbo/manifest.json" : "manifest.json");
+    std::ifstream in(path);
+    EXPECT_TRUE(in.good()) << "cannot open " << path;
     return nlohmann::ordered_json::parse(in);
 }
 
@@ -38,7 +40,10 @@ TEST(SyntheticRule, PrimitivesKnownAnswers) {
 }
 
 TEST(SyntheticRule, TestVectorsBitForBit) {
-    for (const auto &v : test::synthetic_test_vectors()) {
+    std::vector<test::SyntheticTestVector> vectors = test::synthetic_test_vectors();
+    vectors.insert(vectors.end(), test::turbo_synthetic_test_vectors().begin(),
+                   test::turbo_synthetic_test_vectors().end());
+    for (const auto &v : vectors) {
         SCOPED_TRACE(v.name);
         EXPECT_EQ(fnv1a64(v.name), v.fnv);
         EXPECT_EQ(kDefaultSeed ^ v.fnv, v.seed);
@@ -113,44 +118,65 @@ TEST(SyntheticRule, BatchNormCounterIsInt64Zero) {
 }
 
 TEST(SyntheticRule, RuleForAgreesWithManifest) {
-    const nlohmann::ordered_json manifest = load_manifest_json();
-    size_t checked = 0;
-    for (const auto &[file, checkpoint] : manifest.at("checkpoints").items()) {
-        for (const auto &tensor : checkpoint.at("tensors")) {
-            const std::string rule = tensor.at("rule");
-            if (rule == "computed_constant_not_saved") continue;
-            const std::string name = tensor.at("name");
-            EXPECT_EQ(rule_for(name, json_shape(tensor.at("shape"))), rule) << file << ": " << name;
-            ++checked;
+    for (const auto &[variant, expected] :
+         {std::pair{Variant::english, 16u + 292u + 2488u}, std::pair{Variant::turbo, 16u + 299u + 2491u}}) {
+        SCOPED_TRACE(variant_name(variant));
+        const nlohmann::ordered_json manifest = load_manifest_json(variant);
+        size_t checked = 0;
+        for (const auto &[file, checkpoint] : manifest.at("checkpoints").items()) {
+            for (const auto &tensor : checkpoint.at("tensors")) {
+                const std::string rule = tensor.at("rule");
+                if (rule == "computed_constant_not_saved") continue;
+                const std::string name = tensor.at("name");
+                EXPECT_EQ(rule_for(name, json_shape(tensor.at("shape"))), rule) << file << ": " << name;
+                ++checked;
+            }
         }
+        EXPECT_EQ(checked, expected);
     }
-    EXPECT_EQ(checked, 16u + 292u + 2488u);
+}
+
+// Turbo's checkpoint stores the S3Tokenizer's computed buffers (WEIGHTS.md gives their sums).
+TEST(SyntheticRule, ComputedConstantsAreWhatTheModuleComputes) {
+    std::vector<float> mel(128 * 201), window(400);
+    fill_tensor("tokenizer._mel_filters", {128, 201}, kDefaultSeed, mel.data());
+    fill_tensor("tokenizer.window", {400}, kDefaultSeed, window.data());
+    double mel_sum = 0, window_sum = 0;
+    for (float v : mel) mel_sum += v;
+    for (float v : window) window_sum += v;
+    EXPECT_NEAR(mel_sum, 3.1909855, 1e-5);
+    EXPECT_NEAR(window_sum, 199.99999, 1e-4);
+    EXPECT_EQ(window[0], 0.0f);
+    EXPECT_THROW(fill_tensor("tokenizer.window", {401}, kDefaultSeed, std::vector<float>(401).data()), Error);
 }
 
 TEST(SyntheticRule, EmbeddedManifestEqualsJson) {
-    const nlohmann::ordered_json manifest = load_manifest_json();
-    const auto &embedded = official_manifest();
-    const auto &checkpoints = manifest.at("checkpoints");
-    ASSERT_EQ(embedded.size(), checkpoints.size());
-    size_t index = 0;
-    for (const auto &[file, checkpoint] : checkpoints.items()) {
-        const ManifestCheckpoint &ours = embedded[index++];
-        SCOPED_TRACE(file);
-        EXPECT_EQ(ours.file, file);
-        const auto &tensors = checkpoint.at("tensors");
-        ASSERT_EQ(ours.tensors.size(), tensors.size());
-        size_t stored = 0;
-        for (size_t i = 0; i < tensors.size(); ++i) {
-            const ManifestTensor &t = ours.tensors[i];
-            const auto &expected = tensors[i];
-            EXPECT_EQ(t.name, expected.at("name").get<std::string>());
-            EXPECT_EQ(t.shape, json_shape(expected.at("shape"))) << t.name;
-            EXPECT_EQ(t.type, expected.at("dtype") == "int64" ? GGML_TYPE_I64 : GGML_TYPE_F32) << t.name;
-            EXPECT_EQ(t.rule, expected.at("rule").get<std::string>());
-            EXPECT_EQ(t.stored, expected.at("rule") != "computed_constant_not_saved") << t.name;
-            stored += t.stored;
+    for (Variant variant : {Variant::english, Variant::turbo}) {
+        SCOPED_TRACE(variant_name(variant));
+        const nlohmann::ordered_json manifest = load_manifest_json(variant);
+        const auto &embedded = official_manifest(variant);
+        const auto &checkpoints = manifest.at("checkpoints");
+        ASSERT_EQ(embedded.size(), checkpoints.size());
+        size_t index = 0;
+        for (const auto &[file, checkpoint] : checkpoints.items()) {
+            const ManifestCheckpoint &ours = embedded[index++];
+            SCOPED_TRACE(file);
+            EXPECT_EQ(ours.file, file);
+            const auto &tensors = checkpoint.at("tensors");
+            ASSERT_EQ(ours.tensors.size(), tensors.size());
+            size_t stored = 0;
+            for (size_t i = 0; i < tensors.size(); ++i) {
+                const ManifestTensor &t = ours.tensors[i];
+                const auto &expected = tensors[i];
+                EXPECT_EQ(t.name, expected.at("name").get<std::string>());
+                EXPECT_EQ(t.shape, json_shape(expected.at("shape"))) << t.name;
+                EXPECT_EQ(t.type, expected.at("dtype") == "int64" ? GGML_TYPE_I64 : GGML_TYPE_F32) << t.name;
+                EXPECT_EQ(t.rule, expected.at("rule").get<std::string>());
+                EXPECT_EQ(t.stored, expected.at("rule") != "computed_constant_not_saved") << t.name;
+                stored += t.stored;
+            }
+            EXPECT_EQ(stored, checkpoint.at("n_tensors").get<size_t>());
         }
-        EXPECT_EQ(stored, checkpoint.at("n_tensors").get<size_t>());
     }
 }
 

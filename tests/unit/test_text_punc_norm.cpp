@@ -115,6 +115,20 @@ TEST(TextPuncNorm, MatchesReferenceCases) {
     EXPECT_EQ(punc_norm(index["text"].get<std::string>()), index["text_normalized"].get<std::string>());
 }
 
+// The variants share the skeleton; their replacement lists and accepted endings differ (the Turbo cases are in
+// test_text_gpt2_tokenizer.cpp with its tokenizer).
+TEST(TextPuncNorm, VariantsDifferOnlyInTheirRules) {
+    const std::string mtl_text = "Bonjour \u00E0 tous! Voici un essai rapide du moteur: les \u00E9l\u00E8ves ont "
+                                 "mang\u00E9 42 cr\u00EApes \u00E0 No\u00EBl... \u00C7a va, mon c\u0153ur?";
+    EXPECT_EQ(punc_norm(mtl_text, multilingual_punctuation()),
+              "Bonjour \u00E0 tous! Voici un essai rapide du moteur, les \u00E9l\u00E8ves ont mang\u00E9 42 "
+              "cr\u00EApes \u00E0 No\u00EBl,  \u00C7a va, mon c\u0153ur?"); // golden/mtl index.json
+    EXPECT_EQ(punc_norm("\u4F60\u597D\u3002", multilingual_punctuation()), "\u4F60\u597D\u3002");
+    EXPECT_EQ(punc_norm("\u4F60\u597D\u3002"), "\u4F60\u597D\u3002.");
+    EXPECT_EQ(punc_norm("a; b... c - d", turbo_punctuation()), "A; b... c - d.");
+    EXPECT_EQ(punc_norm("a; b... c - d"), "A,  b,  c, d."); // whitespace collapses before the replacements
+}
+
 TEST(TextPuncNorm, EmptyAndBlankInput) {
     EXPECT_EQ(punc_norm(""), kEmptyTextFallback);
     EXPECT_EQ(punc_norm("   "), ".");

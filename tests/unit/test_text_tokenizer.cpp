@@ -456,19 +456,15 @@ TEST(TextTokenizerLoading, RejectsUnsupportedComponentsByName) {
         "normalizer of type 'NFKC' is not supported");
     expect_error(
         [&] {
-            small_tokenizer(vocab, empty, {}, {{"pre_tokenizer", {{"type", "ByteLevel"}}}});
+            small_tokenizer(vocab, empty, {}, {{"pre_tokenizer", {{"type", "Metaspace"}}}});
         },
-        "pre_tokenizer of type 'ByteLevel' is not supported");
+        "pre_tokenizer of type 'Metaspace' is not supported");
     expect_error(
         [&] {
             small_tokenizer(vocab, empty, {}, {{"post_processor", {{"type", "TemplateProcessing"}}}});
         },
         "post_processor of type 'TemplateProcessing'");
-    expect_error(
-        [&] {
-            small_tokenizer(vocab, empty, {}, {{"truncation", {{"max_length", 8}}}});
-        },
-        "truncation");
+    expect_error([&] { small_tokenizer(vocab, empty, {}, {{"truncation", {{"max_length", 8}}}}); }, "truncation");
     expect_error(
         [&] {
             small_tokenizer(vocab, empty, {{"type", "WordPiece"}});
@@ -494,7 +490,7 @@ TEST(TextTokenizerLoading, RejectsInconsistentModels) {
     expect_error([] { BpeTokenizer::from_json("{\"model\": ", "broken.json"); }, "broken.json: invalid JSON");
     expect_error([] { BpeTokenizer::from_json("[]", "array.json"); }, "array.json: expected a JSON object");
     expect_error([] { BpeTokenizer::from_file("/nonexistent/tokenizer.json"); },
-                          "cannot open '/nonexistent/tokenizer.json'");
+                 "cannot open '/nonexistent/tokenizer.json'");
 }
 
 TEST(TextTokenizerLoading, EnTokenizerNeedsStartAndStop) {

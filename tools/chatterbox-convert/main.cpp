@@ -49,8 +49,8 @@ void report_progress(size_t index, size_t count, const std::string &name) {
 int main(int argc, char **argv) {
     CLI::App app{"Convert a Chatterbox model (official folder or GGUF) into one GGUF file.\n"
                  "  chatterbox-convert MODEL_DIR -o model.gguf [--type f32|f16|q8_0|q4_k] [--components ve,t3,s3gen]\n"
-                 "  chatterbox-convert --synthetic [--tiny] [--seed 0x5EEDC0DE] --out DIR"};
-    std::string input, output, type_name = "f32", seed_text = "0x5EEDC0DE";
+                 "  chatterbox-convert --synthetic [--variant english|turbo] [--tiny] [--seed 0x5EEDC0DE] --out DIR"};
+    std::string input, output, type_name = "f32", seed_text = "0x5EEDC0DE", variant_name = "english";
     std::vector<std::string> components;
     bool synthetic = false, tiny = false;
     app.add_option("model", input,
@@ -71,6 +71,11 @@ int main(int argc, char **argv) {
     app.add_option("--seed", seed_text, "seed of the synthetic weights (decimal or 0x hex)")
         ->capture_default_str()
         ->needs(synthetic_flag);
+    app.add_option("--variant", variant_name,
+                   "with --synthetic: the official file set of this variant (english, turbo; the "
+                   "tokenizer files and conds.pt are not written)")
+        ->capture_default_str()
+        ->needs(synthetic_flag);
     synthetic_flag->excludes(type_opt)->excludes(components_opt);
     CLI11_PARSE(app, argc, argv);
 
@@ -78,12 +83,15 @@ int main(int argc, char **argv) {
         if (synthetic) {
             if (!input.empty()) chatterbox::fail("--synthetic takes no model argument (got ", input, ")");
             const uint64_t seed = parse_seed(seed_text);
-            std::fprintf(stderr, "writing %s synthetic weights (seed 0x%llX) to %s\n", tiny ? "tiny" : "full-size",
-                         static_cast<unsigned long long>(seed), output.c_str());
+            const chatterbox::Variant variant = chatterbox::parse_variant(variant_name);
+            if (tiny && variant != chatterbox::Variant::english)
+                chatterbox::fail("--tiny makes the English architecture only (--variant ", variant_name, ")");
+            std::fprintf(stderr, "writing %s %s synthetic weights (seed 0x%llX) to %s\n", tiny ? "tiny" : "full-size",
+                         variant_name.c_str(), static_cast<unsigned long long>(seed), output.c_str());
             if (tiny)
                 chatterbox::synthetic::write_tiny_model(output, seed);
             else
-                chatterbox::synthetic::write_synthetic_model(output, seed);
+                chatterbox::synthetic::write_synthetic_model(output, seed, variant);
             return 0;
         }
         if (input.empty()) chatterbox::fail("no model given: chatterbox-convert MODEL_DIR -o model.gguf");

@@ -1,7 +1,7 @@
 // chatterbox-server: OpenAI's text-to-speech API (POST /v1/audio/speech) over one loaded model.
 //
 //   chatterbox-server [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--sessions N] [--queue N] [-t N]
-//                     [--deadline-seconds S] [--drain-seconds S]
+//                     [--voices DIR] [--max-upload-mb N] [--deadline-seconds S] [--drain-seconds S]
 //
 // SIGTERM or SIGINT drains: new API requests get 503, those in flight finish (for at most
 // --drain-seconds, then they are cancelled; a second signal cancels them at once), then the process
@@ -56,7 +56,8 @@ std::string model_path(const std::string &option) {
 
 int main(int argc, char **argv) {
     CLI::App app{"Chatterbox text-to-speech server: OpenAI's POST /v1/audio/speech (wav, pcm, flac; streamed as "
-                 "audio or SSE), GET /v1/models, /health, /ready, /metrics.",
+                 "audio or SSE), a voice library (/v1/audio/voices), voice conversion (/v1/audio/voice-conversion), "
+                 "GET /v1/models, /health, /ready, /metrics.",
                  "chatterbox-server"};
     std::string model;
     chatterbox::server::ServerOptions options;
@@ -79,6 +80,13 @@ int main(int argc, char **argv) {
     app.add_option("-t,--threads", options.threads, "CPU threads per session, 0 = all cores")
         ->capture_default_str()
         ->check(CLI::Range(0, 1024));
+    app.add_option("--voices", options.voices_dir,
+                   "voice library folder (default: $XDG_DATA_HOME/chatterbox/voices, else "
+                   "~/.local/share/chatterbox/voices; created on the first upload)");
+    size_t max_upload_mb = options.max_upload_bytes >> 20;
+    app.add_option("--max-upload-mb", max_upload_mb, "largest multipart upload (voices, voice conversion), in MiB")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 4096));
     app.add_option("--deadline-seconds", options.deadline_seconds,
                    "a synthesis running longer is cancelled and answered 504, 0 = no deadline")
         ->capture_default_str()
@@ -93,6 +101,7 @@ int main(int argc, char **argv) {
     } catch (const CLI::ParseError &e) {
         return app.exit(e) == 0 ? 0 : 2; // --help is a ParseError with code 0; 2: bad command line, as chatterbox
     }
+    options.max_upload_bytes = max_upload_mb << 20;
 
     // Before any thread starts, so that every thread inherits the mask.
     const sigset_t signals = stop_signals();
@@ -118,6 +127,8 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "chatterbox-server: %s; %d session(s), queue %d; listening on http://%s:%d%s\n",
                      engine.description().c_str(), options.sessions, options.queue, options.host.c_str(), port,
                      options.api_key.empty() ? "" : " (API key required)");
+        std::fprintf(stderr, "chatterbox-server: voice library %s (%zu voices)\n", server.voices().dir().c_str(),
+                     server.voices().list().size());
         server.run();
         served = true;
         drainer.join();

@@ -1,5 +1,7 @@
 #include "models/chatterbox/synthetic_weights.h"
 
+#include "audio/mel.h"
+#include "audio/stft.h"
 #include "core/error.h"
 #include "core/gguf_file.h"
 #include "core/safetensors.h"
@@ -17,8 +19,10 @@
 
 namespace chatterbox::synthetic {
 
-// The text of src/models/chatterbox/official_manifest.txt, compiled in by CMake (see the top-level CMakeLists.txt).
+// The texts of src/models/chatterbox/official_manifest.txt and official_manifest_turbo.txt, compiled in by CMake
+// (see the top-level CMakeLists.txt).
 extern const char *const kOfficialManifestText;
+extern const char *const kTurboManifestText;
 // tests/data/golden/tokenizer.json (the English tokenizer), compiled in the same way.
 extern const char *const kEnglishTokenizerJson;
 
@@ -66,6 +70,8 @@ ValueRule value_rule(const std::string &rule, const Shape &shape) {
     if (rule == "embedding") return {Form::Affine, 0.0, 1.0};
     if (rule == "fan_in_relu") return {Form::Affine, 0.0, std::sqrt(6.0 / fan_in(shape))};
     if (rule == "fan_in") return {Form::Divide, 0.0, 1.0, std::sqrt(fan_in(shape))};
+    // GPT-2's Conv1D stores (in, out): its fan-in is the first dimension.
+    if (rule == "fan_in_conv1d") return {Form::Divide, 0.0, 1.0, std::sqrt(double(shape.at(0)))};
     if (rule == "bias") return {Form::Affine, 0.0, 0.02};
     fail("synthetic weights: no value rule '", rule, "'");
 }
@@ -146,6 +152,20 @@ std::vector<ManifestCheckpoint> parse_manifest(const char *text) {
     return checkpoints;
 }
 
+// What the S3Tokenizer module computes for the buffers Turbo's checkpoint stores: librosa's slaney
+// mel filters (16 kHz, n_fft 400, 128 mels) and torch.hann_window(400).
+std::vector<float> computed_constant(const std::string &name) {
+    if (name == "tokenizer._mel_filters") {
+        audio::MelFilterOptions mel;
+        mel.sample_rate = 16000;
+        mel.n_fft = 400;
+        mel.n_mels = 128;
+        return audio::librosa_mel_filters(mel).values;
+    }
+    if (name == "tokenizer.window") return audio::hann_window(400);
+    fail("synthetic weights: no computed constant '", name, "'");
+}
+
 } // namespace
 
 uint64_t fnv1a64(std::string_view bytes) {
@@ -162,9 +182,19 @@ uint64_t SplitMix64::next() {
     return splitmix_mix(state);
 }
 
-const std::vector<ManifestCheckpoint> &official_manifest() {
-    static const std::vector<ManifestCheckpoint> manifest = parse_manifest(kOfficialManifestText);
-    return manifest;
+const std::vector<ManifestCheckpoint> &official_manifest(Variant variant) {
+    switch (variant) {
+    case Variant::english: {
+        static const std::vector<ManifestCheckpoint> manifest = parse_manifest(kOfficialManifestText);
+        return manifest;
+    }
+    case Variant::turbo: {
+        static const std::vector<ManifestCheckpoint> manifest = parse_manifest(kTurboManifestText);
+        return manifest;
+    }
+    default:
+        fail("synthetic weights: no official manifest for the ", variant, " variant (English and Turbo have one)");
+    }
 }
 
 std::string rule_for(const std::string &name, const Shape &shape) {
@@ -176,7 +206,11 @@ std::string rule_for(const std::string &name, const Shape &shape) {
                                               "speech_pos_emb.emb.weight",
                                               "tfmr.embed_tokens.weight",
                                               "cond_enc.perceiver.pre_attention_query",
-                                              "flow.input_embedding.weight"};
+                                              "flow.input_embedding.weight",
+                                              "tfmr.wte.weight",
+                                              "tfmr.wpe.weight"};
+    static const char *const kConv1dWeights[] = {".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight",
+                                                 ".mlp.c_proj.weight"};
     if (last == "num_batches_tracked") return "zero_int64";
     if (last == "running_mean") return "running_mean";
     if (last == "running_var") return "running_var";
@@ -185,7 +219,12 @@ std::string rule_for(const std::string &name, const Shape &shape) {
     if (std::find(std::begin(kEmbeddings), std::end(kEmbeddings), name) != std::end(kEmbeddings)) return "embedding";
     if (last == "pos_bias_u" || last == "pos_bias_v") return "pos_bias";
     if (last == "alpha") return "snake_alpha";
-    if (shape.size() >= 2) return starts_with(name, "speaker_encoder.") ? "fan_in_relu" : "fan_in";
+    if (name == "tokenizer._mel_filters" || name == "tokenizer.window") return "computed_constant";
+    if (shape.size() >= 2 && starts_with(name, "speaker_encoder.")) return "fan_in_relu";
+    if (starts_with(name, "tfmr.h.") && std::any_of(std::begin(kConv1dWeights), std::end(kConv1dWeights),
+                                                    [&](const char *suffix) { return ends_with(name, suffix); }))
+        return "fan_in_conv1d";
+    if (shape.size() >= 2) return "fan_in";
     if (shape.size() == 1 && last == "weight") return "norm_weight";
     return "bias";
 }
@@ -197,14 +236,21 @@ void fill_tensor(const std::string &name, const Shape &shape, uint64_t seed, voi
         std::memset(dst, 0, numel * sizeof(int64_t));
         return;
     }
+    if (rule == "computed_constant") {
+        const std::vector<float> values = computed_constant(name);
+        if (values.size() != numel)
+            fail("synthetic weights: ", name, " computes ", values.size(), " values, its shape holds ", numel);
+        std::memcpy(dst, values.data(), numel * sizeof(float));
+        return;
+    }
     fill_parallel(value_rule(rule, shape), seed ^ fnv1a64(name), numel, static_cast<float *>(dst));
 }
 
-void write_synthetic_model(const std::string &out_dir, uint64_t seed) {
+void write_synthetic_model(const std::string &out_dir, uint64_t seed, Variant variant) {
     std::error_code error;
     std::filesystem::create_directories(out_dir, error);
     if (error) fail("cannot create the folder ", out_dir, ": ", error.message());
-    for (const ManifestCheckpoint &checkpoint : official_manifest()) {
+    for (const ManifestCheckpoint &checkpoint : official_manifest(variant)) {
         std::vector<SafetensorsEntry> entries;
         for (const ManifestTensor &tensor : checkpoint.tensors) {
             if (!tensor.stored) continue;

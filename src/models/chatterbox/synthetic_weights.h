@@ -1,9 +1,11 @@
 #pragma once
-// Deterministic synthetic checkpoints: every tensor of the official ve / t3_cfg / s3gen
-// safetensors files, with values from the rule in shared/golden/WEIGHTS.md. Tests and
-// benchmarks run on them, since the real weights cannot be downloaded here.
+// Deterministic synthetic checkpoints: every tensor of the official safetensors files of a variant
+// (English: ve / t3_cfg / s3gen; Turbo: ve / t3_turbo_v1 / s3gen_meanflow), with values from the
+// rule in shared/golden/WEIGHTS.md. Tests and benchmarks run on them, since the real weights
+// cannot be downloaded here.
 
 #include "core/tensor.h"
+#include "models/chatterbox/variant.h"
 
 #include <cstdint>
 #include <string>
@@ -40,17 +42,24 @@ struct ManifestCheckpoint {
     std::vector<ManifestTensor> tensors;
 };
 
-// The tensor list of the official checkpoints (compiled into the library).
-const std::vector<ManifestCheckpoint> &official_manifest();
+// The tensor list of a variant's official checkpoints (compiled into the library); English and
+// Turbo (Nano's checkpoints are Turbo's at GPT-2 small's sizes). Throws Error for the others.
+const std::vector<ManifestCheckpoint> &official_manifest(Variant variant = Variant::english);
 
-// The WEIGHTS.md rule id for a tensor ("computed_constant_not_saved" is never returned).
+// The WEIGHTS.md rule id for a tensor of any variant ("computed_constant_not_saved" is never
+// returned; "computed_constant" for the S3Tokenizer's mel filters and window, which Turbo stores).
 std::string rule_for(const std::string &name, const Shape &shape);
 
-// Fills dst (numel values of the tensor's type: f32, or int64 for num_batches_tracked).
+// Fills dst (numel values of the tensor's type: f32, or int64 for num_batches_tracked); computed
+// constants get the values the module computes (librosa mel filters, periodic Hann window).
 void fill_tensor(const std::string &name, const Shape &shape, uint64_t seed, void *dst);
 
-// Writes ve.safetensors, t3_cfg.safetensors and s3gen.safetensors into out_dir (created if needed).
-void write_synthetic_model(const std::string &out_dir, uint64_t seed = kDefaultSeed);
+// Writes the variant's official safetensors files into out_dir (created if needed): English
+// ve.safetensors, t3_cfg.safetensors, s3gen.safetensors; Turbo ve.safetensors,
+// t3_turbo_v1.safetensors, s3gen_meanflow.safetensors. Tokenizer files and conds.pt are not
+// written (they are not made by the rule; the golden folders ship them).
+void write_synthetic_model(const std::string &out_dir, uint64_t seed = kDefaultSeed,
+                           Variant variant = Variant::english);
 
 // The tiny model: the English architecture with 2 T3 layers of 128, one block of each kind in the
 // flow, 2 CFM steps, a 64-channel HiFT and a 1-layer S3Tokenizer of 128. The VoiceEncoder and

@@ -1,6 +1,7 @@
 #include "models/chatterbox/voice.h"
 
 #include "audio/features.h"
+#include "audio/loudness.h"
 #include "audio/resample.h"
 #include "core/error.h"
 #include "core/gguf_file.h"
@@ -56,17 +57,41 @@ std::vector<int32_t> to_i32(const std::vector<int64_t> &values) { return {values
 
 } // namespace
 
+ReferencePolicy ReferencePolicy::for_variant(Variant variant) {
+    ReferencePolicy policy;
+    if (variant == Variant::turbo || variant == Variant::nano) {
+        policy.min_seconds = 5.0;
+        policy.min_is_exclusive = true;
+        policy.loudness_lufs = -27.0;
+    }
+    return policy;
+}
+
+std::vector<float> prepare_reference(const audio::Audio &reference, const ReferencePolicy &policy) {
+    check_audio(reference, "reference");
+    const double seconds = reference.seconds();
+    if (seconds < policy.min_seconds || (policy.min_is_exclusive && seconds <= policy.min_seconds))
+        fail("the reference audio is ", seconds, " s long; this model needs ",
+             policy.min_is_exclusive ? "more than " : "at least ", policy.min_seconds, " s of speech");
+    check_not_silent(reference);
+    std::vector<float> ref24 = audio::resample_soxr_hq(reference.samples, reference.sample_rate, kS3GenRate);
+    if (policy.loudness_lufs) ref24 = audio::normalize_loudness(ref24, kS3GenRate, *policy.loudness_lufs);
+    return ref24;
+}
+
 struct VoiceBuilder::Models {
     voice_encoder::VoiceEncoder ve;
     campplus::CampPlus campplus;
     s3tokenizer::S3Tokenizer tokenizer;
     int64_t t3_prompt_tokens; // speech_cond_prompt_len
+    ReferencePolicy reference;
 
     Models(const ModelFiles &files, Backend &backend)
         : ve(files.weights(), backend, files.hparams().ve),
           campplus(files.weights(), backend, files.hparams().campplus),
           tokenizer(files.weights(), backend, files.hparams().s3tokenizer),
-          t3_prompt_tokens(files.hparams().t3.speech_cond_prompt_len) {}
+          t3_prompt_tokens(files.hparams().t3.speech_cond_prompt_len),
+          reference(ReferencePolicy::for_variant(files.hparams().variant)) {}
 };
 
 VoiceBuilder::VoiceBuilder(const ModelFiles &files, Backend &backend) {
@@ -95,12 +120,11 @@ Voice VoiceBuilder::from_file(Backend &backend, const std::string &path, float e
 Voice VoiceBuilder::from_audio(Backend &backend, const audio::Audio &reference, float exaggeration,
                                VoiceTaps *taps) const {
     if (!std::isfinite(exaggeration)) fail("the exaggeration must be a finite number, got ", exaggeration);
-    check_audio(reference, "reference");
-    check_not_silent(reference);
     const Models &m = *models_;
 
-    // librosa.load(path, sr=24000), then librosa.resample to 16 kHz from the whole 24 kHz signal.
-    const std::vector<float> ref24 = audio::resample_soxr_hq(reference.samples, reference.sample_rate, kS3GenRate);
+    // librosa.load(path, sr=24000) (and Turbo's loudness step), then librosa.resample to 16 kHz from
+    // the whole 24 kHz signal.
+    const std::vector<float> ref24 = prepare_reference(reference, m.reference);
     const std::vector<float> ref16 = audio::resample_soxr_hq(ref24, kS3GenRate, kS3Rate);
 
     // S3Gen.embed_ref on the first 10 s: mel at 24 kHz; CAMPPlus and the tokenizer on a torchaudio
@@ -115,7 +139,8 @@ Voice VoiceBuilder::from_audio(Backend &backend, const audio::Audio &reference, 
     // T3: prompt tokens of the first 6 s (max_len tokens), speaker embedding of the whole signal.
     const audio::Matrix logmel_t3 =
         audio::s3tokenizer_log_mel(head(ref16, size_t(m.t3_prompt_tokens) * kSamplesPerSpeechToken));
-    const s3tokenizer::Tokens t3_tokens = m.tokenizer.tokenize(backend, logmel_t3.values, logmel_t3.cols, m.t3_prompt_tokens);
+    const s3tokenizer::Tokens t3_tokens =
+        m.tokenizer.tokenize(backend, logmel_t3.values, logmel_t3.cols, m.t3_prompt_tokens);
     const audio::Matrix ve_mel = audio::voice_encoder_mel(ref16);
     const voice_encoder::Embedding ve = m.ve.embed(ve_mel.values, ve_mel.rows);
 

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,10 +36,24 @@ struct Voice {
 constexpr double kMinReferenceSeconds = 0.1;
 constexpr double kMaxReferenceSeconds = 600.0;
 
+// How a variant treats a reference recording before any model sees it (prepare_conditionals of
+// tts.py / tts_turbo.py): the shortest it accepts and an optional loudness normalisation.
+struct ReferencePolicy {
+    double min_seconds = kMinReferenceSeconds;
+    bool min_is_exclusive = false;       // Turbo asserts "longer than 5 s"
+    std::optional<double> loudness_lufs; // the 24 kHz reference is normalised to this first
+    static ReferencePolicy for_variant(Variant variant);
+};
+
+// The reference at 24 kHz as the variant's models see it (librosa.load(sr=24000) with soxr_hq, then
+// the loudness step). Throws Error for unusable audio (rate, length, non-finite, silence) naming
+// the policy's minimum.
+std::vector<float> prepare_reference(const audio::Audio &reference, const ReferencePolicy &policy);
+
 // The intermediate results of one build, for golden runs and diagnostics (filled when asked for).
 // Names follow the golden arrays of the official run.
 struct VoiceTaps {
-    std::vector<float> ref_wav_24k;            // the whole reference at 24 kHz (librosa.load, soxr_hq)
+    std::vector<float> ref_wav_24k;            // the whole reference at 24 kHz (librosa.load, soxr_hq, loudness)
     std::vector<float> ref_wav_16k_librosa;    // ref_wav_24k -> 16 kHz (soxr_hq): VoiceEncoder, T3 prompt
     std::vector<float> ref_wav_16k_torchaudio; // its first 10 s -> 16 kHz (torchaudio): CAMPPlus, S3Gen prompt
     audio::Matrix s3gen_ref_mel_24k;           // (80, F) of the first 10 s; prompt_mel is its transpose
@@ -66,9 +81,9 @@ class VoiceBuilder {
     VoiceBuilder(const VoiceBuilder &) = delete;
     VoiceBuilder &operator=(const VoiceBuilder &) = delete;
 
-    // From any audio file audio::read_audio accepts. Throws Error for unusable audio (shorter than
-    // kMinReferenceSeconds, longer than kMaxReferenceSeconds, silent, non-finite ...) with a message
-    // naming the file.
+    // From any audio file audio::read_audio accepts, prepared by the model's ReferencePolicy. Throws
+    // Error for unusable audio (shorter than the policy's minimum, longer than kMaxReferenceSeconds,
+    // silent, non-finite ...) with a message naming the file.
     Voice from_file(Backend &backend, const std::string &path, float exaggeration = 0.5f,
                     VoiceTaps *taps = nullptr) const;
     Voice from_audio(Backend &backend, const audio::Audio &audio, float exaggeration = 0.5f,

@@ -1,0 +1,239 @@
+#include "server/voice_routes.h"
+
+#include "audio/audio_file.h"
+#include "core/error.h"
+#include "server/api_error.h"
+#include "server/speech_handler.h"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <initializer_list>
+#include <optional>
+
+namespace chatterbox::server {
+namespace {
+
+using nlohmann::json;
+
+ApiError invalid(const std::string &param, const std::string &message) { return ApiError(400, message, param); }
+
+// The fields of a multipart/form-data upload, checked against those the route takes: a field it
+// does not take, or one given twice, is refused by name.
+class Form {
+  public:
+    Form(const httplib::Request &request, std::initializer_list<const char *> accepted, size_t max_bytes)
+        : request_(request) {
+        if (!request.is_multipart_form_data())
+            throw invalid("", concat("the request must be multipart/form-data (got '",
+                                     request.get_header_value("Content-Type"), "')"));
+        size_t bytes = request.body.size();
+        for (const auto &[name, part] : request.files) bytes += part.content.size();
+        check_body_size(bytes, max_bytes);
+        for (const auto &[name, part] : request.files) {
+            if (std::none_of(accepted.begin(), accepted.end(), [&](const char *a) { return name == a; }))
+                throw invalid(name, concat("unknown field '", name, "'"));
+            if (request.files.count(name) > 1) throw invalid(name, concat("field '", name, "' is given twice"));
+        }
+    }
+
+    const httplib::MultipartFormData *part(const char *name) const {
+        const auto it = request_.files.find(name);
+        return it == request_.files.end() ? nullptr : &it->second;
+    }
+    std::optional<std::string> text(const char *name) const {
+        const httplib::MultipartFormData *found = part(name);
+        if (!found) return std::nullopt;
+        return found->content;
+    }
+    const httplib::MultipartFormData &required(const char *name, const char *what) const {
+        const httplib::MultipartFormData *found = part(name);
+        if (!found) throw invalid(name, concat("'", name, "' is required: ", what));
+        return *found;
+    }
+
+  private:
+    const httplib::Request &request_;
+};
+
+bool parse_flag(const Form &form, const char *name) {
+    const std::optional<std::string> value = form.text(name);
+    if (!value || *value == "false") return false;
+    if (*value == "true") return true;
+    throw invalid(name, concat("'", name, "' must be true or false, got '", *value, "'"));
+}
+
+uint64_t parse_seed(const Form &form) {
+    const std::optional<std::string> value = form.text("seed");
+    if (!value) return SynthesisParams{}.sampling.seed;
+    const bool digits = !value->empty() && value->size() <= 19 &&
+                        std::all_of(value->begin(), value->end(), [](unsigned char c) { return std::isdigit(c); });
+    if (!digits) throw invalid("seed", concat("'seed' must be a non-negative integer, got '", *value, "'"));
+    return std::stoull(*value);
+}
+
+std::string checked_name(const std::string &name, const char *param) {
+    if (const std::string problem = voice_name_problem(name); !problem.empty())
+        // Quoted as JSON, so a control character (NUL too) shows as an escape.
+        throw invalid(param, concat("voice name ", json(name).dump(), " is refused: ", problem));
+    return name;
+}
+
+// The uploaded file's extension when it looks like one (the reader detects formats by content;
+// the extension only helps it with headerless mp3).
+std::string safe_extension(const std::string &filename) {
+    std::string ext = std::filesystem::path(filename).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    const bool plain = ext.size() >= 2 && ext.size() <= 6 &&
+                       std::all_of(ext.begin() + 1, ext.end(), [](unsigned char c) { return std::isalnum(c); });
+    return plain ? ext : "";
+}
+
+// What went wrong with an uploaded recording, for the client: names the field and the uploaded
+// file, not the scratch path the server read it from.
+ApiError unusable_recording(const char *field, const httplib::MultipartFormData &part, const std::string &scratch,
+                            std::string message) {
+    const std::string shown = part.filename.empty() ? "the upload" : "'" + part.filename + "'";
+    for (size_t at; (at = message.find("'" + scratch + "'")) != std::string::npos;)
+        message.replace(at, scratch.size() + 2, shown);
+    if (message.rfind("read_audio: ", 0) == 0) message.erase(0, 12);
+    return invalid(field, concat("'", field, "' is not a usable recording: ", message));
+}
+
+audio::Audio read_recording(const VoiceLibrary &voices, const char *field, const httplib::MultipartFormData &part) {
+    if (part.content.empty()) throw invalid(field, concat("'", field, "' is empty: upload a recording"));
+    const VoiceLibrary::Scratch scratch(voices.dir(), part.content, safe_extension(part.filename));
+    audio::ReadOptions options;
+    options.max_seconds = kMaxReferenceSeconds;
+    try {
+        return audio::read_audio(scratch.path(), options);
+    } catch (const Error &e) {
+        throw unusable_recording(field, part, scratch.path(), e.what());
+    }
+}
+
+// Runs a computation on a client's recording: what the engine refuses in it is the client's 400.
+template <class Result, class Compute> Result on_recording(const char *field, Compute &&compute) {
+    try {
+        return compute();
+    } catch (const Cancelled &) {
+        throw;
+    } catch (const Error &e) {
+        throw invalid(field, concat("'", field, "' is not a usable recording: ", e.what()));
+    }
+}
+
+std::shared_ptr<Session> acquire_session(SessionPool &pool, const ServerOptions &options, httplib::Response &response) {
+    std::shared_ptr<Session> session = pool.acquire();
+    if (session) return session;
+    response.set_header("Retry-After", std::to_string(options.retry_after_seconds));
+    throw ApiError(503, concat("all ", pool.size(), " sessions are busy and the queue is full; retry later"), "",
+                   "server_error", "server_busy");
+}
+
+void send_json(httplib::Response &response, int status, const json &body) {
+    response.status = status;
+    response.set_content(body.dump(), "application/json");
+}
+
+ApiError no_such_voice(const std::string &name) {
+    return ApiError(404, concat("the library has no voice '", name, "'"), "name", "invalid_request_error",
+                    "voice_not_found");
+}
+
+ApiError voice_exists(const std::string &name) {
+    return ApiError(409, concat("the library has a voice '", name, "' already; send overwrite=true to replace it"),
+                    "name", "invalid_request_error", "voice_exists");
+}
+
+void create_voice(const Form &form, SessionPool &pool, VoiceLibrary &voices, const ServerOptions &options,
+                  httplib::Response &response) {
+    const std::string name = checked_name(form.required("name", "the voice's name").content, "name");
+    const bool overwrite = parse_flag(form, "overwrite");
+    if (!overwrite && voices.info(name)) throw voice_exists(name); // before the costly part
+    const audio::Audio recording = read_recording(voices, "file", form.required("file", "a recording of the voice"));
+
+    std::shared_ptr<Session> session = acquire_session(pool, options, response);
+    const Voice voice = on_recording<Voice>("file", [&] { return session->voice_from_audio(recording, 0.5f); });
+    session.reset();
+    if (!voices.store(name, voice, recording.seconds(), overwrite)) throw voice_exists(name);
+    send_json(response, 201, voices.info(name)->json());
+}
+
+void convert_voice(const Form &form, const Engine &engine, SessionPool &pool, const VoiceLibrary &voices,
+                   const ServerOptions &options, httplib::Response &response) {
+    const httplib::MultipartFormData &source_part = form.required("file", "the recording to convert");
+    const httplib::MultipartFormData *voice_name = form.part("voice");
+    const httplib::MultipartFormData *voice_part = form.part("voice_file");
+    if (!voice_name && !voice_part)
+        throw invalid("voice", "'voice' (a library voice's name) or 'voice_file' (a recording) is required");
+    if (voice_name && voice_part) throw invalid("voice", "give 'voice' or 'voice_file', not both");
+    const ResponseFormat format = parse_response_format(form.text("response_format").value_or(""));
+    SynthesisOptions synthesis;
+    synthesis.params.sampling.seed = parse_seed(form);
+
+    std::optional<Voice> target;
+    if (voice_name) target = resolve_voice(engine, voices, voice_name->content, synthesis.params.exaggeration);
+    const audio::Audio source = read_recording(voices, "file", source_part);
+    std::optional<audio::Audio> reference;
+    if (voice_part) reference = read_recording(voices, "voice_file", *voice_part);
+
+    std::shared_ptr<Session> session = acquire_session(pool, options, response);
+    if (reference)
+        target = on_recording<Voice>(
+            "voice_file", [&] { return session->voice_from_audio(*reference, synthesis.params.exaggeration); });
+    const SynthesisResult result =
+        on_recording<SynthesisResult>("file", [&] { return session->convert(source, *target, synthesis); });
+    session.reset();
+    response.set_content(encode_whole(result, format), content_type(format));
+}
+
+} // namespace
+
+Voice resolve_voice(const Engine &engine, const VoiceLibrary &voices, const std::string &name, float exaggeration) {
+    if (std::shared_ptr<const Voice> stored = voices.voice(name)) {
+        Voice voice = *stored;
+        // As for the built-in voice: exaggeration is a field of the conditionals, applied each synthesis.
+        voice.t3.exaggeration = exaggeration;
+        return voice;
+    }
+    if (is_builtin_voice_name(name)) return engine.builtin_voice(exaggeration);
+    throw invalid("voice", concat("voice '", name,
+                                  "' is unknown: not in the voice library (GET /v1/audio/voices), nor 'default' or "
+                                  "one of OpenAI's voice names (the model's built-in voice)"));
+}
+
+void add_voice_routes(httplib::Server &http, const Engine &engine, SessionPool &pool, VoiceLibrary &voices,
+                      const ServerOptions &options) {
+    http.Get("/v1/audio/voices", [&voices](const httplib::Request &, httplib::Response &response) {
+        json data = json::array();
+        for (const VoiceInfo &info : voices.list()) data.push_back(info.json());
+        send_json(response, 200, {{"object", "list"}, {"data", data}});
+    });
+    http.Post("/v1/audio/voices", [&](const httplib::Request &request, httplib::Response &response) {
+        create_voice(Form(request, {"name", "file", "overwrite"}, options.max_upload_bytes), pool, voices, options,
+                     response);
+    });
+    // (.*), not ([^/]+): a name with a slash (decoded from %2F) is refused as a name, not a route.
+    http.Get("/v1/audio/voices/(.*)", [&voices](const httplib::Request &request, httplib::Response &response) {
+        const std::string name = checked_name(request.matches[1], "name");
+        const std::optional<VoiceInfo> info = voices.info(name);
+        if (!info) throw no_such_voice(name);
+        send_json(response, 200, info->json());
+    });
+    http.Delete("/v1/audio/voices/(.*)", [&voices](const httplib::Request &request, httplib::Response &response) {
+        const std::string name = checked_name(request.matches[1], "name");
+        if (!voices.remove(name)) throw no_such_voice(name);
+        send_json(response, 200, {{"object", "voice"}, {"name", name}, {"deleted", true}});
+    });
+    http.Post("/v1/audio/voice-conversion", [&](const httplib::Request &request, httplib::Response &response) {
+        convert_voice(
+            Form(request, {"file", "voice", "voice_file", "response_format", "seed"}, options.max_upload_bytes), engine,
+            pool, voices, options, response);
+    });
+}
+
+} // namespace chatterbox::server
