@@ -4,13 +4,16 @@
 #include "server/api_error.h"
 #include "server/speech_handler.h"
 #include "server/voice_routes.h"
+#include "server/watched_synthesis.h"
 #include "server/web_page.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
+#include <optional>
 #include <thread>
 
 namespace chatterbox::server {
@@ -44,6 +47,10 @@ ApiError protocol_error(int status) {
     }
 }
 
+// When this worker thread's current request was routed; read by the logger, which httplib calls on
+// the same thread once the response is written. {} : not routed (an unreadable request).
+thread_local std::chrono::steady_clock::time_point t_request_started;
+
 SessionOptions session_options(const ServerOptions &options) {
     SessionOptions session;
     session.threads = options.threads;
@@ -61,8 +68,10 @@ bool constant_time_equal(const std::string &a, const std::string &b) {
 
 Server::Server(const Engine &engine, const ServerOptions &options)
     : engine_(engine), options_(options), pool_(engine, options.sessions, options.queue, session_options(options)),
-      voices_(options.voices_dir.empty() ? default_voices_dir() : options.voices_dir),
+      voices_(options.voices_dir.empty() ? default_voices_dir() : options.voices_dir), watch_(options.deadline_seconds),
       http_(std::make_unique<httplib::Server>()) {
+    if (options.deadline_seconds < 0)
+        throw InvalidArgument(concat("deadline_seconds is ", options.deadline_seconds, ", expected 0 (none) or more"));
     // Every request holds a worker thread while it waits in the queue or runs: one per session and
     // queue place, and a few more so /health and refusals are answered while all of those are taken.
     const size_t workers = size_t(options.sessions + options.queue + 4);
@@ -83,6 +92,14 @@ Server::~Server() { stop(); }
 
 void Server::add_routes() {
     http_->set_pre_routing_handler([this](const httplib::Request &request, httplib::Response &response) {
+        // --- operations: request timing for /metrics, refusal while draining
+        t_request_started = std::chrono::steady_clock::now();
+        if (watch_.draining() && request.path.rfind("/v1/", 0) == 0) {
+            response.set_header("Retry-After", std::to_string(options_.retry_after_seconds));
+            send_error(response, draining_error());
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        // ---
         // httplib limits only bodies that state their Content-Length; a chunked one could fill memory.
         if (request.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos) {
             send_error(response, ApiError(411, "send the request body with a Content-Length, not chunked", "",
@@ -116,13 +133,30 @@ void Server::add_routes() {
             return httplib::Server::HandlerResponse::Handled;
         }));
 
+    // --- operations
+    http_->set_logger([this](const httplib::Request &request, const httplib::Response &response) {
+        std::optional<std::chrono::steady_clock::duration> duration;
+        if (t_request_started != std::chrono::steady_clock::time_point{})
+            duration = std::chrono::steady_clock::now() - t_request_started;
+        t_request_started = {};
+        metrics_.count_request(request.method, request.path, response.status, duration);
+    });
+    http_->Get("/metrics", [this](const httplib::Request &, httplib::Response &response) {
+        ServerGauges gauges{pool_.size(), pool_.busy(), pool_.waiting(), watch_.in_flight(), watch_.draining()};
+        response.set_content(metrics_.exposition(gauges), kMetricsContentType);
+    });
+    // ---
     http_->Get("/health", [this](const httplib::Request &, httplib::Response &response) {
         send_json(response, 200,
                   {{"status", "ok"}, {"sessions", pool_.size()}, {"busy", pool_.busy()}, {"waiting", pool_.waiting()}});
     });
-    // The engine is loaded before the server is built, so a server that answers is ready.
-    http_->Get("/ready", [](const httplib::Request &, httplib::Response &response) {
-        send_json(response, 200, {{"status", "ready"}});
+    // The engine is loaded before the server is built, so a server that answers is ready, unless it
+    // is draining.
+    http_->Get("/ready", [this](const httplib::Request &, httplib::Response &response) {
+        if (watch_.draining())
+            send_json(response, 503, {{"status", "draining"}});
+        else
+            send_json(response, 200, {{"status", "ready"}});
     });
     http_->Get("/v1/models", [](const httplib::Request &, httplib::Response &response) {
         send_json(
@@ -133,7 +167,7 @@ void Server::add_routes() {
     });
     http_->Post("/v1/audio/speech", [this](const httplib::Request &request, httplib::Response &response) {
         check_body_size(request.body.size(), options_.max_body_bytes);
-        answer_speech(engine_, pool_, voices_, options_, request, response);
+        answer_speech(engine_, pool_, voices_, options_, {watch_, metrics_}, request, response);
     });
     add_voice_routes(*http_, engine_, pool_, voices_, options_);
     add_web_page_routes(*http_, options_.limits); // GET /, /web/*: open without the API key
@@ -164,6 +198,20 @@ void Server::stop() {
     if (!entered_run_) return;
     while (!http_->is_running() && !left_run_) std::this_thread::yield();
     http_->stop();
+}
+
+int Server::drain(double seconds, const std::function<bool()> &hurry) {
+    watch_.start_draining();
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                               std::chrono::duration<double>(std::max(seconds, 0.0)));
+    while (!watch_.wait_idle(std::chrono::milliseconds(100)))
+        if (std::chrono::steady_clock::now() >= until || (hurry && hurry())) break;
+    const int cancelled = watch_.cancel_all();
+    // A cancelled synthesis ends within one graph node; the wait only bounds a stuck client write.
+    if (cancelled > 0) watch_.wait_idle(std::chrono::seconds(10));
+    stop();
+    return cancelled;
 }
 
 } // namespace chatterbox::server

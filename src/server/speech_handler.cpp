@@ -31,6 +31,8 @@ struct StreamJob {
     SpeechRequest request;
     Voice voice;
     SynthesisOptions options; // the request's parameters; run() adds streaming and the chunk writer
+    std::unique_ptr<WatchedRequest> watched;
+    SpeechOperations operations;
 
     // httplib's provider contract: true with sink.done() when complete, false to drop the connection.
     bool run(httplib::DataSink &sink) {
@@ -48,11 +50,14 @@ struct StreamJob {
             options.on_chunk = [&](const float *samples, size_t n) {
                 return send(encoder->encode(samples, n)); // false: the client is gone, which cancels
             };
-            session->synthesize(request.input, voice, options);
-            if (!send(encoder->finish())) throw Cancelled("the client is gone");
+            run_watched(operations, *watched, [&] {
+                SynthesisResult result = session->synthesize(request.input, voice, options);
+                if (!send(encoder->finish())) throw Cancelled("the client is gone");
+                return result;
+            });
             if (sse) write(sink, sse_event({{"type", "speech.audio.done"}}));
-        } catch (const Cancelled &) {
-            complete = false;
+        } catch (const ApiError &e) { // cancelled: past the deadline, drained, or the client is gone
+            complete = sse && write(sink, sse_event({{"type", "error"}, {"error", e.fields()}}));
         } catch (const std::exception &e) {
             // The status line is sent already: SSE says what went wrong as an event; an audio stream
             // can only end early.
@@ -60,6 +65,7 @@ struct StreamJob {
             complete = sse && write(sink, sse_event({{"type", "error"}, {"error", error.fields()}}));
         }
         session.reset(); // free for the next request before the connection winds down
+        watched.reset();
         if (complete) sink.done();
         return complete;
     }
@@ -72,7 +78,8 @@ struct StreamJob {
 } // namespace
 
 void answer_speech(const Engine &engine, SessionPool &pool, const VoiceLibrary &voices, const ServerOptions &options,
-                   const httplib::Request &http_request, httplib::Response &response) {
+                   const SpeechOperations &operations, const httplib::Request &http_request,
+                   httplib::Response &response) {
     SpeechRequest request = parse_speech_request(http_request.body, options.limits);
     SynthesisOptions synthesis;
     synthesis.params = request.params;
@@ -82,6 +89,9 @@ void answer_speech(const Engine &engine, SessionPool &pool, const VoiceLibrary &
         throw ApiError(400, e.what());
     }
     Voice voice = resolve_voice(engine, voices, request.voice, request.params.exaggeration);
+    std::unique_ptr<WatchedRequest> watched =
+        watch_request(operations, http_request, options.retry_after_seconds, response);
+    synthesis.cancel = watched->cancel_flag();
 
     std::shared_ptr<Session> session = pool.acquire();
     if (!session) {
@@ -91,15 +101,16 @@ void answer_speech(const Engine &engine, SessionPool &pool, const VoiceLibrary &
     }
 
     if (request.stream == StreamFormat::none) {
-        const SynthesisResult result = session->synthesize(request.input, voice, synthesis);
+        const SynthesisResult result =
+            run_watched(operations, *watched, [&] { return session->synthesize(request.input, voice, synthesis); });
         session.reset();
         response.set_content(audio::encode_audio(result.wave, result.sample_rate, request.format),
                              content_type(request.format));
         return;
     }
     const char *type = request.stream == StreamFormat::sse ? "text/event-stream" : content_type(request.format);
-    auto job = std::make_shared<StreamJob>(
-        StreamJob{std::move(session), std::move(request), std::move(voice), std::move(synthesis)});
+    auto job = std::make_shared<StreamJob>(StreamJob{std::move(session), std::move(request), std::move(voice),
+                                                     std::move(synthesis), std::move(watched), operations});
     response.set_chunked_content_provider(type, [job](size_t, httplib::DataSink &sink) { return job->run(sink); });
 }
 

@@ -3,18 +3,16 @@
 // as audio bytes sent while they are made, or as server-sent events.
 
 #include "server/server.h"
-
-namespace httplib {
-struct Request;
-struct Response;
-} // namespace httplib
+#include "server/watched_synthesis.h"
 
 namespace chatterbox::server {
 
 class VoiceLibrary;
 
-// Throws ApiError for a request refused before synthesis (bad body, unknown voice, busy server).
+// Throws ApiError for a request refused before synthesis (bad body, unknown voice, busy server,
+// draining).
 void answer_speech(const Engine &engine, SessionPool &pool, const VoiceLibrary &voices, const ServerOptions &options,
-                   const httplib::Request &http_request, httplib::Response &response);
+                   const SpeechOperations &operations, const httplib::Request &http_request,
+                   httplib::Response &response);
 
 } // namespace chatterbox::server

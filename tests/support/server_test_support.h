@@ -1,7 +1,9 @@
 #pragma once
-// Helpers of the server's e2e tests (tests/e2e/test_server*.cpp): a server on a free loopback port,
-// requests to /v1/audio/speech whole and streamed, the fixture's engine on the tiny model, and the
-// decoding of PCM, base64 and server-sent events.
+// Helpers of the server's e2e tests (tests/e2e/test_server*.cpp): a server in-process on a free
+// loopback port or the real chatterbox-server executable as a child process, requests to
+// /v1/audio/speech whole, streamed or held open, the fixture's engine on the tiny model, the decoding
+// of PCM, base64 and server-sent events, and reading /metrics (samples, and a check by promtool,
+// Prometheus's own parser).
 
 #include "models/chatterbox/engine.h"
 #include "server/server.h"
@@ -10,9 +12,14 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +48,49 @@ server::ServerOptions small_server(); // one thread, a fresh voice library folde
 // The tiny model (ctest fixture tiny_model) on one thread, as the server tests serve it.
 std::unique_ptr<Engine> tiny_engine();
 
+// build/chatterbox-server -m <tiny model> --host 127.0.0.1 --port 0 -t 1 <args>, its stderr in a
+// file; the constructor waits until it listens (ADD_FAILURE and port() -1 when it does not).
+class ServerProcess {
+  public:
+    explicit ServerProcess(const std::vector<std::string> &args);
+    ~ServerProcess(); // SIGKILL when still running
+    ServerProcess(const ServerProcess &) = delete;
+    ServerProcess &operator=(const ServerProcess &) = delete;
+
+    int port() const { return port_; }
+    pid_t pid() const { return pid_; }
+    httplib::Client client() const;
+    void send_signal(int signal) const;
+    // The exit code; nullopt when it still runs after `timeout` or ended by a signal.
+    std::optional<int> wait_exit(std::chrono::seconds timeout);
+    std::string log() const; // its stderr so far
+    // The VmRSS and VmHWM lines of /proc/PID/status, e.g. "VmRSS: 680572 kB, VmHWM: 687524 kB".
+    std::string memory() const;
+
+  private:
+    pid_t pid_ = -1;
+    int port_ = -1;
+    bool exited_ = false;
+    std::string log_path_;
+};
+
+httplib::Client loopback_client(int port);
+
+// A streamed request on its own thread that holds its session: it takes the first audio, then waits
+// for hang_up() (or the destructor) and drops the connection.
+class HeldStream {
+  public:
+    HeldStream(int port, nlohmann::json body); // sent with stream_format "audio"
+    ~HeldStream();
+    bool wait_first_audio(std::chrono::seconds timeout);
+    void hang_up(); // and waits until the client is gone
+
+  private:
+    std::promise<void> first_audio_, hang_up_;
+    std::future<void> first_audio_arrived_;
+    std::thread thread_;
+};
+
 // A speech request of the built-in voice ("alloy") with a seed and a token budget.
 nlohmann::json speech(const std::string &input, uint64_t seed, int max_new_tokens);
 httplib::Result post(httplib::Client &client, const nlohmann::json &body, const httplib::Headers &headers = {});
@@ -51,6 +101,16 @@ httplib::Result post_streaming(httplib::Client &client, const nlohmann::json &bo
 std::vector<int16_t> pcm_samples(const std::string &bytes); // s16le
 std::vector<int16_t> pcm_of(const std::vector<float> &wave);
 std::string unbase64(const std::string &text);
+
+// The events of an SSE body (each event's data: JSON), ADD_FAILURE for a malformed one.
+std::vector<nlohmann::json> sse_events(const std::string &body);
+
+// The value of one sample of a Prometheus exposition, `series` spelled as the exposition spells it
+// (name{label="value",...} in the server's label order); nullopt when absent.
+std::optional<double> metric_sample(const std::string &exposition, const std::string &series);
+// `promtool check metrics` on the exposition: "" when it passes, else promtool's complaint;
+// nullopt when promtool is not installed.
+std::optional<std::string> promtool_check(const std::string &exposition);
 
 // A text/event-stream body: each event's type, and the audio of its speech.audio.delta events.
 struct SseAnswer {

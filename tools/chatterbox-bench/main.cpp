@@ -4,6 +4,7 @@
 //   chatterbox-bench s3gen --weights DIR_OR_GGUF [--weights ...] [--prompt-tokens N] [--tokens N] [--json FILE]
 //   chatterbox-bench pipeline --weights DIR_OR_GGUF [--weights ...] --voice REF.wav [--max-tokens N] [--ignore-eos]
 //                             [--no-split] [--json FILE]
+//   chatterbox-bench server --weights DIR_OR_GGUF [--clients N ...] [--requests N] [--max-tokens N] [--json FILE]
 
 #include "core/backend.h"
 #include "core/error.h"
@@ -11,6 +12,7 @@
 #include "memory_bandwidth.h"
 #include "pipeline_bench.h"
 #include "s3gen_bench.h"
+#include "server_bench.h"
 #include "t3_bench.h"
 
 #include <CLI/CLI.hpp>
@@ -150,6 +152,28 @@ void run_pipeline(Backend &backend, const BackendOptions &backend_options, const
     }
 }
 
+void run_server(const BackendOptions &backend_options, const bench::ServerBenchOptions &options,
+                nlohmann::json &results) {
+    std::printf("server, %d thread(s) per session: \"%s\", max_new_tokens %d%s, %d streamed pcm request(s) per "
+                "client\n",
+                options.session_threads, options.text.c_str(), options.max_new_tokens,
+                options.ignore_eos ? " (EOS ignored)" : "", options.requests_per_client);
+    std::printf("%7s %8s %8s %6s %8s %8s %8s %9s %9s %9s %9s %9s %8s\n", "clients", "sessions", "requests", "failed",
+                "wall_s", "cpu_s", "audio_s", "audio/s", "req/s", "ttfb_min", "ttfb_med", "ttfb_max", "peak_MiB");
+    const nlohmann::json rows = bench::run_server_bench(backend_options, options);
+    for (const nlohmann::json &r : rows) {
+        const auto ttfb = [&](const char *stat) {
+            return r.contains("ttfb_ms") ? r["ttfb_ms"][stat].get<double>() : 0;
+        };
+        std::printf("%7d %8d %8d %6d %8.1f %8.1f %8.1f %9.2f %9.2f %9.0f %9.0f %9.0f %8.0f\n", r["clients"].get<int>(),
+                    r["sessions"].get<int>(), r["requests"].get<int>(), r["failed"].get<int>(),
+                    r["wall_s"].get<double>(), r["cpu_s"].get<double>(), r["audio_s"].get<double>(),
+                    r["audio_s_per_s"].get<double>(), r["requests_per_s"].get<double>(), ttfb("min"), ttfb("median"),
+                    ttfb("max"), r["peak_rss_mib"].get<double>());
+    }
+    results["server"] = rows;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -244,7 +268,27 @@ int main(int argc, char **argv) {
         ->add_option("--stream-prompt-tokens", pipeline_options.stream_prompt_tokens,
                      "voice prompt tokens the streaming flow windows see (0: all)")
         ->capture_default_str();
+
+    CLI::App *server = app.add_subcommand(
+        "server", "chatterbox-server in-process under 1, 4, 16 concurrent clients: time to first byte, throughput");
+    bench::ServerBenchOptions server_options;
+    server->add_option("--weights", server_options.weights, "official folder or GGUF")->required();
+    server->add_option("--clients", server_options.clients, "concurrent clients, one run per value")
+        ->capture_default_str();
+    server->add_option("--requests", server_options.requests_per_client, "streamed requests per client")
+        ->capture_default_str();
+    server->add_option("--sessions", server_options.sessions, "server sessions (0: as many as clients)")
+        ->capture_default_str();
+    server->add_option("--session-threads", server_options.session_threads, "CPU threads per session")
+        ->capture_default_str();
+    server->add_option("--max-tokens", server_options.max_new_tokens, "T3 max_new_tokens per request")
+        ->capture_default_str();
+    bool server_stop_at_eos = false;
+    server->add_flag("--stop-at-eos", server_stop_at_eos,
+                     "let T3 stop at end-of-speech (default: --max-tokens tokens)");
+    server->add_option("--text", server_options.text, "what every request says")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
+    server_options.ignore_eos = !server_stop_at_eos;
     backend_options.repack_weights = !no_repack;
     backend_options.adapt_threads = !fixed_threads;
     pipeline_options.stream = !no_stream;
@@ -259,6 +303,7 @@ int main(int argc, char **argv) {
             run_s3gen(backend, backend_options, s3gen_weights, matmul_routes, attentions, s3gen_options, results);
         if (*pipeline)
             run_pipeline(backend, backend_options, pipeline_weights, pipeline_options, !no_bandwidth, results);
+        if (*server) run_server(backend_options, server_options, results);
         if (!json_path.empty()) {
             std::ofstream out(json_path);
             if (!out) fail("cannot write ", json_path);

@@ -14,20 +14,6 @@ namespace chatterbox::bench {
 
 namespace {
 
-// The process's peak resident set since the last reset_peak_rss(), from /proc (Linux).
-void reset_peak_rss() {
-    std::ofstream clear("/proc/self/clear_refs");
-    if (clear) clear << "5"; // resets VmHWM to the current RSS
-}
-
-double peak_rss_mib() {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line))
-        if (line.rfind("VmHWM:", 0) == 0) return double(std::stoll(line.substr(6))) / 1024.0; // kB
-    return 0;
-}
-
 // The recording repeated end to end until it covers `seconds`, then cut there.
 audio::Audio voice_recording(const std::string &path, double seconds) {
     const audio::Audio recording = audio::read_audio(path);

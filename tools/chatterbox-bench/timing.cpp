@@ -3,7 +3,9 @@
 #include "core/error.h"
 
 #include <algorithm>
+#include <fstream>
 #include <numeric>
+#include <string>
 #include <time.h>
 
 namespace chatterbox::bench {
@@ -12,6 +14,19 @@ double process_cpu_ms() {
     timespec now{};
     if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now) != 0) fail("cannot read the process CPU time");
     return double(now.tv_sec) * 1e3 + double(now.tv_nsec) / 1e6;
+}
+
+void reset_peak_rss() {
+    std::ofstream clear("/proc/self/clear_refs");
+    if (clear) clear << "5"; // resets VmHWM to the current RSS
+}
+
+double peak_rss_mib() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind("VmHWM:", 0) == 0) return double(std::stoll(line.substr(6))) / 1024.0; // kB
+    return 0;
 }
 
 Spread spread_of(std::vector<double> samples) {

@@ -18,6 +18,10 @@ inline double ms_since(Clock::time_point start) { return ms_between(start, Clock
 // stage includes waiting for a core; its CPU time is the work (plus the threads' spin-waits).
 double process_cpu_ms();
 
+// The process's peak resident set since the last reset_peak_rss(), from /proc (Linux).
+void reset_peak_rss();
+double peak_rss_mib();
+
 // Smallest, median (upper median for an even count) and mean of a non-empty sample.
 struct Spread {
     double min = 0, median = 0, mean = 0;

@@ -1,27 +1,43 @@
 // chatterbox-server: OpenAI's text-to-speech API (POST /v1/audio/speech) over one loaded model.
 //
 //   chatterbox-server [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--sessions N] [--queue N] [-t N]
-//                     [--voices DIR] [--max-upload-mb N]
+//                     [--voices DIR] [--max-upload-mb N] [--deadline-seconds S] [--drain-seconds S]
 //
-// Exit codes: 0 stopped by SIGINT/SIGTERM, 1 failed (model, address), 2 bad command line.
+// SIGTERM or SIGINT drains: new API requests get 503, those in flight finish (for at most
+// --drain-seconds, then they are cancelled; a second signal cancels them at once), then the process
+// exits. Exit codes: 0 stopped by a signal, 1 failed (model, address), 2 bad command line.
 
 #include "models/chatterbox/model_download.h"
 #include "server/server.h"
 
 #include <CLI/CLI.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 namespace {
 
-// The server that SIGINT/SIGTERM stop; httplib's stop() only shuts sockets, which is safe there.
-chatterbox::server::Server *g_server = nullptr;
+// SIGINT and SIGTERM are blocked in every thread and taken by sigtimedwait on one of them, so no
+// code runs in a signal handler.
+sigset_t stop_signals() {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    return signals;
+}
 
-void stop_on_signal(int) {
-    if (g_server) g_server->stop();
+// Waits up to `timeout` for SIGINT/SIGTERM; the signal's number, or 0.
+int wait_for_stop_signal(std::chrono::milliseconds timeout) {
+    const sigset_t signals = stop_signals();
+    const timespec wait{time_t(timeout.count() / 1000), long(timeout.count() % 1000) * 1000000L};
+    const int signal = sigtimedwait(&signals, nullptr, &wait);
+    return signal > 0 ? signal : 0;
 }
 
 // -m as given, else the chatterbox CLI's default location (model_download.h).
@@ -41,7 +57,7 @@ std::string model_path(const std::string &option) {
 int main(int argc, char **argv) {
     CLI::App app{"Chatterbox text-to-speech server: OpenAI's POST /v1/audio/speech (wav, pcm, flac; streamed as "
                  "audio or SSE), a voice library (/v1/audio/voices), voice conversion (/v1/audio/voice-conversion), "
-                 "GET /v1/models, /health, /ready.",
+                 "GET /v1/models, /health, /ready, /metrics.",
                  "chatterbox-server"};
     std::string model;
     chatterbox::server::ServerOptions options;
@@ -71,6 +87,15 @@ int main(int argc, char **argv) {
     app.add_option("--max-upload-mb", max_upload_mb, "largest multipart upload (voices, voice conversion), in MiB")
         ->capture_default_str()
         ->check(CLI::Range(1, 4096));
+    app.add_option("--deadline-seconds", options.deadline_seconds,
+                   "a synthesis running longer is cancelled and answered 504, 0 = no deadline")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1e7));
+    double drain_seconds = 30;
+    app.add_option("--drain-seconds", drain_seconds,
+                   "on SIGTERM/SIGINT, how long requests in flight may run on before they are cancelled")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1e7));
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError &e) {
@@ -78,6 +103,9 @@ int main(int argc, char **argv) {
     }
     options.max_upload_bytes = max_upload_mb << 20;
 
+    // Before any thread starts, so that every thread inherits the mask.
+    const sigset_t signals = stop_signals();
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     try {
         chatterbox::EngineOptions engine_options;
         engine_options.model_path = model_path(model);
@@ -85,16 +113,25 @@ int main(int argc, char **argv) {
         const chatterbox::Engine engine(engine_options);
         chatterbox::server::Server server(engine, options);
         const int port = server.bind();
-        g_server = &server;
-        std::signal(SIGINT, stop_on_signal);
-        std::signal(SIGTERM, stop_on_signal);
+        std::atomic<bool> served{false};
+        std::thread drainer([&] {
+            while (!served && !wait_for_stop_signal(std::chrono::milliseconds(200))) {
+            }
+            if (served) return;
+            std::fprintf(stderr, "chatterbox-server: draining: new requests get 503; %d in flight may run %g s more\n",
+                         server.watch().in_flight(), drain_seconds);
+            const int cancelled =
+                server.drain(drain_seconds, [] { return wait_for_stop_signal(std::chrono::milliseconds(100)) != 0; });
+            std::fprintf(stderr, "chatterbox-server: stopped (%d request(s) cancelled)\n", cancelled);
+        });
         std::fprintf(stderr, "chatterbox-server: %s; %d session(s), queue %d; listening on http://%s:%d%s\n",
                      engine.description().c_str(), options.sessions, options.queue, options.host.c_str(), port,
                      options.api_key.empty() ? "" : " (API key required)");
         std::fprintf(stderr, "chatterbox-server: voice library %s (%zu voices)\n", server.voices().dir().c_str(),
                      server.voices().list().size());
         server.run();
-        g_server = nullptr;
+        served = true;
+        drainer.join();
     } catch (const std::exception &e) {
         std::fprintf(stderr, "chatterbox-server: error: %s\n", e.what());
         return 1;

@@ -1,0 +1,188 @@
+#include "server/metrics.h"
+
+#include "core/error.h"
+#include "models/chatterbox/session.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace chatterbox::server {
+namespace {
+
+// Shortest text that reads back as the same double; Prometheus spells infinity +Inf.
+std::string number(double value) {
+    if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+    if (std::isnan(value)) return "NaN";
+    char buffer[64];
+    const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
+    return error == std::errc() ? std::string(buffer, end) : "NaN";
+}
+
+void write_header(std::string &out, const char *name, const char *type, const char *help) {
+    out += concat("# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+}
+
+std::string label(const char *key, const std::string &value) {
+    return concat(key, "=\"", escape_label_value(value), "\"");
+}
+
+std::string with_braces(const std::string &labels) { return labels.empty() ? "" : "{" + labels + "}"; }
+
+void write_sample(std::string &out, const std::string &name, const std::string &labels, double value) {
+    out += concat(name, with_braces(labels), " ", number(value), "\n");
+}
+
+// Request durations: from the quick probes (/health) to long syntheses.
+std::vector<double> request_buckets() { return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}; }
+
+constexpr SynthesisOutcome kOutcomes[] = {SynthesisOutcome::completed, SynthesisOutcome::deadline,
+                                          SynthesisOutcome::client_gone, SynthesisOutcome::shutdown,
+                                          SynthesisOutcome::failed};
+
+} // namespace
+
+const char *outcome_name(SynthesisOutcome outcome) {
+    switch (outcome) {
+    case SynthesisOutcome::completed:
+        return "completed";
+    case SynthesisOutcome::deadline:
+        return "deadline";
+    case SynthesisOutcome::client_gone:
+        return "client_gone";
+    case SynthesisOutcome::shutdown:
+        return "shutdown";
+    case SynthesisOutcome::failed:
+        return "failed";
+    }
+    return "unknown";
+}
+
+std::string escape_label_value(const std::string &value) {
+    std::string out;
+    for (char c : value) {
+        if (c == '\\')
+            out += "\\\\";
+        else if (c == '"')
+            out += "\\\"";
+        else if (c == '\n')
+            out += "\\n";
+        else
+            out += c;
+    }
+    return out;
+}
+
+std::string route_label(const std::string &path) {
+    static const char *const kRoutes[] = {
+        "/",          "/health",          "/ready",           "/metrics",
+        "/v1/models", "/v1/audio/speech", "/v1/audio/voices", "/v1/audio/voice-conversion"};
+    for (const char *route : kRoutes)
+        if (path == route) return path;
+    const std::string voices = "/v1/audio/voices/";
+    if (path.size() > voices.size() && path.compare(0, voices.size(), voices) == 0) return voices + "{name}";
+    return "other";
+}
+
+Histogram::Histogram(std::vector<double> upper_bounds)
+    : upper_bounds_(std::move(upper_bounds)), counts_(upper_bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+    const size_t bucket = size_t(std::lower_bound(upper_bounds_.begin(), upper_bounds_.end(), value) -
+                                 upper_bounds_.begin()); // the first bound >= value: le is inclusive
+    ++counts_[bucket];
+    sum_ += value;
+    ++count_;
+}
+
+void Histogram::write(std::string &out, const std::string &name, const std::string &labels) const {
+    const std::string prefix = labels.empty() ? "" : labels + ",";
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i <= upper_bounds_.size(); ++i) {
+        cumulative += counts_[i];
+        const double bound = i < upper_bounds_.size() ? upper_bounds_[i] : INFINITY;
+        write_sample(out, name + "_bucket", prefix + label("le", number(bound)), double(cumulative));
+    }
+    write_sample(out, name + "_sum", labels, sum_);
+    write_sample(out, name + "_count", labels, double(count_));
+}
+
+Metrics::Metrics()
+    // Time to first audio: streamed answers start in tenths of a second, whole ones take seconds.
+    : first_audio_seconds_({0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60}),
+      // Real-time factor: below 1 is faster than real time.
+      real_time_factor_({0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 4, 8}) {}
+
+void Metrics::count_request(const std::string &method, const std::string &path, int status,
+                            std::optional<std::chrono::steady_clock::duration> duration) {
+    const std::string route = route_label(path);
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++requests_[{method, route, status}];
+    if (duration)
+        request_seconds_.try_emplace(route, request_buckets())
+            .first->second.observe(std::chrono::duration<double>(*duration).count());
+}
+
+void Metrics::count_synthesis(SynthesisOutcome outcome) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++syntheses_[outcome];
+}
+
+void Metrics::observe_audio(const SynthesisResult &result) {
+    const double audio_seconds = double(result.wave.size()) / result.sample_rate;
+    std::lock_guard<std::mutex> lock(mutex_);
+    first_audio_seconds_.observe(result.seconds_to_first_audio);
+    if (audio_seconds > 0) real_time_factor_.observe(result.seconds_total / audio_seconds);
+    audio_seconds_ += audio_seconds;
+    speech_tokens_ += uint64_t(std::max(result.speech_tokens, 0));
+}
+
+std::string Metrics::exposition(const ServerGauges &gauges) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string out;
+    write_header(out, "chatterbox_http_requests_total", "counter",
+                 "HTTP requests answered, by method, route and status.");
+    for (const auto &[key, count] : requests_) {
+        const auto &[method, route, status] = key;
+        write_sample(
+            out, "chatterbox_http_requests_total",
+            concat(label("method", method), ",", label("route", route), ",", label("status", std::to_string(status))),
+            double(count));
+    }
+    write_header(out, "chatterbox_http_request_duration_seconds", "histogram",
+                 "Time from reading a request to the end of its response, by route.");
+    for (const auto &[route, histogram] : request_seconds_)
+        histogram.write(out, "chatterbox_http_request_duration_seconds", label("route", route));
+
+    write_header(out, "chatterbox_syntheses_total", "counter",
+                 "Syntheses that ended, by outcome (completed, deadline, client_gone, shutdown, failed).");
+    for (SynthesisOutcome outcome : kOutcomes) {
+        const auto found = syntheses_.find(outcome);
+        write_sample(out, "chatterbox_syntheses_total", label("outcome", outcome_name(outcome)),
+                     double(found == syntheses_.end() ? 0 : found->second));
+    }
+    write_header(out, "chatterbox_time_to_first_audio_seconds", "histogram",
+                 "Time from the start of a completed synthesis to its first audio (its end, when not streamed).");
+    first_audio_seconds_.write(out, "chatterbox_time_to_first_audio_seconds", "");
+    write_header(out, "chatterbox_real_time_factor", "histogram",
+                 "Synthesis time divided by the duration of the audio made, per completed synthesis.");
+    real_time_factor_.write(out, "chatterbox_real_time_factor", "");
+    write_header(out, "chatterbox_audio_seconds_total", "counter", "Seconds of audio made by completed syntheses.");
+    write_sample(out, "chatterbox_audio_seconds_total", "", audio_seconds_);
+    write_header(out, "chatterbox_speech_tokens_total", "counter", "Speech tokens made by completed syntheses.");
+    write_sample(out, "chatterbox_speech_tokens_total", "", double(speech_tokens_));
+
+    write_header(out, "chatterbox_sessions", "gauge", "Synthesis sessions of the pool.");
+    write_sample(out, "chatterbox_sessions", "", gauges.sessions);
+    write_header(out, "chatterbox_sessions_busy", "gauge", "Sessions running a synthesis now.");
+    write_sample(out, "chatterbox_sessions_busy", "", gauges.busy);
+    write_header(out, "chatterbox_queue_depth", "gauge", "Requests waiting for a session now.");
+    write_sample(out, "chatterbox_queue_depth", "", gauges.waiting);
+    write_header(out, "chatterbox_requests_in_flight", "gauge", "Speech requests waiting or running now.");
+    write_sample(out, "chatterbox_requests_in_flight", "", gauges.in_flight);
+    write_header(out, "chatterbox_draining", "gauge", "1 while the server drains before it stops (SIGTERM).");
+    write_sample(out, "chatterbox_draining", "", gauges.draining ? 1 : 0);
+    return out;
+}
+
+} // namespace chatterbox::server

@@ -1,0 +1,85 @@
+#pragma once
+// The server's counters, gauges and histograms, served at GET /metrics in the Prometheus text
+// exposition format (version 0.0.4):
+//
+//   chatterbox_http_requests_total{method,route,status}     counter    every answered HTTP request
+//   chatterbox_http_request_duration_seconds{route}         histogram  request read to response written
+//   chatterbox_syntheses_total{outcome}                     counter    completed, deadline, client_gone,
+//                                                                      shutdown, failed
+//   chatterbox_time_to_first_audio_seconds                  histogram  synthesis start to first audio
+//   chatterbox_real_time_factor                             histogram  synthesis seconds / audio seconds
+//   chatterbox_audio_seconds_total, chatterbox_speech_tokens_total      counters of completed syntheses
+//   chatterbox_sessions, _sessions_busy, _queue_depth, _requests_in_flight, _draining     gauges
+//
+// Routes are labelled by their pattern (voice names folded into {name}); paths that are no route
+// of the API share route="other", so a client cannot grow the label set without bound.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace chatterbox {
+struct SynthesisResult;
+}
+
+namespace chatterbox::server {
+
+// How a watched synthesis ended.
+enum class SynthesisOutcome { completed, deadline, client_gone, shutdown, failed };
+const char *outcome_name(SynthesisOutcome outcome);
+
+// A cumulative histogram over fixed upper bounds (the +Inf bucket is implicit).
+class Histogram {
+  public:
+    explicit Histogram(std::vector<double> upper_bounds);
+    void observe(double value);
+    // The _bucket, _sum and _count lines of `name`, with `labels` (`key="value"` pairs or "").
+    void write(std::string &out, const std::string &name, const std::string &labels) const;
+
+  private:
+    std::vector<double> upper_bounds_;
+    std::vector<uint64_t> counts_; // per bucket, not cumulative; the last is +Inf
+    double sum_ = 0;
+    uint64_t count_ = 0;
+};
+
+struct ServerGauges {
+    int sessions = 0, busy = 0, waiting = 0, in_flight = 0;
+    bool draining = false;
+};
+
+class Metrics {
+  public:
+    Metrics();
+
+    void count_request(const std::string &method, const std::string &path, int status,
+                       std::optional<std::chrono::steady_clock::duration> duration); // nullopt: unknown
+    void count_synthesis(SynthesisOutcome outcome);
+    // A completed synthesis: its time to first audio, real-time factor, audio and tokens.
+    void observe_audio(const SynthesisResult &result);
+
+    std::string exposition(const ServerGauges &gauges) const;
+
+  private:
+    mutable std::mutex mutex_;
+    std::map<std::tuple<std::string, std::string, int>, uint64_t> requests_; // method, route, status
+    std::map<std::string, Histogram> request_seconds_;                       // by route
+    std::map<SynthesisOutcome, uint64_t> syntheses_;
+    Histogram first_audio_seconds_, real_time_factor_;
+    double audio_seconds_ = 0;
+    uint64_t speech_tokens_ = 0;
+};
+
+// The route label of a request path (see above).
+std::string route_label(const std::string &path);
+// A label value with \, " and newline escaped as the exposition format asks.
+std::string escape_label_value(const std::string &value);
+
+constexpr const char *kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+} // namespace chatterbox::server
