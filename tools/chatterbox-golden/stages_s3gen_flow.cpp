@@ -5,8 +5,8 @@
 #include "stages.h"
 
 #include "core/error.h"
-#include "models/chatterbox/session.h"
 #include "models/chatterbox/s3gen/flow.h"
+#include "models/chatterbox/session.h"
 #include "models/chatterbox/t3/generate.h"
 #include "models/chatterbox/t3/hparams.h"
 
@@ -38,9 +38,11 @@ void run_flow(GoldenRun &run) {
     reference.prompt_tokens = token_ids(run.computed("s3gen_prompt_tokens"), "s3gen_prompt_tokens");
     reference.prompt_mel = run.computed("s3gen_prompt_feat").f32();
     reference.xvector = run.computed("campplus_xvector").f32();
-    // What tts.py hands S3Gen: the greedy tokens after drop_invalid_tokens.
-    const std::vector<int32_t> tokens =
-        t3::drop_invalid_tokens(token_ids(run.computed("t3_greedy_tokens"), "t3_greedy_tokens"), files.hparams().t3);
+    // What tts.py hands S3Gen: the greedy tokens after drop_invalid_tokens (and, for Turbo, the
+    // trailing silence tokens).
+    const std::vector<int32_t> tokens = flow_input_tokens(
+        t3::drop_invalid_tokens(token_ids(run.computed("t3_greedy_tokens"), "t3_greedy_tokens"), files.hparams().t3),
+        hp);
     run.write("s3gen_input_tokens", NpyArray::from_i64({int64_t(tokens.size())}, {tokens.begin(), tokens.end()}));
     const std::vector<float> noise = run.input("flow_noise").f32();
 
@@ -52,7 +54,9 @@ void run_flow(GoldenRun &run) {
 
     EstimatorGraph &graph = session.estimator_graph(frames);
     graph.set_conditioning(encoding.mu, encoding.speaker, session.prompt_condition(reference, frames));
-    run.write("flow_estimator_step0_out", NpyArray::from_f32({2, mel, frames}, graph.velocity(noise, 0.0f)));
+    const std::vector<float> grid = cfm_time_grid(hp);
+    run.write("flow_estimator_step0_out",
+              NpyArray::from_f32({hp.cfg_rows(), mel, frames}, graph.velocity(noise, grid[0], grid[1])));
 
     const std::vector<float> full = session.solve(encoding, reference, noise);
     run.write("flow_cfm_out_full", NpyArray::from_f32({1, mel, frames}, full));
