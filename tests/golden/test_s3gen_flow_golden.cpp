@@ -28,17 +28,9 @@ using namespace chatterbox::test;
 
 namespace {
 
-std::vector<int32_t> read_tokens(const std::string &name) {
-    std::vector<int32_t> out;
-    for (int64_t id : read_npy(golden_path(name + ".npy")).i64()) out.push_back(int32_t(id));
-    return out;
-}
+std::vector<int32_t> read_tokens(const std::string &name) { return read_token_ids(golden_path(name + ".npy")); }
 
 std::vector<float> read_f32(const std::string &name) { return read_npy(golden_path(name + ".npy")).f32(); }
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 class S3GenFlowGolden : public test::GoldenComponent<FlowModel> {
   protected:
@@ -78,7 +70,7 @@ TEST_F(S3GenFlowGolden, EveryStageMatchesTheOfficialImplementation) {
     EstimatorGraph &graph = session.estimator_graph(encoding.frames);
     graph.set_conditioning(encoding.mu, encoding.speaker, session.prompt_condition(reference_, encoding.frames));
     start = std::chrono::steady_clock::now();
-    expect_matches_golden(graph.velocity(noise, 0.0f), "flow_estimator_step0_out");
+    expect_matches_golden(graph.velocity(noise, 0.0f, cosine_time_grid(10)[1]), "flow_estimator_step0_out");
     std::printf("estimator step (CFG pair, %lld frames): %.2f s\n", (long long)encoding.frames, seconds_since(start));
 
     start = std::chrono::steady_clock::now();
@@ -106,7 +98,7 @@ TEST_F(S3GenFlowGolden, OnednnRoutesMatchTheOfficialImplementation) {
     const std::vector<float> noise = read_f32("flow_noise");
     EstimatorGraph &graph = session.estimator_graph(encoding.frames);
     graph.set_conditioning(encoding.mu, encoding.speaker, session.prompt_condition(reference_, encoding.frames));
-    expect_matches_golden(graph.velocity(noise, 0.0f), "flow_estimator_step0_out");
+    expect_matches_golden(graph.velocity(noise, 0.0f, cosine_time_grid(10)[1]), "flow_estimator_step0_out");
     const auto start = std::chrono::steady_clock::now();
     const std::vector<float> full = session.solve(encoding, reference_, noise);
     std::printf("CFM, %d steps, oneDNN routes: %.2f s\n", model_->hparams().cfm_steps, seconds_since(start));
