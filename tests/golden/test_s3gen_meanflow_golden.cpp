@@ -16,6 +16,7 @@
 #include "models/chatterbox/s3gen/flow.h"
 #include "models/chatterbox/s3tokenizer/s3tokenizer.h"
 #include "support/golden_component.h"
+#include "support/golden_flow.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -31,8 +32,6 @@ using namespace chatterbox::test;
 
 namespace {
 
-std::vector<int32_t> read_tokens(const std::string &name) { return read_token_ids(turbo_golden_path(name + ".npy")); }
-
 std::vector<float> read_f32(const std::string &name) { return read_npy(turbo_golden_path(name + ".npy")).f32(); }
 
 class S3GenMeanFlowGolden : public test::GoldenComponent<FlowModel> {
@@ -44,10 +43,9 @@ class S3GenMeanFlowGolden : public test::GoldenComponent<FlowModel> {
                 return std::make_unique<FlowModel>(s, b, FlowHParams::from_checkpoint(s, "s3gen.flow."));
             },
             test::turbo_synthetic_dir());
-        reference_.prompt_tokens = read_tokens("s3gen_prompt_tokens");
-        reference_.prompt_mel = read_f32("s3gen_prompt_feat");
-        reference_.xvector = read_f32("campplus_xvector");
-        tokens_ = read_tokens("s3gen_input_tokens");
+        GoldenFlowInputs inputs = read_golden_flow_inputs(turbo_golden_path);
+        reference_ = std::move(inputs.reference);
+        tokens_ = std::move(inputs.tokens);
         noise_ = read_f32("flow_noise");
     }
 
@@ -85,7 +83,7 @@ TEST_F(S3GenMeanFlowGolden, TheCheckpointSelectsTheMeanFlowDecoder) {
 TEST_F(S3GenMeanFlowGolden, InputTokensAreTheSpeechTokensAndThreeSilences) {
     // tts_turbo.py: speech_tokens[speech_tokens < 6561] (T3's drop_invalid_tokens), then S3GEN_SIL x 3.
     std::vector<int32_t> spoken;
-    for (int32_t token : read_tokens("t3_greedy_tokens"))
+    for (int32_t token : read_token_ids(turbo_golden_path("t3_greedy_tokens.npy")))
         if (token < model_->hparams().vocab) spoken.push_back(token);
     EXPECT_EQ(flow_input_tokens(spoken, model_->hparams()), tokens_);
 }
@@ -161,18 +159,9 @@ TEST_F(S3GenMeanFlowGolden, OnednnRoutesMatchTheOfficialImplementation) {
 
 TEST_F(S3GenMeanFlowGolden, SameSeedGivesIdenticalMel) {
     FlowSession session(*model_, *backend_);
-    FlowReference voice; // no prompt: a short utterance keeps this quick
-    voice.xvector = reference_.xvector;
-    const std::vector<int32_t> tokens =
-        flow_input_tokens(std::vector<int32_t>(tokens_.begin(), tokens_.begin() + 5), model_->hparams());
-    std::mt19937_64 rng_a(42), rng_b(42), rng_c(43);
-    const Mel a = session.generate(tokens, voice, rng_a);
-    const Mel b = session.generate(tokens, voice, rng_b);
-    const Mel c = session.generate(tokens, voice, rng_c);
-    ASSERT_EQ(a.frames, 16);
-    EXPECT_EQ(a.values, b.values);
-    EXPECT_NE(a.values, c.values);
-    for (float v : a.values) ASSERT_TRUE(std::isfinite(v));
+    expect_seeded_mel_is_deterministic(
+        session, flow_input_tokens(std::vector<int32_t>(tokens_.begin(), tokens_.begin() + 5), model_->hparams()),
+        reference_.xvector);
 }
 
 // The same HiFT as English, with this checkpoint's weights: fed the golden mel and source.
