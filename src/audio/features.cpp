@@ -68,6 +68,10 @@ Matrix s3gen_mel(const std::vector<float> &wav24k) {
     return mel.transposed();
 }
 
+Matrix s3tokenizer_mel_filters() { return librosa_mel_filters({16000.0, 400, 128, 0.0, 8000.0}); }
+
+std::vector<float> s3tokenizer_window() { return hann_window(400); }
+
 Matrix s3tokenizer_log_mel(const std::vector<float> &wav16k) {
     require_finite(wav16k, "s3tokenizer_log_mel");
     constexpr int n_fft = 400, hop = 160;
@@ -76,7 +80,7 @@ Matrix s3tokenizer_log_mel(const std::vector<float> &wav16k) {
     power.rows -= 1; // the reference drops the last STFT frame (there are 1 + len/160 >= 2)
     power.values.resize(size_t(power.rows * power.cols));
 
-    static const Filterbank filters(librosa_mel_filters({16000.0, n_fft, 128, 0.0, 8000.0}));
+    static const Filterbank filters(s3tokenizer_mel_filters());
     Matrix mel = filters.apply(power);
     float clip_max = -std::numeric_limits<float>::infinity();
     for (float &v : mel.values) {

@@ -18,6 +18,10 @@ Matrix s3gen_mel(const std::vector<float> &wav24k);
 // last frame dropped, Slaney mel (128 bins), log10(max(x, 1e-10)), floor at (clip max - 8),
 // (x + 4) / 4. Returns (128, len/160). Needs more than 200 samples.
 Matrix s3tokenizer_log_mel(const std::vector<float> &wav16k);
+// The filterbank and STFT window s3tokenizer_log_mel uses: librosa's Slaney mel filters (16 kHz,
+// n_fft 400, 128 mels, 0-8 kHz; 128 x 201) and the periodic Hann window of 400 points.
+Matrix s3tokenizer_mel_filters();
+std::vector<float> s3tokenizer_window();
 
 // librosa.effects.trim(wav, top_db, frame_length, hop_length): keeps the span of frames whose
 // RMS (centred, zero-padded frames) is within top_db of the loudest frame.

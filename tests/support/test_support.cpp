@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <sys/wait.h>
@@ -21,6 +23,7 @@ namespace chatterbox::test {
 
 std::string data_path(const std::string &name) { return std::string(CHATTERBOX_TEST_DATA) + "/" + name; }
 std::string golden_path(const std::string &name) { return data_path("golden/" + name); }
+std::string turbo_golden_path(const std::string &name) { return data_path("turbo/" + name); }
 std::string synthetic_dir() { return CHATTERBOX_SYNTHETIC_DIR; }
 std::string turbo_synthetic_dir() { return CHATTERBOX_TURBO_SYNTHETIC_DIR; }
 std::string synthetic_model_dir() {
@@ -121,13 +124,20 @@ std::string Tolerance::str() const {
     return std::to_string(value) + (kind == Kind::Abs ? " abs" : " rel");
 }
 
-Tolerance golden_tolerance(const std::string &array_name) {
-    static const nlohmann::json index = [] {
-        std::ifstream in(golden_path("index.json"));
-        return nlohmann::json::parse(in);
-    }();
-    const auto &arrays = index.at("arrays");
-    if (!arrays.contains(array_name)) throw std::runtime_error("index.json has no array " + array_name);
+namespace {
+
+// The tolerance of array_name in the index.json at index_path (each index read once).
+Tolerance tolerance_in_index(const std::string &index_path, const std::string &array_name) {
+    static std::map<std::string, nlohmann::json> indexes;
+    static std::mutex indexes_mutex;
+    const std::lock_guard<std::mutex> lock(indexes_mutex);
+    auto found = indexes.find(index_path);
+    if (found == indexes.end()) {
+        std::ifstream in(index_path);
+        found = indexes.emplace(index_path, nlohmann::json::parse(in)).first;
+    }
+    const auto &arrays = found->second.at("arrays");
+    if (!arrays.contains(array_name)) throw std::runtime_error(index_path + " has no array " + array_name);
     const auto &tol = arrays[array_name]["tolerance"];
     Tolerance t;
     if (!tol.is_string()) throw std::runtime_error(array_name + " has no tolerance (it is not an output)");
@@ -145,6 +155,27 @@ Tolerance golden_tolerance(const std::string &array_name) {
     return t;
 }
 
+void expect_within(const std::vector<float> &actual, const std::vector<float> &expected, const std::string &name,
+                   const Tolerance &tolerance) {
+    ASSERT_EQ(actual.size(), expected.size()) << name;
+    const Diff diff = compare(actual, expected);
+    const double reference_max = max_magnitude(expected);
+    std::printf("%-32s max abs %.3g  max rel %.3g  (tolerance %s, reference max %.3g)\n", name.c_str(), diff.max_abs,
+                diff.max_rel, tolerance.str().c_str(), reference_max);
+    EXPECT_TRUE(tolerance.accepts(diff, reference_max))
+        << name << ": max abs " << diff.max_abs << " at " << diff.worst_index << ", tolerance " << tolerance.str();
+}
+
+} // namespace
+
+Tolerance golden_tolerance(const std::string &array_name) {
+    return tolerance_in_index(golden_path("index.json"), array_name);
+}
+
+Tolerance turbo_golden_tolerance(const std::string &array_name) {
+    return tolerance_in_index(turbo_golden_path("index.json"), array_name);
+}
+
 double max_magnitude(const std::vector<float> &values) {
     double m = 0;
     for (float x : values) m = std::max(m, double(std::fabs(x)));
@@ -153,18 +184,28 @@ double max_magnitude(const std::vector<float> &values) {
 
 void expect_matches_golden(const std::vector<float> &actual, const std::vector<float> &expected,
                            const std::string &name) {
-    ASSERT_EQ(actual.size(), expected.size()) << name;
-    const Diff diff = compare(actual, expected);
-    const Tolerance tolerance = golden_tolerance(name);
-    const double reference_max = max_magnitude(expected);
-    std::printf("%-32s max abs %.3g  max rel %.3g  (tolerance %s, reference max %.3g)\n", name.c_str(), diff.max_abs,
-                diff.max_rel, tolerance.str().c_str(), reference_max);
-    EXPECT_TRUE(tolerance.accepts(diff, reference_max))
-        << name << ": max abs " << diff.max_abs << " at " << diff.worst_index << ", tolerance " << tolerance.str();
+    expect_within(actual, expected, name, golden_tolerance(name));
 }
 
 void expect_matches_golden(const std::vector<float> &actual, const std::string &name) {
     expect_matches_golden(actual, read_npy(golden_path(name + ".npy")).f32(), name);
+}
+
+void expect_matches_turbo_golden(const std::vector<float> &actual, const std::string &name) {
+    expect_within(actual, read_npy(turbo_golden_path(name + ".npy")).f32(), name, turbo_golden_tolerance(name));
+}
+
+std::vector<int32_t> read_token_ids(const std::string &npy_path) {
+    std::vector<int32_t> ids;
+    for (int64_t id : read_npy(npy_path).i64()) {
+        if (id < INT32_MIN || id > INT32_MAX) throw std::runtime_error(npy_path + ": a token id does not fit 32 bits");
+        ids.push_back(int32_t(id));
+    }
+    return ids;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 std::vector<float> random_values(size_t n, uint64_t seed, float lo, float hi) {

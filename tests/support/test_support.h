@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -11,10 +12,11 @@
 
 namespace chatterbox::test {
 
-std::string data_path(const std::string &name);   // tests/data/<name>
-std::string golden_path(const std::string &name); // tests/data/golden/<name>
-std::string synthetic_dir();                      // full-size synthetic weights (ctest fixture)
-std::string turbo_synthetic_dir();                // full-size synthetic Turbo weights (ctest fixture)
+std::string data_path(const std::string &name);         // tests/data/<name>
+std::string golden_path(const std::string &name);       // tests/data/golden/<name>
+std::string turbo_golden_path(const std::string &name); // tests/data/turbo/<name> (the Turbo golden set)
+std::string synthetic_dir();                            // full-size synthetic weights (ctest fixture)
+std::string turbo_synthetic_dir();                      // full-size synthetic Turbo weights (ctest fixture)
 // A model folder of the synthetic weights (linked) and the golden tokenizer.json, no built-in voice.
 std::string synthetic_model_dir();
 std::string tiny_model_path(); // the tiny synthetic model.gguf (ctest fixture tiny_model, seed 0x5EEDC0DE)
@@ -48,7 +50,8 @@ struct Tolerance {
     bool accepts(const Diff &diff, double reference_max_abs) const;
     std::string str() const;
 };
-Tolerance golden_tolerance(const std::string &array_name); // from tests/data/golden/index.json
+Tolerance golden_tolerance(const std::string &array_name);       // from tests/data/golden/index.json
+Tolerance turbo_golden_tolerance(const std::string &array_name); // from tests/data/turbo/index.json
 
 double max_magnitude(const std::vector<float> &values); // max |x|
 
@@ -58,6 +61,8 @@ void expect_matches_golden(const std::vector<float> &actual, const std::vector<f
                            const std::string &name);
 // The same against tests/data/golden/<name>.npy.
 void expect_matches_golden(const std::vector<float> &actual, const std::string &name);
+// The same against the Turbo set: tests/data/turbo/<name>.npy within its index.json's tolerance.
+void expect_matches_turbo_golden(const std::vector<float> &actual, const std::string &name);
 
 // Expects action to throw chatterbox::Error whose message holds every fragment (printing it otherwise).
 void expect_error(const std::function<void()> &action, std::initializer_list<std::string> fragments);
@@ -65,6 +70,12 @@ void expect_error(const std::function<void()> &action, const std::string &fragme
 
 // EXPECT_TRUE(contains(message, "expected part")) prints the whole text when the part is missing.
 ::testing::AssertionResult contains(const std::string &text, const std::string &part);
+
+// The ids of an integer .npy (i64 or i32) as the engine's token type.
+std::vector<int32_t> read_token_ids(const std::string &npy_path);
+
+// Wall seconds since start, for the timings the golden tests print.
+double seconds_since(std::chrono::steady_clock::time_point start);
 
 // Deterministic pseudo-random values in [lo, hi) for op tests.
 std::vector<float> random_values(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f);

@@ -32,10 +32,10 @@ EstimatorFlops count_estimator_flops(const s3gen::Estimator &estimator, const s3
                             /*no_alloc=*/true};
     ggml_context *ctx = ggml_init(params);
     if (!ctx) fail("s3gen bench: cannot create a ggml context to count FLOPs");
-    const int64_t rows = 2; // the CFG pair
+    const int64_t rows = hp.cfg_rows(); // the CFG pair, or the conditional row alone (mean flow)
     ggml_tensor *x = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, hp.mel_bins, frames, rows);
     ggml_tensor *cond = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, hp.conditioning_channels(), frames, rows);
-    ggml_tensor *sinusoid = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.time_sinusoid_dim(), 1);
+    ggml_tensor *sinusoid = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.time_sinusoid_dim(), hp.time_points());
     ggml_cgraph *graph = ggml_new_graph_custom(ctx, max_nodes, false);
     ggml_build_forward_expand(graph, estimator(ctx, x, cond, sinusoid, nn::AttentionPath::flash));
     EstimatorFlops flops;

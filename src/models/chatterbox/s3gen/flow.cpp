@@ -48,6 +48,11 @@ Mel generated_part(const std::vector<float> &full, int64_t mel_bins, int64_t fra
     return out;
 }
 
+std::vector<int32_t> flow_input_tokens(std::vector<int32_t> speech_tokens, const FlowHParams &hp) {
+    speech_tokens.insert(speech_tokens.end(), size_t(hp.trailing_silence_tokens), int32_t(hp.silence_token));
+    return speech_tokens;
+}
+
 FlowModel::FlowModel(const WeightStore &store, Backend &backend, const FlowHParams &hp, const std::string &prefix)
     : hp_(hp), weights_(store, prefix, backend),
       token_embedding_(weights_, "input_embedding", hp.vocab, hp.encoder_dim),
@@ -131,8 +136,8 @@ std::vector<float> FlowSession::prompt_condition(const FlowReference &reference,
 EstimatorGraph &FlowSession::estimator_graph(int64_t frames) {
     if (!estimator_graph_ || estimator_graph_->frames() != frames) {
         estimator_graph_.reset(); // free the old graph's buffers before allocating the new one
-        estimator_graph_ = std::make_unique<EstimatorGraph>(model_.estimator(), model_.hparams(), backend_,
-                                                            frames, attention_);
+        estimator_graph_ =
+            std::make_unique<EstimatorGraph>(model_.estimator(), model_.hparams(), backend_, frames, attention_);
     }
     return *estimator_graph_;
 }
@@ -146,7 +151,7 @@ std::vector<float> FlowSession::solve(const FlowEncoding &encoding, const FlowRe
     check_finite(noise, "the initial noise");
     EstimatorGraph &graph = estimator_graph(encoding.frames);
     graph.set_conditioning(encoding.mu, encoding.speaker, prompt_condition(reference, encoding.frames));
-    return solve_euler_cfg(graph, std::move(noise), hp, observer);
+    return solve_euler(graph, std::move(noise), hp, observer);
 }
 
 Mel FlowSession::generate(const std::vector<int32_t> &tokens, const FlowReference &reference,

@@ -12,7 +12,7 @@
 //
 // Tensors: every `flow.*` tensor of the official s3gen.safetensors (1121, manifest.json) is used;
 // none is ignored. A mean-flow (Turbo) checkpoint's extra `flow.decoder.estimator.time_embed_mixer.weight`
-// is reported as unexpected: the 2-step mean-flow decoder is a different solver, not supported here.
+// is bound when hp.mean_flow (FlowHParams::from_checkpoint sets it by that tensor's presence).
 
 #include "core/backend.h"
 #include "core/module_weights.h"
@@ -57,6 +57,11 @@ struct Mel {
 // The frames after the first prompt_frames of a full CFM result (mel_bins, frames): the
 // reference's feat[:, :, F:].
 Mel generated_part(const std::vector<float> &full, int64_t mel_bins, int64_t frames, int64_t prompt_frames);
+
+// The tokens the flow speaks for one piece: its generated speech tokens (what T3's
+// drop_invalid_tokens keeps) followed by hp.trailing_silence_tokens S3GEN_SIL tokens (tts_turbo.py
+// appends three so the mean-flow decoder ends the piece in silence; the standard flow none).
+std::vector<int32_t> flow_input_tokens(std::vector<int32_t> speech_tokens, const FlowHParams &hp);
 
 class FlowModel {
   public:

@@ -1,8 +1,11 @@
 #pragma once
-// The conditional flow-matching solver (spec s3gen.md §6.1, flow_matching.py solve_euler):
-// Euler steps on the cosine time grid, each evaluating the estimator on the CFG pair as ONE
-// batch of two rows — row 0 conditional (mu, speaker, prompt mel), row 1 unconditional (those
-// zeroed; sample and time identical) — and combining v = (1 + r)·v_cond − r·v_uncond.
+// The conditional flow-matching solver (spec s3gen.md §6, flow_matching.py solve_euler and
+// basic_euler): Euler steps from t_k to r = t_{k+1}, x += (r − t)·v.
+//   standard (English, multilingual): cosine time grid; the estimator evaluates the CFG pair as
+//     ONE batch of two rows — row 0 conditional (mu, speaker, prompt mel), row 1 unconditional
+//     (those zeroed; sample and time identical) — combined as v = (1 + rate)·v_cond − rate·v_uncond.
+//   mean flow (Turbo, Nano): linear grid, the estimator sees the pair (t, r), one conditional row,
+//     no CFG (cfg_rate 0).
 //
 // The estimator graph is built once per frame count and reused by every step; per step the host
 // writes the sample and the time embedding (and re-writes the constant conditioning, since the
@@ -20,8 +23,12 @@
 
 namespace chatterbox::s3gen {
 
+// t_k = k/n, k = 0 … n, as torch.linspace computes it in f32.
+std::vector<float> linear_time_grid(int steps);
 // t_k = 1 − cos(π/2 · k/n), k = 0 … n, computed in f32 as torch.linspace + cos do.
 std::vector<float> cosine_time_grid(int steps);
+// The grid of hp.cfm_steps steps the solver uses (cosine or linear by hp.cfm_cosine_grid).
+std::vector<float> cfm_time_grid(const FlowHParams &hp);
 
 // n values from N(0, 1) drawn from rng (Box–Muller); the same rng state gives the same values.
 std::vector<float> standard_normal(size_t n, std::mt19937_64 &rng);
@@ -39,26 +46,34 @@ class EstimatorGraph {
     // (80, T) (the prompt mel in its first frames, zeros after). The unconditional row is zero.
     void set_conditioning(const std::vector<float> &mu, const std::vector<float> &speaker,
                           const std::vector<float> &prompt_condition);
-    // Estimator output for sample x (80, T) at time t: (2, 80, T), conditional row first.
-    std::vector<float> velocity(const std::vector<float> &x, float t);
+    // Estimator output for sample x (80, T) on the step from t to r (r is seen by the mean-flow
+    // estimator only): (R, 80, T), R = hp.cfg_rows(), conditional row first.
+    std::vector<float> velocity(const std::vector<float> &x, float t, float r);
+
+    // Of the last velocity() call: time_mlp of each time (P, 1024), P = hp.time_points() (t, then
+    // r), and the time embedding the estimator used (1024).
+    std::vector<float> time_mlp_output();
+    std::vector<float> time_embedding();
 
   private:
     const FlowHParams &hp_;
     int64_t frames_;
-    std::vector<float> conditioning_values_; // (2, T, 240), set by set_conditioning
+    std::vector<float> conditioning_values_; // (R, T, 240), set by set_conditioning
     GraphRunner graph_;
     ggml_tensor *sample_ = nullptr;       // (80, T)
-    ggml_tensor *conditioning_ = nullptr; // (2, T, 240)
-    ggml_tensor *sinusoid_ = nullptr;     // (1, 320)
-    ggml_tensor *velocity_ = nullptr;     // (2, 80, T)
+    ggml_tensor *conditioning_ = nullptr; // (R, T, 240)
+    ggml_tensor *sinusoids_ = nullptr;    // (P, 320)
+    ggml_tensor *velocity_ = nullptr;     // (R, 80, T)
+    EstimatorTimeTaps time_taps_;
 };
 
 // Called after every Euler step with the step index and the sample after it (80, T).
 using CfmStepObserver = std::function<void(int step, const std::vector<float> &sample)>;
 
-// Integrates from the initial noise (80, T) to t = 1 with hp.cfm_steps Euler steps and CFG
-// rate hp.cfg_rate; the graph must be conditioned. Returns the final sample (80, T).
-std::vector<float> solve_euler_cfg(EstimatorGraph &graph, std::vector<float> noise, const FlowHParams &hp,
-                                   const CfmStepObserver &observer = {});
+// Integrates from the initial noise (80, T) to t = 1 with hp.cfm_steps Euler steps on
+// cfm_time_grid(hp), combining the rows with CFG rate hp.cfg_rate when there are two; the graph
+// must be conditioned. Returns the final sample (80, T).
+std::vector<float> solve_euler(EstimatorGraph &graph, std::vector<float> noise, const FlowHParams &hp,
+                               const CfmStepObserver &observer = {});
 
 } // namespace chatterbox::s3gen

@@ -6,7 +6,7 @@
 namespace chatterbox::s3gen {
 
 Estimator::Estimator(ModuleWeights &w, const std::string &prefix, const FlowHParams &hp)
-    : time_mlp_(w, prefix + ".time_mlp", hp),
+    : time_points_(hp.time_points()), time_mlp_(w, prefix + ".time_mlp", hp),
       down_(w, prefix + ".down_blocks.0", hp.decoder_in(), hp.decoder_channels, hp),
       down_conv_(w, prefix + ".down_blocks.0.2", hp.decoder_channels, hp.decoder_channels, hp.decoder_conv_kernel,
                  hp.decoder_conv_kernel - 1, 0),
@@ -17,15 +17,25 @@ Estimator::Estimator(ModuleWeights &w, const std::string &prefix, const FlowHPar
       final_proj_(w, prefix + ".final_proj", hp.decoder_channels, hp.mel_bins, 1, 0, 0) {
     for (int i = 0; i < hp.decoder_mid_blocks; ++i)
         mid_.emplace_back(w, prefix + ".mid_blocks." + std::to_string(i), hp.decoder_channels, hp.decoder_channels, hp);
+    if (time_points_ > 1)
+        time_mixer_ =
+            nn::Linear(w, prefix + ".time_embed_mixer", time_points_ * hp.time_embed_dim(), hp.time_embed_dim(), false);
 }
 
-ggml_tensor *Estimator::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *conditioning, ggml_tensor *sinusoid,
-                                   nn::AttentionPath attention) const {
+ggml_tensor *Estimator::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *conditioning, ggml_tensor *sinusoids,
+                                   nn::AttentionPath attention, EstimatorTimeTaps *taps) const {
     if (x->ne[1] != conditioning->ne[1] || x->ne[2] != conditioning->ne[2])
         fail("Estimator: sample [", x->ne[0], ", ", x->ne[1], ", ", x->ne[2], "] and conditioning [",
              conditioning->ne[0], ", ", conditioning->ne[1], ", ", conditioning->ne[2], "] differ in frames or rows");
+    if (sinusoids->ne[1] != time_points_)
+        fail("Estimator: ", sinusoids->ne[1], " time sinusoids given, this estimator embeds ", time_points_);
+    ggml_tensor *per_time = time_mlp_(ctx, sinusoids); // [1024, P]
+    ggml_tensor *time_embedding = per_time;
+    if (time_points_ > 1) // cat[temb_t, temb_r] along the features: the columns of [1024, P] one after the other
+        time_embedding = time_mixer_(ctx, ggml_reshape_2d(ctx, per_time, per_time->ne[0] * time_points_, 1));
+    if (taps) *taps = {per_time, time_embedding};
     // Every resnet block adds Linear(Mish(temb)); the Mish is shared.
-    ggml_tensor *time_features = nn::mish(ctx, time_mlp_(ctx, sinusoid));
+    ggml_tensor *time_features = nn::mish(ctx, time_embedding);
 
     ggml_tensor *h = ggml_concat(ctx, x, conditioning, 0); // [x | mu | speaker | prompt], ggml [320, T, R]
     ggml_tensor *skip = down_(ctx, h, time_features, attention);

@@ -33,8 +33,12 @@ const HparamTable<FlowHParams> &FlowHParams::fields() {
         {"chatterbox.s3gen.decoder_conv_kernel", &H::decoder_conv_kernel, R::positive},
         {"chatterbox.s3gen.decoder_norm_eps", &H::decoder_norm_eps, R::positive},
         {"chatterbox.s3gen.cfm_steps", &H::cfm_steps, R::positive},
+        {"chatterbox.s3gen.cfm_cosine_grid", &H::cfm_cosine_grid, R::non_negative},
         {"chatterbox.s3gen.cfm_cfg_rate", &H::cfg_rate, R::non_negative},
         {"chatterbox.s3gen.time_scale", &H::time_scale, R::positive},
+        {"chatterbox.s3gen.mean_flow", &H::mean_flow, R::non_negative},
+        {"chatterbox.s3gen.trailing_silence_tokens", &H::trailing_silence_tokens, R::non_negative},
+        {"chatterbox.s3gen.silence_token", &H::silence_token, R::non_negative},
         {"chatterbox.s3gen.max_total_tokens", &H::max_total_tokens, R::positive},
     };
     return table;
@@ -45,10 +49,25 @@ void FlowHParams::validate() const {
     if (encoder_dim % encoder_heads != 0)
         fail("chatterbox.s3gen.encoder_heads ", encoder_heads, " does not divide chatterbox.s3gen.encoder_dim ",
              encoder_dim);
+    if (cfm_cosine_grid > 1) fail("chatterbox.s3gen.cfm_cosine_grid is ", cfm_cosine_grid, "; it must be 0 or 1");
+    if (mean_flow > 1) fail("chatterbox.s3gen.mean_flow is ", mean_flow, "; it must be 0 or 1");
+    if (silence_token >= vocab)
+        fail("chatterbox.s3gen.silence_token ", silence_token, " is outside chatterbox.s3gen.token_vocab ", vocab);
+}
+
+FlowHParams FlowHParams::mean_flow_standard() {
+    FlowHParams hp;
+    hp.cfm_steps = 2;       // s3gen.py flow_inference: 2 if meanflow; tts_turbo passes 2
+    hp.cfm_cosine_grid = 0; // flow_matching.py: the cosine schedule only when not meanflow
+    hp.cfg_rate = 0.0;      // basic_euler: no CFG batch
+    hp.mean_flow = 1;
+    hp.trailing_silence_tokens = 3;
+    return hp;
 }
 
 FlowHParams FlowHParams::from_checkpoint(const WeightStore &store, const std::string &prefix) {
-    FlowHParams hp;
+    const bool mean_flow = store.find(prefix + "decoder.estimator.time_embed_mixer.weight") != nullptr;
+    FlowHParams hp = mean_flow ? mean_flow_standard() : standard();
     const CheckpointShapes shapes(store, prefix);
     shapes.read("input_embedding.weight", 2, 0, hp.vocab);
     shapes.read("input_embedding.weight", 2, 1, hp.encoder_dim);

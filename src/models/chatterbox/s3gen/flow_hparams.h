@@ -1,7 +1,9 @@
 #pragma once
 // Hyper-parameters of the S3Gen flow (spec s3gen.md §1, §4–§6): speech-token embedding, the
 // upsampling conformer encoder, the UNet-1D estimator and the CFM solver. Metadata keys
-// "chatterbox.s3gen.*" (FlowHParams::fields()).
+// "chatterbox.s3gen.*" (FlowHParams::fields()). Two decoders share the code: the standard CFM
+// (English, multilingual: 10 cosine-grid steps with CFG) and Turbo's distilled mean flow (2 linear
+// steps, no CFG, the (t, r) time pair mixed by time_embed_mixer, three trailing silence tokens).
 
 #include "models/chatterbox/hparam_fields.h"
 
@@ -44,8 +46,20 @@ struct FlowHParams {
 
     // CFM solver (flow_matching.py, configs.py CFM_PARAMS).
     int cfm_steps = 10;
-    double cfg_rate = 0.7;      // a Python float in the reference: 1 + rate and rate are rounded to f32 separately
+    int cfm_cosine_grid = 1; // 1: t_k = 1 - cos(pi/2 k/n) (t_scheduler "cosine"); 0: t_k = k/n (the mean flow's)
+    // A Python float in the reference: 1 + rate and rate are rounded to f32 separately. 0: no CFG,
+    // the estimator runs the conditional row alone (the mean flow was distilled with CFG outputs).
+    double cfg_rate = 0.7;
     float time_scale = 1000.0f; // SinusoidalPosEmb scale
+    // 1: mean flow (utils/intmeanflow.py): each step's start and end time (t, r) are embedded by
+    // time_mlp and mixed by time_embed_mixer, Linear(2048 -> 1024, no bias); x += (r - t) v.
+    // 0: the time embedding is time_mlp(t) alone. Set by the mixer tensor's presence.
+    int mean_flow = 0;
+
+    // S3GEN_SIL tokens appended to the speech tokens of each piece (tts_turbo.py: three, so the
+    // mean-flow decoder ends the piece in silence; the standard pipelines append none).
+    int trailing_silence_tokens = 0;
+    int64_t silence_token = 4299; // S3GEN_SIL (s3gen/const.py)
 
     // Longest prompt + generated token sequence accepted: the official pipelines stay below
     // 250 prompt + 1000 generated tokens; the encoder's relative-position scores grow with its square.
@@ -57,10 +71,16 @@ struct FlowHParams {
     int64_t decoder_inner_dim() const { return decoder_heads * decoder_head_dim; }
     int64_t conditioning_channels() const { return 3 * mel_bins; } // mu, speaker, prompt condition
     int upsample_stride() const { return int(token_mel_ratio); }
+    int64_t time_points() const { return mean_flow ? 2 : 1; } // times embedded per step: t, or (t, r)
+    int64_t cfg_rows() const { return cfg_rate > 0 ? 2 : 1; } // estimator rows: conditional (+ unconditional)
 
     // The English / multilingual / VC configuration.
     static FlowHParams standard() { return {}; }
-    // The standard configuration with the sizes the flow checkpoint in store under prefix
+    // Turbo's / Nano's (s3gen_meanflow.safetensors, S3Gen(meanflow=True)): 2 mean-flow steps on the
+    // linear grid, no CFG, three trailing silence tokens.
+    static FlowHParams mean_flow_standard();
+    // The standard or (when the checkpoint holds decoder.estimator.time_embed_mixer.weight) the
+    // mean-flow configuration with the sizes the flow checkpoint in store under prefix
     // ("s3gen.flow.") declares by its tensor shapes.
     static FlowHParams from_checkpoint(const WeightStore &store, const std::string &prefix);
 

@@ -1,7 +1,9 @@
 #include "models/chatterbox/s3tokenizer/s3tokenizer.h"
 
+#include "audio/features.h"
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/weight_store.h"
 #include "modules/activations.h"
 #include "modules/attention.h"
 
@@ -18,6 +20,30 @@ constexpr float kFsqScale = 0.999f; // 0.9990000128746033 in the reference: the 
 
 ggml_tensor *transpose(ggml_context *ctx, ggml_tensor *x) {
     return ggml_cont(ctx, ggml_transpose(ctx, ggml_reshape_2d(ctx, x, x->ne[0], x->ne[1])));
+}
+
+// Turbo's checkpoint stores the buffers S3Tokenizer registers, its mel filterbank and STFT window
+// (the English one does not). The front end computes them (audio::s3tokenizer_log_mel), so stored
+// ones are only checked: a checkpoint made with other front-end constants is refused rather than
+// tokenized with features it was not trained on. Tolerance: the float32 roundings of librosa's and
+// torch's arithmetic, relative to the largest value.
+void check_stored_constant(const WeightStore &store, const std::string &name, const std::vector<float> &computed,
+                           double relative_tolerance) {
+    const TensorView *stored = store.find(name);
+    if (!stored) return;
+    if (size_t(shape_numel(stored->shape)) != computed.size())
+        fail("tensor ", name, " is ", shape_str(stored->shape), "; the S3Tokenizer front end computes ",
+             computed.size(), " values");
+    const std::vector<float> values = to_f32(*stored);
+    double largest = 0, worst = 0;
+    for (size_t i = 0; i < computed.size(); ++i) {
+        largest = std::max(largest, double(std::fabs(computed[i])));
+        const double error = std::fabs(double(values[i]) - computed[i]);
+        worst = std::isnan(error) ? INFINITY : std::max(worst, error);
+    }
+    if (worst > relative_tolerance * largest)
+        fail("tensor ", name, " differs from what the S3Tokenizer front end computes by up to ", worst,
+             " (largest value ", largest, "): this engine supports only the official constants");
 }
 
 } // namespace
@@ -102,7 +128,9 @@ S3Tokenizer::S3Tokenizer(const WeightStore &store, Backend &backend, const S3Tok
     conv2_ = nn::Conv1d(w, "encoder.conv2", hp_.state, hp_.state, 3, nn::ConvOptions().with_stride(2).with_padding(1));
     for (int b = 0; b < hp_.layers; ++b) blocks_.emplace_back(w, "encoder.blocks." + std::to_string(b), hp_);
     project_down_ = nn::Linear(w, "quantizer._codebook.project_down", hp_.state, kFsqDims);
-    w.ignore("_mel_filters");
+    check_stored_constant(store, prefix + "_mel_filters", audio::s3tokenizer_mel_filters().values, 1e-4);
+    check_stored_constant(store, prefix + "window", audio::s3tokenizer_window(), 1e-6);
+    w.ignore("_mel_filters"); // checked above; the front end computes its own
     w.ignore("window");
     w.load();
 }

@@ -64,7 +64,9 @@ struct AttentionBlock {
 class S3Tokenizer {
   public:
     // Weights under `prefix` ("s3gen.tokenizer." when s3gen.safetensors was added as "s3gen."). The
-    // mel filter bank and window buffers some checkpoints carry are constants of the front end, ignored here.
+    // mel filter bank and window buffers Turbo's checkpoint carries (_mel_filters, window) are
+    // constants of the front end: checked against the computed ones (an Error naming the tensor
+    // when they differ), not used.
     S3Tokenizer(const WeightStore &store, Backend &backend, const S3TokenizerHParams &hp,
                 const std::string &prefix = "s3gen.tokenizer.");
     const S3TokenizerHParams &hparams() const { return hp_; }
