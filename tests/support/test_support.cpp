@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
 #include <stdexcept>
 #include <sys/wait.h>
@@ -21,6 +22,7 @@ namespace chatterbox::test {
 
 std::string data_path(const std::string &name) { return std::string(CHATTERBOX_TEST_DATA) + "/" + name; }
 std::string golden_path(const std::string &name) { return data_path("golden/" + name); }
+std::string turbo_golden_path(const std::string &name) { return data_path("turbo/" + name); }
 std::string synthetic_dir() { return CHATTERBOX_SYNTHETIC_DIR; }
 std::string turbo_synthetic_dir() { return CHATTERBOX_TURBO_SYNTHETIC_DIR; }
 std::string synthetic_model_dir() {
@@ -121,12 +123,17 @@ std::string Tolerance::str() const {
     return std::to_string(value) + (kind == Kind::Abs ? " abs" : " rel");
 }
 
-Tolerance golden_tolerance(const std::string &array_name) {
-    static const nlohmann::json index = [] {
-        std::ifstream in(golden_path("index.json"));
-        return nlohmann::json::parse(in);
-    }();
-    const auto &arrays = index.at("arrays");
+namespace {
+
+// The tolerance of array_name in the golden index.json at index_path (read once per path).
+Tolerance tolerance_in_index(const std::string &index_path, const std::string &array_name) {
+    static std::map<std::string, nlohmann::json> indexes;
+    auto found = indexes.find(index_path);
+    if (found == indexes.end()) {
+        std::ifstream in(index_path);
+        found = indexes.emplace(index_path, nlohmann::json::parse(in)).first;
+    }
+    const auto &arrays = found->second.at("arrays");
     if (!arrays.contains(array_name)) throw std::runtime_error("index.json has no array " + array_name);
     const auto &tol = arrays[array_name]["tolerance"];
     Tolerance t;
@@ -143,6 +150,15 @@ Tolerance golden_tolerance(const std::string &array_name) {
     else
         throw std::runtime_error("unreadable tolerance '" + text + "' for " + array_name);
     return t;
+}
+
+} // namespace
+
+Tolerance golden_tolerance(const std::string &array_name) {
+    return tolerance_in_index(golden_path("index.json"), array_name);
+}
+Tolerance turbo_golden_tolerance(const std::string &array_name) {
+    return tolerance_in_index(turbo_golden_path("index.json"), array_name);
 }
 
 double max_magnitude(const std::vector<float> &values) {

@@ -11,10 +11,11 @@
 
 namespace chatterbox::test {
 
-std::string data_path(const std::string &name);   // tests/data/<name>
-std::string golden_path(const std::string &name); // tests/data/golden/<name>
-std::string synthetic_dir();                      // full-size synthetic weights (ctest fixture)
-std::string turbo_synthetic_dir();                // full-size synthetic Turbo weights (ctest fixture)
+std::string data_path(const std::string &name);         // tests/data/<name>
+std::string golden_path(const std::string &name);       // tests/data/golden/<name>
+std::string turbo_golden_path(const std::string &name); // tests/data/turbo/<name> (the Turbo golden set)
+std::string synthetic_dir();                            // full-size synthetic weights (ctest fixture)
+std::string turbo_synthetic_dir();                      // full-size synthetic Turbo weights (ctest fixture)
 // A model folder of the synthetic weights (linked) and the golden tokenizer.json, no built-in voice.
 std::string synthetic_model_dir();
 std::string tiny_model_path(); // the tiny synthetic model.gguf (ctest fixture tiny_model, seed 0x5EEDC0DE)
@@ -48,7 +49,8 @@ struct Tolerance {
     bool accepts(const Diff &diff, double reference_max_abs) const;
     std::string str() const;
 };
-Tolerance golden_tolerance(const std::string &array_name); // from tests/data/golden/index.json
+Tolerance golden_tolerance(const std::string &array_name);       // from tests/data/golden/index.json
+Tolerance turbo_golden_tolerance(const std::string &array_name); // from tests/data/turbo/index.json
 
 double max_magnitude(const std::vector<float> &values); // max |x|
 
