@@ -14,6 +14,7 @@
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
 #include "support/golden_component.h"
+#include "support/t3_recording.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -31,29 +32,16 @@ using chatterbox::test::turbo_golden_tolerance;
 
 namespace {
 
-// The fast path rounds keys/values (and the FA accumulator) to f16, as in the English T3 test.
-constexpr double kFastPathTolerance = 2e-2;
+using Recorded = test::T3Recording;
 
-std::vector<int32_t> golden_tokens(const std::string &name) {
-    std::vector<int32_t> out;
-    for (int64_t v : read_npy(turbo_golden_path(name)).i64()) out.push_back(int32_t(v));
-    return out;
-}
+std::vector<int32_t> golden_tokens(const std::string &name) { return test::read_tokens(turbo_golden_path(name)); }
 
 std::vector<float> golden_f32(const std::string &name) { return read_npy(turbo_golden_path(name + ".npy")).f32(); }
 
 // Compares against a golden array; tolerance < 0 means index.json's.
 void expect_close(const std::vector<float> &got, const std::string &name, double tolerance = -1) {
-    const std::vector<float> expected = golden_f32(name);
-    ASSERT_EQ(got.size(), expected.size()) << name;
-    const test::Diff d = compare(got, expected);
-    std::printf("  %-28s max abs error %.3g (at %zu)\n", name.c_str(), d.max_abs, d.worst_index);
-    if (tolerance < 0) {
-        const test::Tolerance tol = turbo_golden_tolerance(name);
-        EXPECT_TRUE(tol.accepts(d, 0)) << name << ": max abs error " << d.max_abs << " > " << tol.str();
-    } else {
-        EXPECT_LE(d.max_abs, tolerance) << name;
-    }
+    test::expect_close(got, golden_f32(name), name,
+                       tolerance < 0 ? turbo_golden_tolerance(name) : test::abs_tolerance(tolerance));
 }
 
 // The model is loaded once for every test here: 1.6 GB of f32 weights.
@@ -79,21 +67,8 @@ class T3TurboGolden : public test::GoldenComponent<Model> {
         return o;
     }
 
-    struct Recorded {
-        std::vector<float> raw, processed;
-        GenerationResult result;
-    };
     static Recorded run(Session &session, const SamplingParams &params, const std::vector<int32_t> &forced = {}) {
-        Recorded rec;
-        GenerationHooks hooks;
-        hooks.forced_tokens = forced;
-        hooks.on_step = [&](const StepRecord &s) {
-            rec.raw.insert(rec.raw.end(), s.raw->begin(), s.raw->end());
-            rec.processed.insert(rec.processed.end(), s.processed->begin(), s.processed->end());
-            return true;
-        };
-        rec.result = generate(session, *cond_, text_, params, hooks);
-        return rec;
+        return test::record_generation(session, *cond_, text_, params, forced);
     }
     // tts_turbo.py generate()'s defaults, as index.json's "teacher_forcing_processors" lists them.
     static SamplingParams turbo_params() { return sampler_recipe(Variant::turbo).defaults; }
@@ -104,14 +79,10 @@ class T3TurboGolden : public test::GoldenComponent<Model> {
         return p;
     }
 
-    static Conditioning voice_;
-    static std::unique_ptr<CondEmbeddings> cond_;
-    static std::vector<int32_t> text_;
+    static inline Conditioning voice_;
+    static inline std::unique_ptr<CondEmbeddings> cond_;
+    static inline std::vector<int32_t> text_;
 };
-
-Conditioning T3TurboGolden::voice_;
-std::unique_ptr<CondEmbeddings> T3TurboGolden::cond_;
-std::vector<int32_t> T3TurboGolden::text_;
 
 } // namespace
 
@@ -190,7 +161,7 @@ TEST_F(T3TurboGolden, GreedyDecode) {
 TEST_F(T3TurboGolden, FastPathTeacherForcedAndGreedy) {
     Session session(*model_, *backend_); // flash attention, f16 KV cache
     const Recorded tf = run(session, turbo_params(), golden_tokens("t3_tf_tokens.npy"));
-    expect_close(tf.raw, "t3_tf_logits_raw", kFastPathTolerance);
+    expect_close(tf.raw, "t3_tf_logits_raw", test::kT3FastPathTolerance);
     // Greedy on the same session (graphs and cache reused): where the reference's margin is clear of
     // the fast path's error the tokens are the same.
     SamplingParams params = greedy_params();
@@ -209,9 +180,9 @@ TEST_F(T3TurboGolden, FastPathTeacherForcedAndGreedy) {
         compare(std::vector<float>(greedy.raw.begin(), greedy.raw.begin() + std::ptrdiff_t(compared * vocab)),
                 std::vector<float>(reference.begin(), reference.begin() + std::ptrdiff_t(compared * vocab)));
     std::printf("  fast path greedy logits (%zu steps) max abs error %.3g\n", compared, d.max_abs);
-    EXPECT_LE(d.max_abs, kFastPathTolerance);
+    EXPECT_LE(d.max_abs, test::kT3FastPathTolerance);
     if (same < size_t(params.max_new_tokens))
-        EXPECT_LE(margin[same], 2 * kFastPathTolerance)
+        EXPECT_LE(margin[same], 2 * test::kT3FastPathTolerance)
             << "the fast path changed a clear greedy choice at step " << same;
 }
 

@@ -183,6 +183,21 @@ void expect_matches_golden(const std::vector<float> &actual, const std::string &
     expect_matches_golden(actual, read_npy(golden_path(name + ".npy")).f32(), name);
 }
 
+void expect_close(const std::vector<float> &actual, const std::vector<float> &expected, const std::string &name,
+                  const Tolerance &tolerance) {
+    ASSERT_EQ(actual.size(), expected.size()) << name;
+    const Diff d = compare(actual, expected);
+    std::printf("  %-28s max abs error %.3g (at %zu)\n", name.c_str(), d.max_abs, d.worst_index);
+    EXPECT_TRUE(tolerance.accepts(d, 0)) << name << ": max abs error " << d.max_abs << " > " << tolerance.str();
+}
+
+Tolerance abs_tolerance(double value) {
+    Tolerance t;
+    t.kind = Tolerance::Kind::Abs;
+    t.value = value;
+    return t;
+}
+
 std::vector<float> random_values(size_t n, uint64_t seed, float lo, float hi) {
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> dist(lo, hi);

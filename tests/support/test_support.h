@@ -61,6 +61,12 @@ void expect_matches_golden(const std::vector<float> &actual, const std::vector<f
 // The same against tests/data/golden/<name>.npy.
 void expect_matches_golden(const std::vector<float> &actual, const std::string &name);
 
+// Expects max |actual - expected| to meet tolerance (a "rel" one relative to 0: use the above for
+// those), printing the error as "  <name> max abs error ...".
+void expect_close(const std::vector<float> &actual, const std::vector<float> &expected, const std::string &name,
+                  const Tolerance &tolerance);
+Tolerance abs_tolerance(double value); // max |a - b| <= value
+
 // Expects action to throw chatterbox::Error whose message holds every fragment (printing it otherwise).
 void expect_error(const std::function<void()> &action, std::initializer_list<std::string> fragments);
 void expect_error(const std::function<void()> &action, const std::string &fragment);

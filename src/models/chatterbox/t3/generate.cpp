@@ -8,6 +8,13 @@
 
 namespace chatterbox::t3 {
 
+void LogitsLog::append(const StepRecord &step) {
+    raw.insert(raw.end(), step.raw->begin(), step.raw->end());
+    cfg.insert(cfg.end(), step.cfg->begin(), step.cfg->end());
+    penalized.insert(penalized.end(), step.penalized->begin(), step.penalized->end());
+    processed.insert(processed.end(), step.processed->begin(), step.processed->end());
+}
+
 GenerationResult generate(Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
                           const SamplingParams &params, const GenerationHooks &hooks) {
     const Model &model = session.model();

@@ -24,6 +24,12 @@ struct StepRecord {
     int32_t token = 0;                             // the token taken: sampled, argmax or forced
 };
 
+// Every step's logits, concatenated (the golden stages and tests record them from on_step).
+struct LogitsLog {
+    std::vector<float> raw, cfg, penalized, processed;
+    void append(const StepRecord &step);
+};
+
 struct GenerationHooks {
     // Called after every step; returning false stops generation after that token (cancellation).
     std::function<bool(const StepRecord &)> on_step;
