@@ -5,6 +5,7 @@
 // slots and masks agree); and the hyper-parameters of both variants are valid data.
 
 #include "core/backend.h"
+#include "core/gguf_file.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/model_files.h"
 #include "models/chatterbox/synthetic_weights.h"
@@ -89,6 +90,29 @@ TEST(T3Gpt2, VariantHyperParametersAreValid) {
     bad = nano;
     bad.backbone = 7;
     test::expect_error([&] { bad.validate(); }, "chatterbox.t3.backbone");
+}
+
+TEST(T3Gpt2, HyperParametersRoundTripThroughMetadata) {
+    const std::string path = test::temp_dir("t3-gpt2") + "/t3.gguf";
+    for (const Variant variant : {Variant::turbo, Variant::nano}) {
+        const HParams hp = HParams::for_variant(variant);
+        GgufWriter writer;
+        write_fields(HParams::fields(), hp, writer);
+        writer.write(path);
+        HParams got = read_fields(HParams::fields(), GgufFile(path));
+        got.variant = variant;
+        EXPECT_NO_THROW(got.validate());
+        EXPECT_EQ(got.backbone_kind(), Backbone::gpt2);
+        EXPECT_EQ(got.positions, hp.positions);
+        EXPECT_EQ(got.n_layers, hp.n_layers);
+        EXPECT_EQ(got.hidden, hp.hidden);
+        EXPECT_EQ(got.framed_text, 0);
+        EXPECT_EQ(got.bos_tokens, 1);
+        EXPECT_EQ(got.perceiver_queries, 0);
+        EXPECT_EQ(got.emotion_token, 0);
+        EXPECT_EQ(got.text_positions, 0);
+        EXPECT_EQ(got.speech_cond_prompt_len, 375);
+    }
 }
 
 TEST(T3Gpt2, NanoSizedModelLoadsAndGenerates) {
