@@ -34,7 +34,7 @@ GenerationResult generate(Session &session, const CondEmbeddings &cond, const st
     const size_t vocab = size_t(hp.speech_vocab);
 
     const int length = prefill_length(hp, cond, text_tokens);
-    // Step i feeds its token at sequence position length + i - 1.
+    // The tokens of steps 0 .. max_steps - 2 go in at positions length, length + 1, ...
     if (hp.max_sequence() > 0 && length + max_steps - 1 > hp.max_sequence())
         fail("T3 request of ", length, " prefill positions + ", max_steps, " new tokens exceeds the ",
              hp.max_sequence(), " positions of the model");
