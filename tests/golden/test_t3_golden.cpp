@@ -11,6 +11,7 @@
 #include "models/chatterbox/t3/cond_encoder.h"
 #include "models/chatterbox/t3/generate.h"
 #include "support/golden_component.h"
+#include "support/t3_recording.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -27,16 +28,12 @@ using chatterbox::test::golden_tolerance;
 
 namespace {
 
+using Recorded = test::T3Recording;
+
 constexpr float kCfgWeight = 0.5f;         // index.json case
 constexpr float kRepetitionPenalty = 1.2f; // the penalised goldens
-// The fast path rounds keys/values (and the FA accumulator) to f16; the logits move by ~5e-3.
-constexpr double kFastPathTolerance = 2e-2;
 
-std::vector<int32_t> golden_tokens(const std::string &name) {
-    std::vector<int32_t> out;
-    for (int64_t v : read_npy(golden_path(name)).i64()) out.push_back(int32_t(v));
-    return out;
-}
+std::vector<int32_t> golden_tokens(const std::string &name) { return test::read_tokens(golden_path(name)); }
 
 // The model is loaded once for every test here: 2 GB of f32 weights.
 class T3Golden : public test::GoldenComponent<Model> {
@@ -61,23 +58,8 @@ class T3Golden : public test::GoldenComponent<Model> {
         return o;
     }
 
-    // Teacher-forced run: per step the raw (rows x vocab), CFG and penalised logits.
-    struct Recorded {
-        std::vector<float> raw, cfg, penalized;
-        GenerationResult result;
-    };
     static Recorded run(Session &session, const SamplingParams &params, const std::vector<int32_t> &forced = {}) {
-        Recorded rec;
-        GenerationHooks hooks;
-        hooks.forced_tokens = forced;
-        hooks.on_step = [&](const StepRecord &s) {
-            rec.raw.insert(rec.raw.end(), s.raw->begin(), s.raw->end());
-            rec.cfg.insert(rec.cfg.end(), s.cfg->begin(), s.cfg->end());
-            rec.penalized.insert(rec.penalized.end(), s.penalized->begin(), s.penalized->end());
-            return true;
-        };
-        rec.result = generate(session, *cond_, text_, params, hooks);
-        return rec;
+        return test::record_generation(session, *cond_, text_, params, forced);
     }
     static SamplingParams teacher_forcing_params(float cfg_weight) {
         SamplingParams p;
@@ -94,16 +76,8 @@ class T3Golden : public test::GoldenComponent<Model> {
 
     // Compares against a golden array; tolerance < 0 means index.json's.
     static void expect_close(const std::vector<float> &got, const std::string &name, double tolerance = -1) {
-        const std::vector<float> expected = read_npy(golden_path(name + ".npy")).f32();
-        ASSERT_EQ(got.size(), expected.size()) << name;
-        const test::Diff d = compare(got, expected);
-        std::printf("  %-28s max abs error %.3g (at %zu)\n", name.c_str(), d.max_abs, d.worst_index);
-        if (tolerance < 0) {
-            const test::Tolerance tol = golden_tolerance(name);
-            EXPECT_TRUE(tol.accepts(d, 0)) << name << ": max abs error " << d.max_abs << " > " << tol.str();
-        } else {
-            EXPECT_LE(d.max_abs, tolerance) << name;
-        }
+        test::expect_close(got, read_npy(golden_path(name + ".npy")).f32(), name,
+                           tolerance < 0 ? golden_tolerance(name) : test::abs_tolerance(tolerance));
     }
 
     static Conditioning voice_;
@@ -164,8 +138,8 @@ TEST_F(T3Golden, WithoutGuidanceRunsTheConditionalRowAlone) {
 TEST_F(T3Golden, FastPathTeacherForcedAndGreedy) {
     Session session(*model_, *backend_); // flash attention, f16 KV cache
     const Recorded tf = run(session, teacher_forcing_params(kCfgWeight), golden_tokens("t3_tf_tokens.npy"));
-    expect_close(tf.raw, "t3_tf_logits_raw", kFastPathTolerance);
-    expect_close(tf.cfg, "t3_tf_logits_cfg", kFastPathTolerance);
+    expect_close(tf.raw, "t3_tf_logits_raw", test::kT3FastPathTolerance);
+    expect_close(tf.cfg, "t3_tf_logits_cfg", test::kT3FastPathTolerance);
 
     // Greedy on the same session (graphs and cache reused). With random weights the top two logits
     // are close (index.json: margins from 1.3e-3), so f16 rounding may pick another token; up to and
@@ -187,7 +161,7 @@ TEST_F(T3Golden, FastPathTeacherForcedAndGreedy) {
         std::vector<float>(greedy.penalized.begin(), greedy.penalized.begin() + std::ptrdiff_t(compared * vocab)),
         std::vector<float>(reference.begin(), reference.begin() + std::ptrdiff_t(compared * vocab)));
     std::printf("  fast path greedy logits (%zu steps) max abs error %.3g\n", compared, d.max_abs);
-    EXPECT_LE(d.max_abs, kFastPathTolerance);
+    EXPECT_LE(d.max_abs, test::kT3FastPathTolerance);
     if (same < expected.size()) {
         const std::vector<float> margin = read_npy(golden_path("t3_greedy_margin.npy")).f32();
         EXPECT_LE(margin[same], 2 * d.max_abs) << "the fast path changed a clear greedy choice at step " << same;

@@ -155,17 +155,6 @@ Tolerance tolerance_in_index(const std::string &index_path, const std::string &a
     return t;
 }
 
-void expect_within(const std::vector<float> &actual, const std::vector<float> &expected, const std::string &name,
-                   const Tolerance &tolerance) {
-    ASSERT_EQ(actual.size(), expected.size()) << name;
-    const Diff diff = compare(actual, expected);
-    const double reference_max = max_magnitude(expected);
-    std::printf("%-32s max abs %.3g  max rel %.3g  (tolerance %s, reference max %.3g)\n", name.c_str(), diff.max_abs,
-                diff.max_rel, tolerance.str().c_str(), reference_max);
-    EXPECT_TRUE(tolerance.accepts(diff, reference_max))
-        << name << ": max abs " << diff.max_abs << " at " << diff.worst_index << ", tolerance " << tolerance.str();
-}
-
 } // namespace
 
 Tolerance golden_tolerance(const std::string &array_name) {
@@ -184,15 +173,26 @@ double max_magnitude(const std::vector<float> &values) {
 
 void expect_matches_golden(const std::vector<float> &actual, const std::vector<float> &expected,
                            const std::string &name) {
-    expect_within(actual, expected, name, golden_tolerance(name));
+    expect_close(actual, expected, name, golden_tolerance(name));
 }
 
 void expect_matches_golden(const std::vector<float> &actual, const std::string &name) {
     expect_matches_golden(actual, read_npy(golden_path(name + ".npy")).f32(), name);
 }
 
+void expect_close(const std::vector<float> &actual, const std::vector<float> &expected, const std::string &name,
+                  const Tolerance &tolerance) {
+    ASSERT_EQ(actual.size(), expected.size()) << name;
+    const Diff diff = compare(actual, expected);
+    const double reference_max = max_magnitude(expected);
+    std::printf("%-32s max abs %.3g  max rel %.3g  (tolerance %s, reference max %.3g)\n", name.c_str(), diff.max_abs,
+                diff.max_rel, tolerance.str().c_str(), reference_max);
+    EXPECT_TRUE(tolerance.accepts(diff, reference_max))
+        << name << ": max abs " << diff.max_abs << " at " << diff.worst_index << ", tolerance " << tolerance.str();
+}
+
 void expect_matches_turbo_golden(const std::vector<float> &actual, const std::string &name) {
-    expect_within(actual, read_npy(turbo_golden_path(name + ".npy")).f32(), name, turbo_golden_tolerance(name));
+    expect_close(actual, read_npy(turbo_golden_path(name + ".npy")).f32(), name, turbo_golden_tolerance(name));
 }
 
 std::vector<int32_t> read_token_ids(const std::string &npy_path) {
@@ -206,6 +206,13 @@ std::vector<int32_t> read_token_ids(const std::string &npy_path) {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+Tolerance abs_tolerance(double value) {
+    Tolerance t;
+    t.kind = Tolerance::Kind::Abs;
+    t.value = value;
+    return t;
 }
 
 std::vector<float> random_values(size_t n, uint64_t seed, float lo, float hi) {

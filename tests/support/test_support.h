@@ -64,6 +64,12 @@ void expect_matches_golden(const std::vector<float> &actual, const std::string &
 // The same against the Turbo set: tests/data/turbo/<name>.npy within its index.json's tolerance.
 void expect_matches_turbo_golden(const std::vector<float> &actual, const std::string &name);
 
+// Expects the difference to meet tolerance (a "rel" one relative to the largest |expected|), printing
+// the errors and the tolerance.
+void expect_close(const std::vector<float> &actual, const std::vector<float> &expected, const std::string &name,
+                  const Tolerance &tolerance);
+Tolerance abs_tolerance(double value); // max |a - b| <= value
+
 // Expects action to throw chatterbox::Error whose message holds every fragment (printing it otherwise).
 void expect_error(const std::function<void()> &action, std::initializer_list<std::string> fragments);
 void expect_error(const std::function<void()> &action, const std::string &fragment);

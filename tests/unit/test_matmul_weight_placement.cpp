@@ -150,7 +150,7 @@ TEST_P(MatmulWeightPlacement, T3) {
     if (!repack) return;
     // So that the check above cannot hold vacuously: ggml repacks q4_K wherever it has AVX2.
     int repacked_layer_matrices = 0;
-    for (const t3::LayerWeights &l : model.layers())
+    for (const t3::LayerWeights &l : std::get<t3::LlamaBackbone>(model.backbone()).layers)
         for (const nn::Linear *m : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.mlp.gate, &l.mlp.up, &l.mlp.down}) {
             EXPECT_EQ(m->weight->type, GGML_TYPE_Q4_K) << ggml_get_name(m->weight);
             repacked_layer_matrices += is_repacked(m->weight);

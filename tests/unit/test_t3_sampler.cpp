@@ -138,7 +138,7 @@ TEST(T3Sampler, ChooseTokenEqualsNaivePipeline) {
     for (uint64_t seed = 0; seed < 50; ++seed) {
         std::vector<float> l = base;
         Rng rng(seed), reference_rng(seed);
-        const int got = choose_token(l, params, rng);
+        const int got = choose_token(l, sampler_recipe(Variant::english), {}, params, rng);
 
         std::vector<float> t(base.size());
         for (size_t i = 0; i < base.size(); ++i) t[i] = base[i] / params.temperature;
@@ -177,7 +177,7 @@ TEST(T3Sampler, SeedDeterminism) {
         std::vector<int> tokens;
         for (int i = 0; i < 40; ++i) {
             std::vector<float> l = flat;
-            tokens.push_back(choose_token(l, params, rng));
+            tokens.push_back(choose_token(l, sampler_recipe(Variant::english), {}, params, rng));
         }
         return tokens;
     };
@@ -192,9 +192,9 @@ TEST(T3Sampler, GreedyTakesArgmaxWithoutTemperature) {
     EXPECT_NO_THROW(params.validate(1000));
     std::vector<float> l{0.1f, 5.0f, 4.9f};
     Rng rng(1);
-    EXPECT_EQ(choose_token(l, params, rng), 1);
+    EXPECT_EQ(choose_token(l, sampler_recipe(Variant::english), {}, params, rng), 1);
     std::vector<float> bad{0.1f, NAN};
-    expect_error([&] { choose_token(bad, params, rng); }, "NaN");
+    expect_error([&] { choose_token(bad, sampler_recipe(Variant::english), {}, params, rng); }, "NaN");
 }
 
 TEST(T3Sampler, ParameterErrors) {

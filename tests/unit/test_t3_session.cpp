@@ -122,7 +122,7 @@ TEST_F(T3Session, EachBucketIsBuiltOncePerSession) {
     constexpr int kSteps = 100;
     raw_logits(session, text_tokens, kSteps, 0.5f);
     // Step i > 0 decodes at position prefill + i - 1 and attends to it and everything before it.
-    const int prefill = prefill_length(*cond_, text_tokens);
+    const int prefill = prefill_length(engine_->t3().hparams(), *cond_, text_tokens);
     std::set<int> buckets;
     for (int position = prefill; position < prefill + kSteps - 1; ++position) buckets.insert((position + 32) / 32);
     EXPECT_EQ(session.graphs_built(), 1 + int(buckets.size()));

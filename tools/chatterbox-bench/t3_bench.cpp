@@ -11,12 +11,8 @@
 namespace chatterbox::bench {
 
 size_t decode_step_bytes(const t3::Model &model, int n_rows, double mean_positions, ggml_type kv_type) {
-    size_t bytes = ggml_nbytes(model.final_norm().weight) + ggml_nbytes(model.speech_head().weight);
-    for (const t3::LayerWeights &l : model.layers())
-        for (const ggml_tensor *t :
-             {l.input_norm.weight, l.q_proj.weight, l.k_proj.weight, l.v_proj.weight, l.o_proj.weight,
-              l.post_attention_norm.weight, l.mlp.gate.weight, l.mlp.up.weight, l.mlp.down.weight})
-            bytes += ggml_nbytes(t);
+    size_t bytes = 0;
+    for (const ggml_tensor *t : model.step_tensors()) bytes += ggml_nbytes(t);
     const t3::HParams &hp = model.hparams();
     bytes += size_t(2.0 * hp.n_layers * n_rows * mean_positions * hp.hidden * double(ggml_type_size(kv_type)));
     return bytes;
@@ -84,7 +80,7 @@ nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions 
     for (size_t i = 1; i < step_times.size(); ++i) decode_ms.push_back(ms_between(step_times[i - 1], step_times[i]));
     const Spread decode = spread_of(decode_ms);
 
-    const int prefill_tokens = t3::prefill_length(cond_emb, text);
+    const int prefill_tokens = t3::prefill_length(hp, cond_emb, text);
     const int n_rows = options.cfg_weight > 0 ? 2 : 1;
     const size_t step_bytes =
         decode_step_bytes(model, n_rows, prefill_tokens + double(decode_ms.size()) / 2, session_options.t3.kv_type);

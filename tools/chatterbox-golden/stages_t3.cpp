@@ -83,8 +83,7 @@ void run_cond(GoldenRun &run) {
 }
 
 // Steps with every logit stage recorded.
-struct Recorded {
-    std::vector<float> raw, cfg, penalized;
+struct Recorded : t3::LogitsLog {
     t3::GenerationResult result;
 };
 
@@ -93,9 +92,7 @@ Recorded generate_recorded(T3Context &t3, const t3::SamplingParams &params, cons
     t3::GenerationHooks hooks;
     hooks.forced_tokens = forced;
     hooks.on_step = [&](const t3::StepRecord &s) {
-        rec.raw.insert(rec.raw.end(), s.raw->begin(), s.raw->end());
-        rec.cfg.insert(rec.cfg.end(), s.cfg->begin(), s.cfg->end());
-        rec.penalized.insert(rec.penalized.end(), s.penalized->begin(), s.penalized->end());
+        rec.append(s);
         return true;
     };
     rec.result = t3::generate(t3.session.t3(), t3.cond, t3.framed_text, params, hooks);

@@ -78,6 +78,7 @@ void check_token_range(const std::string &path, const TensorView &t, int64_t voc
 } // namespace
 
 ModelHparams ModelHparams::for_variant(Variant variant) {
+    require_supported(variant); // t3 knows Turbo/Nano; the whole model does not yet
     ModelHparams h;
     h.variant = variant;
     h.t3 = t3::HParams::for_variant(variant);

@@ -287,6 +287,10 @@ std::vector<WidthRule> width_rules(const ModelHparams &official, const ModelHpar
     std::vector<WidthRule> rules = {
         {"t3_cfg.safetensors", "", official.t3.hidden, hp.t3.hidden},
         {"t3_cfg.safetensors", "", official.t3.ffn, hp.t3.ffn},
+        // GPT-2 (Turbo's file, Nano's sizes): the fused c_attn's 3 x hidden first, then hidden and ffn.
+        {"t3_turbo_v1.safetensors", "tfmr.h.", 3 * official.t3.hidden, 3 * hp.t3.hidden},
+        {"t3_turbo_v1.safetensors", "", official.t3.hidden, hp.t3.hidden},
+        {"t3_turbo_v1.safetensors", "", official.t3.ffn, hp.t3.ffn},
         {"s3gen.safetensors", "mel2wav.", official.hift.base_channels, hp.hift.base_channels},
         {"s3gen.safetensors", "tokenizer.", official.s3tokenizer.state, hp.s3tokenizer.state},
         {"s3gen.safetensors", "tokenizer.", 4 * official.s3tokenizer.state, 4 * hp.s3tokenizer.state}, // MLP
@@ -300,6 +304,7 @@ std::vector<BlockRule> block_rules(const ModelHparams &official, const ModelHpar
     const s3gen::FlowHParams &of = official.flow, &f = hp.flow;
     return {
         {"t3_cfg.safetensors", std::regex(R"(^tfmr\.layers\.(\d+)\.)"), official.t3.n_layers, hp.t3.n_layers},
+        {"t3_turbo_v1.safetensors", std::regex(R"(^tfmr\.h\.(\d+)\.)"), official.t3.n_layers, hp.t3.n_layers},
         {"s3gen.safetensors", std::regex(R"(^tokenizer\.encoder\.blocks\.(\d+)\.)"), official.s3tokenizer.layers,
          hp.s3tokenizer.layers},
         {"s3gen.safetensors", std::regex(R"(^flow\.encoder\.encoders\.(\d+)\.)"), of.encoder_blocks, f.encoder_blocks},
@@ -365,14 +370,19 @@ ModelHparams tiny_hparams() {
 }
 
 std::vector<ManifestCheckpoint> scaled_manifest(const ModelHparams &hp) {
-    const ModelHparams official = ModelHparams::for_variant(Variant::english);
+    // A GPT-2 T3 (Turbo, Nano) scales Turbo's file set; S3Gen keeps English's rules (its Turbo
+    // file, s3gen_meanflow, is not scaled).
+    const bool gpt2 = hp.t3.backbone_kind() == t3::Backbone::gpt2;
+    const Variant manifest_variant = gpt2 ? Variant::turbo : Variant::english;
+    ModelHparams official = ModelHparams::for_variant(Variant::english);
+    official.t3 = t3::HParams::for_variant(manifest_variant);
     const std::vector<WidthRule> widths = width_rules(official, hp);
     const std::vector<BlockRule> blocks = block_rules(official, hp);
     for (const BlockRule &rule : blocks)
         if (rule.scaled > rule.official)
             fail("synthetic weights: ", rule.scaled, " blocks asked where the official model has ", rule.official);
     std::vector<ManifestCheckpoint> scaled;
-    for (const ManifestCheckpoint &checkpoint : official_manifest()) {
+    for (const ManifestCheckpoint &checkpoint : official_manifest(manifest_variant)) {
         scaled.push_back({checkpoint.file, {}});
         for (const ManifestTensor &tensor : checkpoint.tensors) {
             if (!tensor.stored || !kept(checkpoint.file, tensor.name, blocks)) continue;

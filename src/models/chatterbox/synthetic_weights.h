@@ -66,7 +66,8 @@ void write_synthetic_model(const std::string &out_dir, uint64_t seed = kDefaultS
 // CAMPPlus keep their fixed full size.
 ModelHparams tiny_hparams();
 
-// The stored tensors of a model with hyper-parameters hp, derived from the official manifest: widths
+// The stored tensors of a model with hyper-parameters hp, derived from the official manifest (English
+// for a Llama T3, Turbo for a GPT-2 T3, e.g. Nano or a tiny GPT-2): widths
 // that hp changes are replaced in every shape, numbered blocks beyond hp's counts left out. Names are
 // the checkpoints' own (no store prefix); one list per manifest checkpoint. Throws Error when hp asks
 // for more blocks than the official model has.

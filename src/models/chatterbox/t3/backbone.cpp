@@ -8,16 +8,6 @@ namespace chatterbox::t3 {
 
 namespace {
 
-// (hidden, n * n_rows) -> (head_dim, n_heads, n, n_rows), rotated: HF rotate-half pairs (d, d + 32)
-// are ggml's NEOX mode; the llama3 scaling enters through the frequency factors.
-ggml_tensor *rope(ggml_context *ctx, const Model &model, ggml_tensor *x, ggml_tensor *positions, int64_t n_rows) {
-    const HParams &hp = model.hparams();
-    ggml_tensor *heads = ggml_reshape_4d(ctx, x, hp.head_dim, hp.n_heads, x->ne[1] / n_rows, n_rows);
-    return ggml_rope_ext(ctx, heads, positions, model.rope_freq_factors(), hp.head_dim, GGML_ROPE_TYPE_NEOX,
-                         hp.rope_original_max_positions, hp.rope_theta, /*freq_scale=*/1.0f, /*ext_factor=*/0.0f,
-                         /*attn_factor=*/1.0f, /*beta_fast=*/32.0f, /*beta_slow=*/1.0f);
-}
-
 // The first n_kv positions of a cache tensor as (head_dim, n_heads, n_kv, n_rows): a strided view
 // in nn::attention's key/value layout.
 ggml_tensor *cache_heads(ggml_context *ctx, const HParams &hp, ggml_tensor *cache, int n_kv) {
@@ -39,42 +29,45 @@ BackboneInputs make_backbone_inputs(GraphRunner &graph, const HParams &hp, int n
     return in;
 }
 
-ggml_tensor *build_decoder_layers(ggml_context *ctx, const Model &model, const KvCache &cache, const BackboneInputs &in,
-                                  nn::AttentionPath attention_path) {
-    const HParams &hp = model.hparams();
+void check_backbone_inputs(const KvCache &cache, const BackboneInputs &in) {
     if (in.n_kv > cache.capacity())
         fail("T3 backbone: attention over ", in.n_kv, " positions exceeds the cache capacity ", cache.capacity());
     if (in.embeds->ne[2] != cache.n_rows())
         fail("T3 backbone: ", in.embeds->ne[2], " rows but the cache holds ", cache.n_rows());
+}
+
+ggml_tensor *cached_self_attention(ggml_context *ctx, const HParams &hp, const KvCache &cache, int layer,
+                                   const BackboneInputs &in, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v,
+                                   nn::AttentionPath attention_path) {
     const int64_t n = in.n_tokens, n_rows = in.embeds->ne[2];
     nn::AttentionOptions attention;
     attention.mask = in.mask; // causal over the cache, prepared on the host
     attention.path = attention_path;
-    // Tokens of every row side by side: each weight matrix is streamed once per step for all rows
-    // (a 3-D operand would make ggml run one matrix-vector product per row).
-    ggml_tensor *x = ggml_reshape_2d(ctx, in.embeds, hp.hidden, n * n_rows);
-    for (int il = 0; il < hp.n_layers; ++il) {
-        const LayerWeights &w = model.layers()[size_t(il)];
-        ggml_tensor *h = w.input_norm(ctx, x);
-        ggml_tensor *q = rope(ctx, model, w.q_proj(ctx, h), in.positions, n_rows);
-        ggml_tensor *k = rope(ctx, model, w.k_proj(ctx, h), in.positions, n_rows);
-        ggml_tensor *v = ggml_reshape_3d(ctx, w.v_proj(ctx, h), hp.hidden, n, n_rows);
-        // The written caches (views of the cache tensors) carry the dependency to the attention reads.
-        ggml_tensor *k_cache =
-            ggml_set_rows(ctx, cache.k(il), ggml_reshape_3d(ctx, k, hp.hidden, n, n_rows), in.cache_slots);
-        ggml_tensor *v_cache = ggml_set_rows(ctx, cache.v(il), v, in.cache_slots);
-        ggml_tensor *mixed = nn::attention(ctx, q, cache_heads(ctx, hp, k_cache, in.n_kv),
-                                           cache_heads(ctx, hp, v_cache, in.n_kv), attention); // (hidden, n, n_rows)
-        x = ggml_add(ctx, x, w.o_proj(ctx, ggml_reshape_2d(ctx, mixed, hp.hidden, n * n_rows)));
-        x = ggml_add(ctx, x, w.mlp(ctx, w.post_attention_norm(ctx, x)));
-    }
-    return ggml_reshape_3d(ctx, x, hp.hidden, n, n_rows);
+    // The written caches (views of the cache tensors) carry the dependency to the attention reads.
+    ggml_tensor *k_cache =
+        ggml_set_rows(ctx, cache.k(layer), ggml_reshape_3d(ctx, k, hp.hidden, n, n_rows), in.cache_slots);
+    ggml_tensor *v_cache =
+        ggml_set_rows(ctx, cache.v(layer), ggml_reshape_3d(ctx, v, hp.hidden, n, n_rows), in.cache_slots);
+    ggml_tensor *mixed = nn::attention(ctx, q, cache_heads(ctx, hp, k_cache, in.n_kv),
+                                       cache_heads(ctx, hp, v_cache, in.n_kv), attention); // (hidden, n, n_rows)
+    return ggml_reshape_2d(ctx, mixed, hp.hidden, n * n_rows);
+}
+
+ggml_tensor *build_decoder_layers(ggml_context *ctx, const Model &model, const KvCache &cache, const BackboneInputs &in,
+                                  nn::AttentionPath attention) {
+    check_backbone_inputs(cache, in);
+    ggml_tensor *x = std::visit(
+        [&](const auto &backbone) { return backbone.layers_graph(ctx, model.hparams(), cache, in, attention); },
+        model.backbone());
+    return ggml_reshape_3d(ctx, x, model.hparams().hidden, in.n_tokens, in.embeds->ne[2]);
 }
 
 ggml_tensor *build_speech_logits(ggml_context *ctx, const Model &model, ggml_tensor *hidden) {
     const int64_t n = hidden->ne[1], n_rows = hidden->ne[2];
     ggml_tensor *flat = ggml_reshape_2d(ctx, hidden, hidden->ne[0], n * n_rows); // one pass over the head
-    ggml_tensor *logits = model.speech_head()(ctx, model.final_norm()(ctx, flat));
+    ggml_tensor *normed =
+        std::visit([&](const auto &backbone) { return backbone.normalize(ctx, flat); }, model.backbone());
+    ggml_tensor *logits = model.speech_head()(ctx, normed);
     return ggml_reshape_3d(ctx, logits, model.hparams().speech_vocab, n, n_rows);
 }
 

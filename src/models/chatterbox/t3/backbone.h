@@ -1,8 +1,8 @@
 #pragma once
-// Graph builders for the Llama backbone (spec t3.md §1.2): pre-norm decoder layers with RMSNorm,
-// NEOX RoPE with llama3 frequency factors, 16-head causal attention over the KV cache, SwiGLU FFN,
-// then final RMSNorm + speech head. The same builder serves prefill (many tokens) and decode
-// (one token); the CFG rows are the batch dimension of every tensor.
+// Graph builders for the T3 backbone, whichever it is (Model::backbone(): Llama, backbone_llama.h;
+// GPT-2, backbone_gpt2.h). The same builder serves prefill (many tokens) and decode (one token);
+// the CFG rows are the batch dimension of every tensor. Both backbones attend through the same KV
+// cache with cached_self_attention().
 
 #include "core/graph.h"
 #include "models/chatterbox/t3/kv_cache.h"
@@ -16,7 +16,7 @@ struct BackboneInputs {
     int n_tokens = 0;                   // new tokens per row
     int n_kv = 0;                       // cache positions attended to: [0, n_kv)
     ggml_tensor *embeds = nullptr;      // f32, PyTorch (n_rows, n_tokens, hidden): input embeddings
-    ggml_tensor *positions = nullptr;   // i32 (n_tokens): RoPE positions of the new tokens
+    ggml_tensor *positions = nullptr;   // i32 (n_tokens): sequence positions of the new tokens (RoPE / wpe)
     ggml_tensor *cache_slots = nullptr; // i64 (n_tokens): cache positions the new keys/values go to
     ggml_tensor *mask = nullptr;        // f16 (n_tokens, n_kv): 0 where a token may attend, -inf elsewhere
 };
@@ -28,8 +28,18 @@ BackboneInputs make_backbone_inputs(GraphRunner &graph, const HParams &hp, int n
 ggml_tensor *build_decoder_layers(ggml_context *ctx, const Model &model, const KvCache &cache, const BackboneInputs &in,
                                   nn::AttentionPath attention);
 
-// Final RMSNorm and speech head: hidden (hidden, n, n_rows) -> logits (speech_vocab, n, n_rows).
+// Final norm and speech head: hidden (hidden, n, n_rows) -> logits (speech_vocab, n, n_rows).
 ggml_tensor *build_speech_logits(ggml_context *ctx, const Model &model, ggml_tensor *hidden);
+
+// Causal self-attention of one layer through the cache: writes k and v (hidden, n_tokens * n_rows)
+// into the layer's cache slots in.cache_slots and lets q (head_dim, n_heads, n_tokens, n_rows)
+// attend to cache positions [0, in.n_kv) under in.mask. Returns (hidden, n_tokens * n_rows).
+ggml_tensor *cached_self_attention(ggml_context *ctx, const HParams &hp, const KvCache &cache, int layer,
+                                   const BackboneInputs &in, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v,
+                                   nn::AttentionPath attention);
+
+// Checks in against cache (capacity, rows) before a backbone builds on it.
+void check_backbone_inputs(const KvCache &cache, const BackboneInputs &in);
 
 // Mask values for n_tokens queries at positions first_query, first_query + 1, ... over n_kv cache
 // positions: the query at position p may attend to cache positions [0, p].

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "models/chatterbox/t3/embeddings.h"
 
 #include <cmath>
 
@@ -23,9 +24,9 @@ void validate(const HParams &hp, const Conditioning &cond) {
     for (size_t i = 0; i < cond.speaker_emb.size(); ++i)
         if (!std::isfinite(cond.speaker_emb[i]))
             fail("T3 conditioning: speaker embedding value ", i, " is not finite (", cond.speaker_emb[i], ")");
-    if (int(cond.prompt_tokens.size()) > hp.speech_positions)
+    if (int(cond.prompt_tokens.size()) > hp.max_prompt_tokens())
         fail("T3 conditioning: speech prompt of ", cond.prompt_tokens.size(), " tokens exceeds the ",
-             hp.speech_positions, " speech positions of the model");
+             hp.max_prompt_tokens(), " positions the model has for it");
     for (size_t i = 0; i < cond.prompt_tokens.size(); ++i)
         if (cond.prompt_tokens[i] < 0 || cond.prompt_tokens[i] >= hp.speech_vocab)
             fail("T3 conditioning: prompt token ", i, " = ", cond.prompt_tokens[i], " is outside [0, ", hp.speech_vocab,
@@ -41,14 +42,22 @@ CondEmbeddings encode_conditioning(const Model &model, Backend &backend, const C
     validate(hp, cond);
     const int64_t hidden = hp.hidden;
     const int n_prompt = int(cond.prompt_tokens.size());
-    const bool has_prompt = n_prompt > 0;
+    const bool perceive = n_prompt > 0 && hp.has_perceiver();
+
+    // speech_emb(prompt) (+ speech_pos_emb(0 .. P-1) where the model has the table)
+    std::vector<float> prompt_emb;
+    prompt_emb.reserve(size_t(n_prompt) * size_t(hidden));
+    for (int i = 0; i < n_prompt; ++i) {
+        const std::vector<float> row = speech_token_embedding(model, cond.prompt_tokens[size_t(i)], i);
+        prompt_emb.insert(prompt_emb.end(), row.begin(), row.end());
+    }
 
     GraphRunner graph(backend, 512);
     ggml_context *ctx = graph.ctx();
     ggml_tensor *speaker = graph.input("speaker_emb", GGML_TYPE_F32, {1, hp.speaker_embed});
     std::vector<ggml_tensor *> outputs{model.speaker_proj()(ctx, speaker)}; // (hidden, 1)
     ggml_tensor *prompt = nullptr;
-    if (has_prompt) {
+    if (perceive) {
         prompt = graph.input("prompt_emb", GGML_TYPE_F32, {n_prompt, hidden});
         const PerceiverWeights &pw = model.perceiver();
         ggml_tensor *queries = ggml_reshape_2d(ctx, pw.queries, hidden, hp.perceiver_queries);
@@ -58,25 +67,17 @@ CondEmbeddings encode_conditioning(const Model &model, Backend &backend, const C
     graph.build(outputs);
 
     graph.set_input(speaker, cond.speaker_emb);
-    if (has_prompt) {
-        // speech_emb(prompt) + speech_pos_emb(0 .. P-1)
-        std::vector<float> prompt_emb(size_t(n_prompt) * size_t(hidden), 0.0f);
-        for (int i = 0; i < n_prompt; ++i) {
-            float *row = prompt_emb.data() + size_t(i) * size_t(hidden);
-            model.speech_emb().add_row(cond.prompt_tokens[size_t(i)], row);
-            model.speech_pos_emb().add_row(i, row);
-        }
-        graph.set_input(prompt, prompt_emb);
-    }
+    if (perceive) graph.set_input(prompt, prompt_emb);
     graph.compute();
 
     CondEmbeddings out;
-    out.length = hp.cond_length(has_prompt);
+    out.length = hp.cond_length(n_prompt);
     out.values.reserve(size_t(out.length) * size_t(hidden));
     for (ggml_tensor *t : outputs) {
         std::vector<float> part = graph.read_f32(t);
         out.values.insert(out.values.end(), part.begin(), part.end());
     }
+    if (!perceive) out.values.insert(out.values.end(), prompt_emb.begin(), prompt_emb.end()); // as they are
     for (float w : model.emotion_weight()) out.values.push_back(cond.exaggeration * w);
     return out;
 }

@@ -8,6 +8,13 @@
 
 namespace chatterbox::t3 {
 
+void LogitsLog::append(const StepRecord &step) {
+    raw.insert(raw.end(), step.raw->begin(), step.raw->end());
+    cfg.insert(cfg.end(), step.cfg->begin(), step.cfg->end());
+    penalized.insert(penalized.end(), step.penalized->begin(), step.penalized->end());
+    processed.insert(processed.end(), step.processed->begin(), step.processed->end());
+}
+
 GenerationResult generate(Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
                           const SamplingParams &params, const GenerationHooks &hooks) {
     const Model &model = session.model();
@@ -19,13 +26,18 @@ GenerationResult generate(Session &session, const CondEmbeddings &cond, const st
             fail("T3 forced token ", i, " = ", hooks.forced_tokens[i], " is outside the speech vocabulary [0, ",
                  hp.speech_vocab, ")");
 
-    const bool use_cfg = params.cfg_weight > 0;
+    const SamplerRecipe &recipe = sampler_recipe(hp.variant);
+    const bool use_cfg = recipe.guidance && params.cfg_weight > 0;
     const int n_rows = use_cfg ? 2 : 1;
     int max_steps = params.max_new_tokens;
     if (!hooks.forced_tokens.empty()) max_steps = std::min(max_steps, int(hooks.forced_tokens.size()));
     const size_t vocab = size_t(hp.speech_vocab);
 
-    const int length = prefill_length(cond, text_tokens);
+    const int length = prefill_length(hp, cond, text_tokens);
+    // The tokens of steps 0 .. max_steps - 2 go in at positions length, length + 1, ...
+    if (hp.max_sequence() > 0 && length + max_steps - 1 > hp.max_sequence())
+        fail("T3 request of ", length, " prefill positions + ", max_steps, " new tokens exceeds the ",
+             hp.max_sequence(), " positions of the model");
     // Step i feeds its token for step i + 1: max_steps - 1 tokens follow the prefill in the cache.
     std::vector<float> raw =
         session.prefill(prefill_embeddings(model, cond, text_tokens, n_rows), n_rows, length, max_steps - 1);
@@ -36,24 +48,24 @@ GenerationResult generate(Session &session, const CondEmbeddings &cond, const st
     for (int step = 0; step < max_steps; ++step) {
         std::vector<float> cfg = use_cfg ? cfg_combine(raw.data(), raw.data() + vocab, vocab, params.cfg_weight)
                                          : std::vector<float>(raw.begin(), raw.begin() + std::ptrdiff_t(vocab));
-        std::vector<float> penalized = cfg;
-        apply_repetition_penalty(penalized, history, params.repetition_penalty);
+        std::vector<float> processed = cfg, penalized;
         int32_t token;
         if (!hooks.forced_tokens.empty()) {
+            process_logits(processed, recipe, history, params, &penalized);
             token = hooks.forced_tokens[size_t(step)];
         } else {
-            std::vector<float> work = penalized;
-            token = choose_token(work, params, rng);
+            token = choose_token(processed, recipe, history, params, rng, &penalized);
             if (token == hp.stop_speech_token && params.ignore_eos) {
                 if (result.eos_step < 0) result.eos_step = step;
-                work = penalized;
+                std::vector<float> work = cfg;
                 work[size_t(hp.stop_speech_token)] = -INFINITY; // a second draw, among the other tokens
-                token = choose_token(work, params, rng);
+                token = choose_token(work, recipe, history, params, rng);
             }
         }
         result.tokens.push_back(token);
+        if (step == 0 && !recipe.history_keeps_bos) history.clear();
         history.push_back(token);
-        const bool go_on = !hooks.on_step || hooks.on_step(StepRecord{step, &raw, &cfg, &penalized, token});
+        const bool go_on = !hooks.on_step || hooks.on_step(StepRecord{step, &raw, &cfg, &penalized, &processed, token});
         if (token == hp.stop_speech_token) {
             result.eos_step = step;
             break;

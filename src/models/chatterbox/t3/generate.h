@@ -1,7 +1,8 @@
 #pragma once
-// T3 generation (spec t3.md §4–5, the loop of T3.inference): prefill the double-BOS prefix, then
-// per step combine the CFG rows, penalise repetitions, choose a token, feed it back at the next
-// speech position, until EOS (unless SamplingParams::ignore_eos) or max_new_tokens.
+// T3 generation (spec t3.md §4–5, the loop of T3.inference / T3.inference_turbo): prefill the
+// prefix (conditioning, text, BOS), then per step combine the CFG rows (where the variant has
+// them), run the variant's sampler recipe (sampler_recipe(hp.variant)), choose a token, feed it
+// back at the next speech position, until EOS (unless SamplingParams::ignore_eos) or max_new_tokens.
 
 #include "models/chatterbox/t3/cond_encoder.h"
 #include "models/chatterbox/t3/sampler.h"
@@ -18,8 +19,15 @@ struct StepRecord {
     int step = 0;                            // 0-based
     const std::vector<float> *raw = nullptr; // (n_rows, vocab) backbone logits: row 0 conditional, row 1 unconditional
     const std::vector<float> *cfg = nullptr; // (vocab) after the CFG combination (row 0 when cfg_weight is 0)
-    const std::vector<float> *penalized = nullptr; // (vocab) after the repetition penalty
+    const std::vector<float> *penalized = nullptr; // (vocab) right after the repetition penalty stage
+    const std::vector<float> *processed = nullptr; // (vocab) after every stage of the recipe: what the draw sees
     int32_t token = 0;                             // the token taken: sampled, argmax or forced
+};
+
+// Every step's logits, concatenated (the golden stages and tests record them from on_step).
+struct LogitsLog {
+    std::vector<float> raw, cfg, penalized, processed;
+    void append(const StepRecord &step);
 };
 
 struct GenerationHooks {
@@ -39,8 +47,10 @@ struct GenerationResult {
     bool reached_eos() const { return eos_step >= 0; }
 };
 
-// text_tokens: framed [start_text] + ids + [stop_text]. Runs 2 CFG rows when params.cfg_weight > 0,
-// else one conditional row. Throws Error for invalid parameters or tokens before any computation.
+// text_tokens: as the model takes them (validate_text_tokens: framed [start_text] + ids + [stop_text],
+// or Turbo's bare ids). Runs 2 CFG rows when params.cfg_weight > 0 and the recipe has guidance,
+// else one conditional row. Throws Error for invalid parameters or tokens, or a request longer
+// than the backbone's context (GPT-2's positions), before any computation.
 GenerationResult generate(Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
                           const SamplingParams &params, const GenerationHooks &hooks = {});
 

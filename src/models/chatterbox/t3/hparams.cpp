@@ -9,17 +9,56 @@ namespace chatterbox::t3 {
 
 HParams HParams::english() { return HParams{}; }
 
-HParams HParams::for_variant(Variant variant) {
-    require_supported(variant);
+namespace {
+
+// T3 of tts_turbo.py: T3Config(text_tokens_dict_size=50276) with GPT2_medium (GPT2_small for Nano),
+// speech vocabulary 6563, input_pos_emb None, a 375-token prompt, no perceiver, no emotion_adv.
+HParams gpt2_t3(int n_layers, int hidden, int n_heads) {
     HParams hp;
+    hp.backbone = int(Backbone::gpt2);
+    hp.n_layers = n_layers;
+    hp.hidden = hidden;
+    hp.n_heads = n_heads;
+    hp.head_dim = hidden / n_heads;
+    hp.ffn = 4 * hidden; // GPT-2's n_inner default
+    hp.positions = 8196; // n_positions
+    hp.text_vocab = 50276;
+    hp.speech_vocab = 6563;
+    hp.text_positions = 0;
+    hp.speech_positions = 0;
+    hp.framed_text = 0;
+    hp.bos_tokens = 1;
+    hp.perceiver_queries = 0;
+    hp.emotion_token = 0;
+    hp.speech_cond_prompt_len = 375;
+    return hp;
+}
+
+} // namespace
+
+HParams HParams::for_variant(Variant variant) {
+    HParams hp;
+    switch (variant) {
+    case Variant::english:
+        break;
+    case Variant::multilingual:
+        hp.text_vocab = 2454;
+        break; // mtl_tts.py v2/v3 text vocabulary
+    case Variant::turbo:
+        hp = gpt2_t3(24, 1024, 16);
+        break; // GPT2_medium
+    case Variant::nano:
+        hp = gpt2_t3(12, 768, 12);
+        break; // GPT2_small
+    }
     hp.variant = variant;
-    if (variant == Variant::multilingual) hp.text_vocab = 2454; // mtl_tts.py v2/v3 text vocabulary
     return hp;
 }
 
 const HparamTable<HParams> &HParams::fields() {
     using R = FieldRule;
     static const HparamTable<HParams> table = {
+        {"chatterbox.t3.backbone", &HParams::backbone, R::non_negative},
         {"chatterbox.t3.n_layers", &HParams::n_layers, R::positive},
         {"chatterbox.t3.hidden", &HParams::hidden, R::positive},
         {"chatterbox.t3.n_heads", &HParams::n_heads, R::positive},
@@ -31,6 +70,7 @@ const HparamTable<HParams> &HParams::fields() {
         {"chatterbox.t3.rope.low_freq_factor", &HParams::rope_low_freq_factor, R::positive},
         {"chatterbox.t3.rope.high_freq_factor", &HParams::rope_high_freq_factor, R::positive},
         {"chatterbox.t3.rope.original_max_positions", &HParams::rope_original_max_positions, R::positive},
+        {"chatterbox.t3.positions", &HParams::positions, R::non_negative},
         {"chatterbox.t3.text_vocab", &HParams::text_vocab, R::positive},
         {"chatterbox.t3.speech_vocab", &HParams::speech_vocab, R::positive},
         {"chatterbox.t3.start_text_token", &HParams::start_text_token, R::non_negative},
@@ -38,12 +78,15 @@ const HparamTable<HParams> &HParams::fields() {
         {"chatterbox.t3.start_speech_token", &HParams::start_speech_token, R::non_negative},
         {"chatterbox.t3.stop_speech_token", &HParams::stop_speech_token, R::non_negative},
         {"chatterbox.t3.speech_token_limit", &HParams::speech_token_limit, R::positive},
-        {"chatterbox.t3.text_positions", &HParams::text_positions, R::positive},
-        {"chatterbox.t3.speech_positions", &HParams::speech_positions, R::positive},
+        {"chatterbox.t3.text_positions", &HParams::text_positions, R::non_negative},
+        {"chatterbox.t3.speech_positions", &HParams::speech_positions, R::non_negative},
+        {"chatterbox.t3.framed_text", &HParams::framed_text, R::non_negative},
+        {"chatterbox.t3.bos_tokens", &HParams::bos_tokens, R::positive},
         {"chatterbox.t3.speaker_embed", &HParams::speaker_embed, R::positive},
-        {"chatterbox.t3.perceiver_queries", &HParams::perceiver_queries, R::positive},
+        {"chatterbox.t3.perceiver_queries", &HParams::perceiver_queries, R::non_negative},
         {"chatterbox.t3.perceiver_heads", &HParams::perceiver_heads, R::positive},
         {"chatterbox.t3.layer_norm_eps", &HParams::layer_norm_eps, R::positive},
+        {"chatterbox.t3.emotion_token", &HParams::emotion_token, R::non_negative},
         {"chatterbox.t3.speech_cond_prompt_len", &HParams::speech_cond_prompt_len, R::positive},
     };
     return table;
@@ -51,6 +94,20 @@ const HparamTable<HParams> &HParams::fields() {
 
 void HParams::validate() const {
     validate_fields(fields(), *this);
+    if (backbone != int(Backbone::llama) && backbone != int(Backbone::gpt2))
+        fail("chatterbox.t3.backbone is ", backbone, "; known: ", int(Backbone::llama), " (Llama), ",
+             int(Backbone::gpt2), " (GPT-2)");
+    for (const auto &[key, flag] : {std::pair{"framed_text", framed_text}, {"emotion_token", emotion_token}})
+        if (flag != 0 && flag != 1) fail("chatterbox.t3.", key, " is ", flag, "; it must be 0 or 1");
+    if (bos_tokens > 2) fail("chatterbox.t3.bos_tokens is ", bos_tokens, "; T3 feeds 1 or 2");
+    if ((text_positions == 0) != (speech_positions == 0))
+        fail("chatterbox.t3.text_positions (", text_positions, ") and chatterbox.t3.speech_positions (",
+             speech_positions, ") must both be 0 (no learned position tables) or both positive");
+    if ((backbone == int(Backbone::gpt2)) != (positions > 0))
+        fail("chatterbox.t3.positions is ", positions, " with chatterbox.t3.backbone ", backbone,
+             ": a GPT-2 backbone needs its position table, Llama has none");
+    if (!has_learned_positions() && positions == 0)
+        fail("chatterbox.t3: without learned T3 position tables the backbone must place positions itself (GPT-2)");
     if (n_heads * head_dim != hidden)
         fail("chatterbox.t3.n_heads ", n_heads, " x chatterbox.t3.head_dim ", head_dim,
              " must equal chatterbox.t3.hidden ", hidden, " (no grouped-query attention)");
@@ -71,15 +128,35 @@ void HParams::validate() const {
     if (speech_token_limit > start_speech_token)
         fail("chatterbox.t3.speech_token_limit ", speech_token_limit, " exceeds chatterbox.t3.start_speech_token ",
              start_speech_token, " (speech units lie below the special tokens)");
-    if (text_positions < 3)
-        fail("chatterbox.t3.text_positions is ", text_positions, "; [start] + text + [stop] need 3");
+    if (max_framed_text() < 2 + framed_text)
+        fail("chatterbox.t3: at most ", max_framed_text(), " text tokens fit; [start] + text + [stop] need 3");
 }
 
+namespace {
+
+// The sizes a GPT-2 T3 checkpoint declares (the head count is in no shape: the variant's stays).
+HParams gpt2_from_checkpoint(const CheckpointShapes &shapes, HParams hp) {
+    shapes.read("text_emb.weight", 2, 0, hp.text_vocab);
+    shapes.read("text_emb.weight", 2, 1, hp.hidden);
+    hp.head_dim = hp.hidden / hp.n_heads;
+    shapes.read("speech_emb.weight", 2, 0, hp.speech_vocab);
+    shapes.read("tfmr.wpe.weight", 2, 0, hp.positions);
+    shapes.read("tfmr.h.0.mlp.c_fc.weight", 2, 1, hp.ffn); // Conv1D: (in, out)
+    shapes.read("cond_enc.spkr_enc.weight", 2, 1, hp.speaker_embed);
+    shapes.count("tfmr.h.", ".ln_1.weight", hp.n_layers);
+    return shapes.validated(hp);
+}
+
+} // namespace
+
 HParams HParams::from_checkpoint(const WeightStore &store, const std::string &prefix, Variant variant) {
-    if (store.find(prefix + "tfmr.h.0.attn.c_attn.weight"))
-        fail("T3 checkpoint under '", prefix, "' has a GPT-2 backbone (Turbo/Nano); only the Llama T3 is supported");
     HParams hp = for_variant(variant);
+    const bool gpt2_checkpoint = store.find(prefix + "tfmr.h.0.attn.c_attn.weight") != nullptr;
+    if (gpt2_checkpoint != (hp.backbone_kind() == Backbone::gpt2))
+        fail("T3 checkpoint under '", prefix, "' has a ", gpt2_checkpoint ? "GPT-2" : "Llama", " backbone, but the ",
+             variant_name(variant), " T3 is ", gpt2_checkpoint ? "Llama" : "GPT-2");
     const CheckpointShapes shapes(store, prefix);
+    if (gpt2_checkpoint) return gpt2_from_checkpoint(shapes, hp);
     shapes.read("text_emb.weight", 2, 0, hp.text_vocab);
     shapes.read("text_emb.weight", 2, 1, hp.hidden);
     hp.head_dim = hp.hidden / hp.n_heads; // the head count is not in any shape

@@ -1,7 +1,9 @@
 #pragma once
-// T3 hyper-parameters (spec t3.md §1): the Llama_520M backbone, the embedding tables, the
-// conditioning encoder and the special tokens. English and multilingual differ only in the
-// text vocabulary. Metadata keys "chatterbox.t3.*" (HParams::fields()).
+// T3 hyper-parameters (spec t3.md §1, variants.md §1): the backbone (Llama_520M for English and
+// multilingual, GPT-2 medium / small for Turbo / Nano), the embedding tables, the conditioning
+// encoder, the layout of the prefill and the special tokens. Metadata keys "chatterbox.t3.*"
+// (HParams::fields()); which backbone and prefix layout a model has is data here, read by the
+// model, embeddings and conditioning code, so the session and generation loop are shared.
 
 #include "models/chatterbox/hparam_fields.h"
 #include "models/chatterbox/variant.h"
@@ -16,8 +18,15 @@ class WeightStore;
 
 namespace chatterbox::t3 {
 
+// The decoder stack of T3 (llama_configs.py): stored as its int in metadata "chatterbox.t3.backbone".
+enum class Backbone : int {
+    llama = 0, // LlamaModel: RMSNorm, RoPE, SwiGLU, no biases
+    gpt2 = 1,  // GPT2Model: learned absolute positions (wpe), LayerNorm, fused c_attn, GELU (tanh), biases
+};
+
 struct HParams {
-    // Llama backbone (llama_configs.py "Llama_520M").
+    int backbone = int(Backbone::llama); // a Backbone
+    // Decoder stack (llama_configs.py "Llama_520M"; GPT2_medium / GPT2_small for Turbo / Nano).
     int n_layers = 30;
     int hidden = 1024;
     int n_heads = 16; // no GQA: as many key/value heads
@@ -30,6 +39,9 @@ struct HParams {
     float rope_low_freq_factor = 1.0f;
     float rope_high_freq_factor = 4.0f;
     int rope_original_max_positions = 8192;
+    // GPT-2 only: rows of the absolute position table tfmr.wpe (n_positions), the longest sequence
+    // (conditioning + text + speech) the model places; 0 for Llama.
+    int positions = 0;
 
     // Vocabularies, special tokens and learned position tables (T3Config).
     int text_vocab = 704; // 2454 for multilingual v2/v3
@@ -39,33 +51,55 @@ struct HParams {
     int start_speech_token = 6561;
     int stop_speech_token = 6562;
     int speech_token_limit = 6561; // tokens >= this are not speech units (S3 vocab size)
-    int text_positions = 2050;     // max_text_tokens + 2 rows of text_pos_emb
-    int speech_positions = 4100;   // max_speech_tokens + 4 rows of speech_pos_emb
+    // Learned T3 position tables (T3Config.input_pos_emb "learned"); both 0 when there are none (Turbo).
+    int text_positions = 2050;   // max_text_tokens + 2 rows of text_pos_emb
+    int speech_positions = 4100; // max_speech_tokens + 4 rows of speech_pos_emb
+    // Prefill layout: text framed by [start_text] ... [stop_text] (1) or the bare ids (0, Turbo), and
+    // how many BOS tokens end it (2 reproduce the reference's double BOS; Turbo feeds one).
+    int framed_text = 1;
+    int bos_tokens = 2;
 
     // Conditioning encoder (cond_enc.py, perceiver.py).
     int speaker_embed = 256;
-    int perceiver_queries = 32;
+    int perceiver_queries = 32; // 0: no perceiver, the prompt's speech embeddings go in as they are (Turbo)
     int perceiver_heads = 4;
     float layer_norm_eps = 1e-5f;
-    int speech_cond_prompt_len = 150; // speech tokens of a voice's T3 prompt (6 s at 25 Hz)
+    int emotion_token = 1;            // 1: the conditioning ends with the emotion token (emotion_adv), 0: none
+    int speech_cond_prompt_len = 150; // speech tokens of a voice's T3 prompt (6 s at 25 Hz; Turbo 375, 15 s)
 
     // Not a metadata field of its own: the model's chatterbox.variant.
     Variant variant = Variant::english;
 
     bool is_multilingual() const { return variant == Variant::multilingual; }
-    // Tokens the conditioning occupies: speaker + perceiver queries (when there is a prompt) + emotion.
-    int cond_length(bool has_prompt) const { return 1 + (has_prompt ? perceiver_queries : 0) + 1; }
-    // Longest framed text ([start] + ids + [stop]) the text position table can place.
-    int max_framed_text() const { return text_positions; }
-    // Generated token i is fed at speech position i + 1, so this many steps fit the position table.
-    int max_new_tokens_limit() const { return speech_positions; }
+    Backbone backbone_kind() const { return Backbone(backbone); }
+    bool has_perceiver() const { return perceiver_queries > 0; }
+    bool has_learned_positions() const { return text_positions > 0; }
+    // Tokens the conditioning occupies: speaker + prompt (perceiver queries or the prompt tokens
+    // themselves) + emotion.
+    int cond_length(int n_prompt_tokens) const {
+        const int prompt = n_prompt_tokens == 0 ? 0 : has_perceiver() ? perceiver_queries : n_prompt_tokens;
+        return 1 + prompt + emotion_token;
+    }
+    // Longest text (framed: [start] + ids + [stop]) one pass may take: the text position table, or
+    // for a model without one its whole context.
+    int max_framed_text() const { return has_learned_positions() ? text_positions : positions; }
+    // Most generation steps: generated token i is fed at speech position i + 1, so as many as the
+    // speech position table has rows; without one, the whole context (less the prefill, which
+    // generate() checks).
+    int max_new_tokens_limit() const { return has_learned_positions() ? speech_positions : positions; }
+    // Longest speech prompt: the speech position table, or without one the backbone's context.
+    int max_prompt_tokens() const { return has_learned_positions() ? speech_positions : positions; }
+    // Longest sequence the backbone can place (0: no absolute limit, RoPE).
+    int max_sequence() const { return positions; }
 
     // The English configuration.
     static HParams english();
-    // The published configuration of a Llama-T3 variant (english, multilingual).
+    // The published configuration of a variant: english, multilingual (Llama), turbo (GPT-2
+    // medium), nano (GPT-2 small).
     static HParams for_variant(Variant variant);
     // The variant's configuration with the sizes the T3 checkpoint in store under prefix ("t3.")
-    // declares by its tensor shapes; a GPT-2 (Turbo/Nano) checkpoint is refused with a clear error.
+    // declares by its tensor shapes. A checkpoint whose backbone is not the variant's (a GPT-2
+    // checkpoint for english, say) is refused with a clear error.
     static HParams from_checkpoint(const WeightStore &store, const std::string &prefix, Variant variant);
 
     static const HparamTable<HParams> &fields();

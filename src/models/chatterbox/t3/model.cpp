@@ -20,50 +20,57 @@ void EmbeddingTable::add_row(int64_t i, float *dst) const {
     for (int d = 0; d < dim_; ++d) dst[d] += src[d];
 }
 
+namespace {
+
+BackboneWeights bind_backbone(ModuleWeights &w, const HParams &hp) {
+    switch (hp.backbone_kind()) {
+    case Backbone::llama:
+        return LlamaBackbone(w, hp);
+    case Backbone::gpt2:
+        return Gpt2Backbone(w, hp);
+    }
+    fail("T3: unknown backbone ", hp.backbone);
+}
+
+} // namespace
+
 Model::Model(const WeightStore &store, Backend &backend, const HParams &hp, const std::string &prefix)
     : hp_(hp), weights_(store, prefix, backend) {
     const int64_t h = hp_.hidden;
     ModuleWeights &w = weights_;
-    auto projection = [&](const std::string &name, int64_t in, int64_t out) {
-        return nn::Linear(w, name, in, out, /*bias=*/false);
-    };
-    layers_.reserve(size_t(hp_.n_layers));
-    for (int i = 0; i < hp_.n_layers; ++i) {
-        const std::string p = "tfmr.layers." + std::to_string(i) + ".";
-        layers_.push_back(LayerWeights{
-            nn::RMSNorm(w, p + "input_layernorm", h, hp_.rms_eps),
-            projection(p + "self_attn.q_proj", h, h),
-            projection(p + "self_attn.k_proj", h, h),
-            projection(p + "self_attn.v_proj", h, h),
-            projection(p + "self_attn.o_proj", h, h),
-            nn::RMSNorm(w, p + "post_attention_layernorm", h, hp_.rms_eps),
-            nn::GatedFeedForward(projection(p + "mlp.gate_proj", h, hp_.ffn), projection(p + "mlp.up_proj", h, hp_.ffn),
-                                 projection(p + "mlp.down_proj", hp_.ffn, h)),
-        });
-    }
-    final_norm_ = nn::RMSNorm(w, "tfmr.norm", h, hp_.rms_eps);
-    speech_head_ = projection("speech_head", h, hp_.speech_vocab);
-    rope_freq_factors_ = w.derived("rope_freq_factors", {hp_.head_dim / 2}, llama3_rope_freq_factors(hp_));
+    backbone_ = bind_backbone(w, hp_);
+    // T3: nn.Linear(hidden, speech vocab, bias=self.is_gpt)
+    speech_head_ = nn::Linear(w, "speech_head", h, hp_.speech_vocab, /*bias=*/hp_.backbone_kind() == Backbone::gpt2);
 
     speaker_proj_ = nn::Linear(w, "cond_enc.spkr_enc", hp_.speaker_embed, h);
-    emotion_weight_ = w.host_f32("cond_enc.emotion_adv_fc.weight", {h, 1});
-    const std::string attn = "cond_enc.perceiver.attn.";
-    perceiver_.queries = w.get("cond_enc.perceiver.pre_attention_query", {1, hp_.perceiver_queries, h}, WeightUse::f32);
-    perceiver_.norm = nn::LayerNorm(w, attn + "norm", h, hp_.layer_norm_eps);
-    perceiver_.attn = nn::MultiHeadAttention(nn::Linear(w, attn + "to_q", h, h), nn::Linear(w, attn + "to_k", h, h),
-                                             nn::Linear(w, attn + "to_v", h, h), nn::Linear(w, attn + "proj_out", h, h),
-                                             hp_.perceiver_heads);
+    if (hp_.emotion_token) emotion_weight_ = w.host_f32("cond_enc.emotion_adv_fc.weight", {h, 1});
+    if (hp_.has_perceiver()) {
+        const std::string attn = "cond_enc.perceiver.attn.";
+        perceiver_.queries =
+            w.get("cond_enc.perceiver.pre_attention_query", {1, hp_.perceiver_queries, h}, WeightUse::f32);
+        perceiver_.norm = nn::LayerNorm(w, attn + "norm", h, hp_.layer_norm_eps);
+        perceiver_.attn = nn::MultiHeadAttention(nn::Linear(w, attn + "to_q", h, h), nn::Linear(w, attn + "to_k", h, h),
+                                                 nn::Linear(w, attn + "to_v", h, h),
+                                                 nn::Linear(w, attn + "proj_out", h, h), hp_.perceiver_heads);
+    }
 
     text_emb_ = host_table("text_emb.weight", hp_.text_vocab);
     speech_emb_ = host_table("speech_emb.weight", hp_.speech_vocab);
-    text_pos_emb_ = host_table("text_pos_emb.emb.weight", hp_.text_positions);
-    speech_pos_emb_ = host_table("speech_pos_emb.emb.weight", hp_.speech_positions);
+    if (hp_.has_learned_positions()) {
+        text_pos_emb_ = host_table("text_pos_emb.emb.weight", hp_.text_positions);
+        speech_pos_emb_ = host_table("speech_pos_emb.emb.weight", hp_.speech_positions);
+    }
 
-    // Present in the checkpoint, never used at inference: the backbone's own token table (inputs
-    // are always embeddings) and the text head (only the training loss uses it).
-    w.ignore("tfmr.embed_tokens.");
+    // Present in the checkpoint, never used at inference: the text head (only the training loss uses it).
     w.ignore("text_head.");
     w.load();
+}
+
+std::vector<const ggml_tensor *> Model::step_tensors() const {
+    std::vector<const ggml_tensor *> tensors =
+        std::visit([](const auto &backbone) { return backbone.step_tensors(); }, backbone());
+    tensors.push_back(speech_head_.weight);
+    return tensors;
 }
 
 EmbeddingTable Model::host_table(const std::string &name, int rows) {

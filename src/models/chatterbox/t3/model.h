@@ -1,29 +1,29 @@
 #pragma once
 // The T3 weights (spec t3.md §2, §3, §8.1), bound once and then immutable: backbone, speech head
 // and conditioning encoder live on the backend; the embedding tables stay on the host, where the
-// few rows a call needs are looked up (one row per generated token, a hundred per prefill).
+// few rows a call needs are looked up (one row per generated token, a hundred per prefill). The
+// backbone is the one HParams::backbone names (Llama or GPT-2); the perceiver, the emotion token and
+// the learned T3 position tables exist only where the hyper-parameters say so.
 
 #include "core/backend.h"
 #include "core/module_weights.h"
 #include "core/weight_store.h"
+#include "models/chatterbox/t3/backbone_gpt2.h"
+#include "models/chatterbox/t3/backbone_llama.h"
 #include "models/chatterbox/t3/hparams.h"
 #include "modules/attention.h"
-#include "modules/feed_forward.h"
 #include "modules/linear.h"
 #include "modules/norm.h"
 
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace chatterbox::t3 {
 
-// One pre-norm decoder layer of the Llama backbone (tfmr.layers.<i>).
-struct LayerWeights {
-    nn::RMSNorm input_norm;                    // input_layernorm
-    nn::Linear q_proj, k_proj, v_proj, o_proj; // self_attn, no biases
-    nn::RMSNorm post_attention_norm;           // post_attention_layernorm
-    nn::GatedFeedForward mlp;                  // SwiGLU, no biases
-};
+// The decoder stack, one alternative per Backbone value.
+using BackboneWeights = std::variant<LlamaBackbone, Gpt2Backbone>;
 
 // The perceiver resampler: learned queries and ONE attention block (shared LayerNorm, 4 heads of
 // 256), applied twice.
@@ -62,19 +62,22 @@ class Model {
 
     const HParams &hparams() const { return hp_; }
     size_t backend_bytes() const { return weights_.bytes(); }
-    ggml_type matmul_type() const { return layers_.front().q_proj.weight->type; } // storage type of the big matrices
+    ggml_type matmul_type() const { return speech_head_.weight->type; } // storage type of the big matrices
 
-    const std::vector<LayerWeights> &layers() const { return layers_; }
-    const nn::RMSNorm &final_norm() const { return final_norm_; }
+    const BackboneWeights &backbone() const { return *backbone_; }
+    // The backbone's tensors one decode step reads, the speech head's included (benchmarks).
+    std::vector<const ggml_tensor *> step_tensors() const;
     const nn::Linear &speech_head() const { return speech_head_; }
-    ggml_tensor *rope_freq_factors() const { return rope_freq_factors_; }
     const nn::Linear &speaker_proj() const { return speaker_proj_; }
+    // Only with HParams::has_perceiver().
     const PerceiverWeights &perceiver() const { return perceiver_; }
-    // The (hidden) column of emotion_adv_fc: the emotion token is exaggeration * this.
+    // The (hidden) column of emotion_adv_fc: the emotion token is exaggeration * this (empty
+    // without an emotion token).
     const std::vector<float> &emotion_weight() const { return emotion_weight_; }
 
     const EmbeddingTable &text_emb() const { return text_emb_; }
     const EmbeddingTable &speech_emb() const { return speech_emb_; }
+    // Only with HParams::has_learned_positions() (empty tables otherwise).
     const EmbeddingTable &text_pos_emb() const { return text_pos_emb_; }
     const EmbeddingTable &speech_pos_emb() const { return speech_pos_emb_; }
 
@@ -83,10 +86,8 @@ class Model {
 
     HParams hp_;
     ModuleWeights weights_;
-    std::vector<LayerWeights> layers_;
-    nn::RMSNorm final_norm_;
+    std::optional<BackboneWeights> backbone_; // bound in the constructor body
     nn::Linear speech_head_;
-    ggml_tensor *rope_freq_factors_ = nullptr;
     nn::Linear speaker_proj_;
     PerceiverWeights perceiver_;
     std::vector<float> emotion_weight_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <set>
 
@@ -34,9 +35,34 @@ void check_logits(const std::vector<float> &logits) {
 
 } // namespace
 
+const SamplerRecipe &sampler_recipe(Variant variant) {
+    using S = LogitsStage;
+    static const SamplerRecipe english{{S::repetition_penalty, S::temperature, S::min_p, S::top_p}, true, true, {}};
+    static const SamplerRecipe turbo = [] {
+        SamplerRecipe r{{S::temperature, S::top_k, S::top_p, S::repetition_penalty}, false, false, {}};
+        // tts_turbo.py generate(): temperature 0.8, top_k 1000, top_p 0.95, repetition_penalty 1.2
+        // (min_p 0 and cfg_weight 0, which it ignores anyway).
+        r.defaults.top_k = 1000;
+        r.defaults.top_p = 0.95f;
+        r.defaults.min_p = 0.0f;
+        r.defaults.cfg_weight = 0.0f;
+        return r;
+    }();
+    switch (variant) {
+    case Variant::english:
+    case Variant::multilingual:
+        return english;
+    case Variant::turbo:
+    case Variant::nano:
+        return turbo;
+    }
+    fail("T3 sampling: unknown variant");
+}
+
 void SamplingParams::validate(int max_new_tokens_limit) const {
     if (!greedy && !(std::isfinite(temperature) && temperature > 0))
         fail("temperature must be > 0, got ", temperature, " (ask for greedy decoding to take the argmax)");
+    if (top_k < 0) fail("top_k must be >= 0 (0 = off), got ", top_k);
     if (!(top_p > 0 && top_p <= 1)) fail("top_p must be in (0, 1], got ", top_p);
     if (!(min_p >= 0 && min_p <= 1)) fail("min_p must be in [0, 1], got ", min_p);
     if (!(std::isfinite(repetition_penalty) && repetition_penalty > 0))
@@ -76,6 +102,15 @@ std::vector<float> softmax(const std::vector<float> &logits) {
     for (size_t i = 0; i < logits.size(); ++i) sum += std::exp(double(logits[i]) - double(max));
     for (size_t i = 0; i < logits.size(); ++i) probs[i] = float(std::exp(double(logits[i]) - double(max)) / sum);
     return probs;
+}
+
+void apply_top_k(std::vector<float> &logits, int top_k) {
+    if (top_k <= 0 || size_t(top_k) >= logits.size()) return;
+    std::vector<float> sorted = logits;
+    std::nth_element(sorted.begin(), sorted.begin() + (top_k - 1), sorted.end(), std::greater<float>());
+    const float kth = sorted[size_t(top_k - 1)];
+    for (float &l : logits)
+        if (l < kth) l = kRemoved;
 }
 
 void apply_min_p(std::vector<float> &logits, float min_p) {
@@ -124,13 +159,35 @@ int sample_multinomial(const std::vector<float> &probs, Rng &rng) {
     return last_positive; // rounding left target just below the total
 }
 
-int choose_token(std::vector<float> &penalized_logits, const SamplingParams &params, Rng &rng) {
-    check_logits(penalized_logits);
-    if (params.greedy) return argmax(penalized_logits);
-    apply_temperature(penalized_logits, params.temperature);
-    apply_min_p(penalized_logits, params.min_p);
-    apply_top_p(penalized_logits, params.top_p);
-    return sample_multinomial(softmax(penalized_logits), rng);
+void process_logits(std::vector<float> &logits, const SamplerRecipe &recipe, const std::vector<int32_t> &history,
+                    const SamplingParams &params, std::vector<float> *penalized) {
+    for (LogitsStage stage : recipe.stages) {
+        switch (stage) {
+        case LogitsStage::repetition_penalty:
+            apply_repetition_penalty(logits, history, params.repetition_penalty);
+            if (penalized) *penalized = logits;
+            break;
+        case LogitsStage::temperature:
+            if (!params.greedy) apply_temperature(logits, params.temperature);
+            break;
+        case LogitsStage::top_k:
+            apply_top_k(logits, params.top_k);
+            break;
+        case LogitsStage::min_p:
+            apply_min_p(logits, params.min_p);
+            break;
+        case LogitsStage::top_p:
+            apply_top_p(logits, params.top_p);
+            break;
+        }
+    }
+}
+
+int choose_token(std::vector<float> &logits, const SamplerRecipe &recipe, const std::vector<int32_t> &history,
+                 const SamplingParams &params, Rng &rng, std::vector<float> *penalized) {
+    check_logits(logits);
+    process_logits(logits, recipe, history, params, penalized);
+    return params.greedy ? argmax(logits) : sample_multinomial(softmax(logits), rng);
 }
 
 } // namespace chatterbox::t3

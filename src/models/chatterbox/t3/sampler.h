@@ -1,12 +1,17 @@
 #pragma once
-// T3 token sampling at HEAD (spec t3.md §5), one function per stage so each can be checked alone:
-//   CFG combine -> repetition penalty -> temperature -> min-p -> top-p -> softmax -> multinomial.
-// The stages follow the HF processors (RepetitionPenaltyLogitsProcessor, MinPLogitsWarper,
+// T3 token sampling at HEAD (spec t3.md §5), one function per stage so each can be checked alone.
+// Which stages run, in which order, is the variant's SamplerRecipe:
+//   English / multilingual: CFG combine -> repetition penalty -> temperature -> min-p -> top-p
+//   Turbo / Nano:           temperature -> top-k -> top-p -> repetition penalty (no CFG, no min-p)
+// then softmax -> multinomial (or argmax when greedy). The stages follow the HF processors
+// (RepetitionPenaltyLogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper, MinPLogitsWarper,
 // TopPLogitsWarper, transformers 5.2) on one row of logits; removed tokens become -inf.
 //
 // Randomness: one std::mt19937_64 per generation, seeded with SamplingParams::seed. The standard
 // fixes its output sequence, and the uniform draw below uses only its raw 64-bit output, so the
 // same seed gives the same tokens on every platform and backend with the same logits.
+
+#include "models/chatterbox/variant.h"
 
 #include <cstdint>
 #include <random>
@@ -14,8 +19,10 @@
 
 namespace chatterbox::t3 {
 
+// The defaults are English's (tts.py generate()); SamplerRecipe::defaults has each variant's.
 struct SamplingParams {
     float temperature = 0.8f;
+    int top_k = 0;      // 0 = off; only recipes with a top-k stage use it (Turbo: 1000)
     float top_p = 1.0f; // 1 = off (the official generate() default)
     float min_p = 0.05f;
     float repetition_penalty = 1.2f;
@@ -34,6 +41,25 @@ struct SamplingParams {
 
 using Rng = std::mt19937_64;
 
+// One logits processor.
+enum class LogitsStage { repetition_penalty, temperature, top_k, min_p, top_p };
+
+// How a variant's official generate() turns logits into a token: the processors in order, whether
+// it runs the CFG rows, what the repetition penalty sees, and its default parameters. Parameters
+// of stages the recipe lacks (min_p, top_k, cfg_weight) are ignored, as the official Turbo
+// generate() ignores them.
+struct SamplerRecipe {
+    std::vector<LogitsStage> stages;
+    bool guidance = true; // cfg_weight > 0 runs the unconditional row too
+    // The penalty's history starts with the BOS token at every step (HF generate's ids), or only
+    // at step 0, later steps seeing the generated tokens alone (inference_turbo's input_ids).
+    bool history_keeps_bos = true;
+    SamplingParams defaults;
+};
+
+// english and multilingual: the English recipe; turbo and nano: Turbo's (tts_turbo.py generate()).
+const SamplerRecipe &sampler_recipe(Variant variant);
+
 // logits = cond + w * (cond - uncond)
 std::vector<float> cfg_combine(const float *cond, const float *uncond, size_t n, float cfg_weight);
 
@@ -43,6 +69,10 @@ void apply_repetition_penalty(std::vector<float> &logits, const std::vector<int3
 
 // l /= temperature, skipped for exactly 1 as the reference does.
 void apply_temperature(std::vector<float> &logits, float temperature);
+
+// Keeps the tokens whose logit is at least the k-th largest (ties at the boundary stay, as HF's
+// TopKLogitsWarper); k <= 0 or k >= the vocabulary keeps all.
+void apply_top_k(std::vector<float> &logits, int top_k);
 
 // Removes tokens whose probability is below min_p * (highest probability); the top token always stays.
 void apply_min_p(std::vector<float> &logits, float min_p);
@@ -63,8 +93,15 @@ double uniform01(Rng &rng);
 // whose cumulative sum exceeds u * total for one uniform draw u.
 int sample_multinomial(const std::vector<float> &probs, Rng &rng);
 
-// Temperature -> min-p -> top-p -> softmax -> multinomial on penalised logits (which it modifies),
-// or argmax when params.greedy.
-int choose_token(std::vector<float> &penalized_logits, const SamplingParams &params, Rng &rng);
+// The recipe's stages on one row of (CFG-combined) logits, in place: what the draw sees. history:
+// the ids the repetition penalty sees. Greedy decoding skips the temperature (it cannot change
+// the argmax). penalized, when given, receives the logits right after the repetition penalty.
+void process_logits(std::vector<float> &logits, const SamplerRecipe &recipe, const std::vector<int32_t> &history,
+                    const SamplingParams &params, std::vector<float> *penalized = nullptr);
+
+// process_logits, then argmax (params.greedy) or softmax -> one multinomial draw. Throws Error for
+// NaN or +inf logits, or when every logit is -inf.
+int choose_token(std::vector<float> &logits, const SamplerRecipe &recipe, const std::vector<int32_t> &history,
+                 const SamplingParams &params, Rng &rng, std::vector<float> *penalized = nullptr);
 
 } // namespace chatterbox::t3

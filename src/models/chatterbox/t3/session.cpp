@@ -63,6 +63,10 @@ Session::Graph &Session::prefill_graph(int bucket) {
     std::vector<int32_t> positions(static_cast<size_t>(bucket));
     std::iota(positions.begin(), positions.end(), 0);
     const std::vector<int64_t> slots(positions.begin(), positions.end());
+    // Padding past a bounded position table (GPT-2's wpe) takes its last row: never attended to.
+    const int max_sequence = model_.hparams().max_sequence();
+    if (max_sequence > 0)
+        for (int32_t &p : positions) p = std::min(p, max_sequence - 1);
     const std::vector<ggml_fp16_t> mask = causal_mask(bucket, bucket, 0);
     g->runner->set_input(g->in.positions, positions);
     g->runner->set_input(g->in.cache_slots, slots.data(), slots.size() * sizeof(int64_t));
@@ -107,6 +111,9 @@ std::vector<float> Session::prefill(const std::vector<float> &embeds, int n_rows
     const size_t hidden = size_t(model_.hparams().hidden);
     if (n_rows < 1 || length < 1 || max_new_tokens < 0)
         fail("T3 prefill: invalid request of ", n_rows, " rows x ", length, " tokens + ", max_new_tokens, " new");
+    const int max_sequence = model_.hparams().max_sequence();
+    if (max_sequence > 0 && length > max_sequence)
+        fail("T3 prefill: ", length, " tokens exceed the model's ", max_sequence, " positions");
     if (embeds.size() != size_t(n_rows) * size_t(length) * hidden)
         fail("T3 prefill: ", embeds.size(), " embedding values, expected ", n_rows, " x ", length, " x ", hidden);
     const int bucket = round_up(length, options_.prefill_bucket);
@@ -130,6 +137,8 @@ std::vector<float> Session::decode(const std::vector<float> &embed) {
     const size_t hidden = size_t(model_.hparams().hidden);
     if (!cache_ || length_ == 0) fail("T3 decode: no prefill has started a sequence");
     if (embed.size() != hidden) fail("T3 decode: embedding of ", embed.size(), " values, expected ", hidden);
+    if (model_.hparams().max_sequence() > 0 && length_ >= model_.hparams().max_sequence())
+        fail("T3 decode: the sequence is at the model's ", model_.hparams().max_sequence(), " positions");
     if (length_ >= cache_->capacity())
         fail("T3 decode: the KV cache is full (", cache_->capacity(),
              " positions); reserve more new tokens at prefill");

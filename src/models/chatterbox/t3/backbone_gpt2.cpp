@@ -1,0 +1,70 @@
+#include "models/chatterbox/t3/backbone_gpt2.h"
+
+#include "models/chatterbox/t3/backbone.h"
+
+namespace chatterbox::t3 {
+
+nn::Linear conv1d_as_linear(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out) {
+    const std::vector<float> stored = w.host_f32(prefix + ".weight", {in, out});
+    std::vector<float> transposed(stored.size());
+    for (int64_t i = 0; i < in; ++i)
+        for (int64_t o = 0; o < out; ++o) transposed[size_t(o * in + i)] = stored[size_t(i * out + o)];
+    nn::Linear linear;
+    linear.weight = w.derived(prefix + ".weight.T", {out, in}, std::move(transposed));
+    linear.bias = w.get(prefix + ".bias", {out}, WeightUse::f32);
+    linear.in = in;
+    linear.out = out;
+    linear.route = w.matmul_route();
+    return linear;
+}
+
+Gpt2Backbone::Gpt2Backbone(ModuleWeights &w, const HParams &hp) {
+    const int64_t h = hp.hidden;
+    wpe = w.get("tfmr.wpe.weight", {hp.positions, h}, WeightUse::f32);
+    layers.reserve(size_t(hp.n_layers));
+    for (int i = 0; i < hp.n_layers; ++i) {
+        const std::string p = "tfmr.h." + std::to_string(i) + ".";
+        layers.push_back(Gpt2Layer{
+            nn::LayerNorm(w, p + "ln_1", h, hp.layer_norm_eps),
+            conv1d_as_linear(w, p + "attn.c_attn", h, 3 * h),
+            conv1d_as_linear(w, p + "attn.c_proj", h, h),
+            nn::LayerNorm(w, p + "ln_2", h, hp.layer_norm_eps),
+            nn::FeedForward(conv1d_as_linear(w, p + "mlp.c_fc", h, hp.ffn),
+                            conv1d_as_linear(w, p + "mlp.c_proj", hp.ffn, h), nn::Activation::gelu_tanh),
+        });
+    }
+    ln_f = nn::LayerNorm(w, "tfmr.ln_f", h, hp.layer_norm_eps);
+    w.ignore("tfmr.wte.");
+}
+
+ggml_tensor *Gpt2Backbone::layers_graph(ggml_context *ctx, const HParams &hp, const KvCache &cache,
+                                        const BackboneInputs &in, nn::AttentionPath attention) const {
+    const int64_t h = hp.hidden, n = in.n_tokens, n_rows = in.embeds->ne[2];
+    // inputs_embeds + wpe(position), the positions shared by every row.
+    ggml_tensor *x = ggml_add(ctx, in.embeds, ggml_get_rows(ctx, wpe, in.positions));
+    x = ggml_reshape_2d(ctx, x, h, n * n_rows);
+    // Rows [part * hidden, (part + 1) * hidden) of the fused projection, contiguous.
+    auto part = [&](ggml_tensor *qkv, int index) {
+        return ggml_cont(ctx, ggml_view_2d(ctx, qkv, h, n * n_rows, qkv->nb[1], size_t(index * h) * sizeof(float)));
+    };
+    for (int il = 0; il < hp.n_layers; ++il) {
+        const Gpt2Layer &w = layers[size_t(il)];
+        ggml_tensor *qkv = w.c_attn(ctx, w.ln_1(ctx, x)); // (3 hidden, n * n_rows)
+        ggml_tensor *q = ggml_reshape_4d(ctx, part(qkv, 0), hp.head_dim, hp.n_heads, n, n_rows);
+        ggml_tensor *mixed = cached_self_attention(ctx, hp, cache, il, in, q, part(qkv, 1), part(qkv, 2), attention);
+        x = ggml_add(ctx, x, w.attn_proj(ctx, mixed));
+        x = ggml_add(ctx, x, w.mlp(ctx, w.ln_2(ctx, x)));
+    }
+    return x;
+}
+
+std::vector<const ggml_tensor *> Gpt2Backbone::step_tensors() const {
+    std::vector<const ggml_tensor *> tensors{ln_f.weight, ln_f.bias};
+    for (const Gpt2Layer &l : layers)
+        tensors.insert(tensors.end(), {l.ln_1.weight, l.ln_1.bias, l.c_attn.weight, l.c_attn.bias, l.attn_proj.weight,
+                                       l.attn_proj.bias, l.ln_2.weight, l.ln_2.bias, l.mlp.up.weight, l.mlp.up.bias,
+                                       l.mlp.down.weight, l.mlp.down.bias});
+    return tensors;
+}
+
+} // namespace chatterbox::t3
