@@ -92,6 +92,9 @@ void answer_speech(const Engine &engine, SessionPool &pool, const VoiceLibrary &
     std::unique_ptr<WatchedRequest> watched =
         watch_request(operations, http_request, options.retry_after_seconds, response);
     synthesis.cancel = watched->cancel_flag();
+    // Whole answers are made in the same windows as streamed ones, so a request gives the same audio
+    // streamed or not (the offline reference computation stays the CLI's and the C API's default).
+    synthesis.stream = true;
 
     std::shared_ptr<Session> session = pool.acquire();
     if (!session) {

@@ -72,7 +72,7 @@ TEST_F(ServerFormats, EveryFormatWholeDecodesToTheSessionsLength) {
     RunningServer server(*engine_, small_server());
     httplib::Client client = server.client();
     json body = speech("Every format says the same.", 5, 30);
-    const std::vector<float> wave = session_wave(body, false);
+    const std::vector<float> wave = session_wave(body);
     ASSERT_FALSE(wave.empty());
     for (const audio::AudioFormatInfo &format : audio::audio_formats()) {
         SCOPED_TRACE(format.name);
@@ -124,14 +124,14 @@ TEST_F(ServerFormats, SpeedStretchesWholeAndStreamedAnswersAsTheSessionDoes) {
     httplib::Client client = server.client();
     json body = speech("Faster, then slower.", 13, 40);
     body["response_format"] = "pcm";
-    const size_t normal = session_wave(body, false).size();
+    const size_t normal = session_wave(body).size();
 
     body["speed"] = 2.0;
     auto fast = post(client, body);
     ASSERT_TRUE(fast) << "no answer";
     ASSERT_EQ(fast->status, 200) << fast->body;
     const std::vector<int16_t> fast_samples = test::pcm_samples(fast->body);
-    EXPECT_EQ(fast_samples, test::pcm_of(session_wave(body, false)));
+    EXPECT_EQ(fast_samples, test::pcm_of(session_wave(body)));
     EXPECT_EQ(fast_samples.size(), size_t(std::lround(normal / 2.0)));
 
     body["speed"] = 0.5;
@@ -139,7 +139,7 @@ TEST_F(ServerFormats, SpeedStretchesWholeAndStreamedAnswersAsTheSessionDoes) {
     const StreamedAnswer slow = stream(client, body);
     ASSERT_EQ(slow.status, 200) << slow.bytes;
     EXPECT_GT(slow.deliveries, 1u);
-    const std::vector<float> slow_wave = session_wave(body, true);
+    const std::vector<float> slow_wave = session_wave(body);
     EXPECT_EQ(test::pcm_samples(slow.bytes), test::pcm_of(slow_wave));
     EXPECT_NEAR(double(slow_wave.size()), 2.0 * double(normal), 0.02 * normal);
 
@@ -154,7 +154,7 @@ TEST_F(ServerFormats, SpeedStretchesWholeAndStreamedAnswersAsTheSessionDoes) {
     body["response_format"] = "aac";
     auto aac = post(client, body);
     ASSERT_EQ(aac->status, 200) << aac->body;
-    const size_t stretched = session_wave(body, false).size();
+    const size_t stretched = session_wave(body).size();
     const size_t decoded = test::decode_audio(aac->body, audio::AudioFormat::aac).samples.size();
     EXPECT_GE(decoded, stretched);
     EXPECT_LE(decoded, stretched + test::codec_padding(audio::AudioFormat::aac));
@@ -167,7 +167,7 @@ TEST_F(ServerFormats, SpeechThatEndsAtOnceIsAnEmptyAnswerNotAnError) {
     json body = speech("Hi.", 2, 1);
     body["temperature"] = 5;
     body["min_p"] = 0;
-    ASSERT_TRUE(session_wave(body, false).empty()) << "seed 2 no longer ends at once: choose a seed that does";
+    ASSERT_TRUE(session_wave(body).empty()) << "seed 2 no longer ends at once: choose a seed that does";
     for (const audio::AudioFormatInfo &format : audio::audio_formats()) {
         SCOPED_TRACE(format.name);
         // The format's empty form (Ogg's bytes differ in their random serial number only).

@@ -109,7 +109,7 @@ httplib::Result say(httplib::Client &client, const json &body) {
 
 // Expects an OpenAI-shaped error with this status naming `param` ("" : null).
 void expect_error(const httplib::Result &result, int status, const std::string &param, const std::string &fragment) {
-    ASSERT_TRUE(result) << "no answer";
+    ASSERT_TRUE(result) << "no answer (expected " << status << " with '" << fragment << "'): " << result.error();
     EXPECT_EQ(result->status, status) << result->body;
     const json error = json::parse(result->body, nullptr, false);
     ASSERT_TRUE(error.is_object() && error.contains("error")) << result->body;
@@ -321,7 +321,9 @@ TEST_F(ServerVoices, BadAndOversizedUploadsAreClearErrors) {
             return true;
         },
         "multipart/form-data; boundary=b");
-    expect_error(chunked, 411, "", "Content-Length");
+    // The refusal comes before the body is read, so the client's write may meet the closed
+    // connection first (httplib then reports Error::Write); when the answer arrives, it is the 411.
+    if (chunked || chunked.error() != httplib::Error::Write) expect_error(chunked, 411, "", "Content-Length");
 
     // A recording over the length limit (10 minutes) is refused from its header.
     std::vector<float> long_quiet(size_t(601 * 1000), 0.01f);

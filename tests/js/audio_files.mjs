@@ -56,10 +56,67 @@ function pcmSamples(bytes) {
   return bytes.length / 2;
 }
 
+// MPEG audio (the server's MPEG-2 layer III at 24 kHz): 576 samples a frame, frames walked by their
+// headers (bitrate, rate and padding give each frame's length); a whole file's first frame is
+// LAME's Info frame, silent in a stream, and counts like the others.
+function mp3Samples(bytes) {
+  const bitrates = [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160]; // MPEG-2 layer III, kbit/s
+  const rates = [22050, 24000, 16000];
+  let frames = 0;
+  for (let at = 0; at + 4 <= bytes.length; ) {
+    if (bytes[at] !== 0xff || (bytes[at + 1] & 0xe0) !== 0xe0) throw new Error(`MP3: no frame header at byte ${at}`);
+    const version = (bytes[at + 1] >> 3) & 3, layer = (bytes[at + 1] >> 1) & 3;
+    if (version !== 2 || layer !== 1) throw new Error(`MP3: frame at ${at} is not MPEG-2 layer III`);
+    const bitrate = bitrates[bytes[at + 2] >> 4], rate = rates[(bytes[at + 2] >> 2) & 3];
+    if (!bitrate || rate !== SAMPLE_RATE) throw new Error(`MP3: frame at ${at} has bitrate ${bitrate}, rate ${rate}`);
+    at += Math.floor((72000 * bitrate) / rate) + ((bytes[at + 2] >> 1) & 1);
+    ++frames;
+  }
+  if (frames === 0) throw new Error('MP3 without frames');
+  return frames * 576;
+}
+
+// AAC in ADTS: 1024 samples a frame, each frame's length in its 7-byte header.
+function aacSamples(bytes) {
+  let frames = 0;
+  for (let at = 0; at + 7 <= bytes.length; ++frames) {
+    if (bytes[at] !== 0xff || (bytes[at + 1] & 0xf0) !== 0xf0) throw new Error(`AAC: no ADTS header at byte ${at}`);
+    const length = ((bytes[at + 3] & 3) << 11) | (bytes[at + 4] << 3) | (bytes[at + 5] >> 5);
+    if (length < 7) throw new Error(`AAC: ADTS frame of ${length} bytes at ${at}`);
+    at += length;
+  }
+  if (frames === 0) throw new Error('AAC without frames');
+  return frames * 1024;
+}
+
+// Ogg Opus: the last page's granule position (48 kHz samples) less OpusHead's pre-skip, at 24 kHz.
+function opusSamples(bytes) {
+  if (ascii(bytes, 0, 4) !== 'OggS') throw new Error('not an Ogg stream');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+  let granule = 0n, preSkip = null;
+  for (let at = 0; at + 27 <= bytes.length; ) {
+    if (ascii(bytes, at, 4) !== 'OggS') throw new Error(`Ogg: no page at byte ${at}`);
+    const segments = bytes[at + 26];
+    let body = 0;
+    for (let i = 0; i < segments; ++i) body += bytes[at + 27 + i];
+    const data = at + 27 + segments;
+    if (preSkip === null) {
+      if (ascii(bytes, data, 8) !== 'OpusHead') throw new Error('Ogg stream without OpusHead');
+      preSkip = view.getUint16(data + 10, true);
+    }
+    granule = view.getBigUint64(at + 6, true);
+    at = data + body;
+  }
+  return Math.max(0, Number(granule) - preSkip) / 2;
+}
+
 // The formats the tests ask for, one line each: the sample count of such a file, and by how many
 // samples it may differ from the pcm of the same request (a lossy codec pads to whole frames).
 export const AUDIO_FORMATS = {
   wav: { samples: wavSamples, tolerance: 0 },
   pcm: { samples: pcmSamples, tolerance: 0 },
   flac: { samples: flacSamples, tolerance: 0 },
+  mp3: { samples: mp3Samples, tolerance: 4 * 576 }, // the Info frame, encoder delay, the last frame's padding
+  aac: { samples: aacSamples, tolerance: 3 * 1024 }, // the priming frame, the last frame's padding
+  opus: { samples: opusSamples, tolerance: 960 }, // end trimming to whole 20 ms packets
 };

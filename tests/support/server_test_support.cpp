@@ -285,13 +285,13 @@ void ServerTest::SetUpTestSuite() { engine_ = tiny_engine(); }
 
 void ServerTest::TearDownTestSuite() { engine_.reset(); }
 
-std::vector<float> ServerTest::session_wave(const json &body, bool stream) {
+std::vector<float> ServerTest::session_wave(const json &body) {
     Session session(*engine_, SessionOptions{1});
     SynthesisOptions options;
     options.params.sampling.seed = body["seed"];
     options.params.sampling.max_new_tokens = body["max_new_tokens"];
     options.params.speed = body.value("speed", 1.0f);
-    options.stream = stream;
+    options.stream = true;
     return session.synthesize(body["input"].get<std::string>(), engine_->builtin_voice(0.5f), options).wave;
 }
 

@@ -126,8 +126,8 @@ class ServerTest : public ::testing::Test {
     static void TearDownTestSuite();
 
     // What a session of the engine makes of the same request (seed, max_new_tokens and speed of
-    // the body), offline or streamed.
-    static std::vector<float> session_wave(const nlohmann::json &body, bool stream);
+    // the body) in the streaming windows, as the server answers it, whole or streamed.
+    static std::vector<float> session_wave(const nlohmann::json &body);
 
     static inline std::unique_ptr<Engine> engine_;
 };
