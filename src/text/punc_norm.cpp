@@ -56,17 +56,14 @@ const PunctuationRules &multilingual_punctuation() {
     return rules;
 }
 
+// tts_turbo.py keeps English's list in its order, without three of its rules.
 const PunctuationRules &turbo_punctuation() {
-    static const PunctuationRules rules{{{"\u2026", ", "},
-                                         {":", ","},
-                                         {"\u2014", "-"},
-                                         {"\u2013", "-"},
-                                         {" ,", ","},
-                                         {"\u201C", "\""},
-                                         {"\u201D", "\""},
-                                         {"\u2018", "'"},
-                                         {"\u2019", "'"}},
-                                        english_punctuation().sentence_enders};
+    static const PunctuationRules rules = [] {
+        PunctuationRules turbo{{}, english_punctuation().sentence_enders};
+        for (const auto &rule : english_punctuation().replacements)
+            if (rule.first != "..." && rule.first != " - " && rule.first != ";") turbo.replacements.push_back(rule);
+        return turbo;
+    }();
     return rules;
 }
 

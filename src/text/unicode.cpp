@@ -137,12 +137,8 @@ std::string python_upper_if_lower(char32_t c) {
 
 bool is_regex_word(char32_t c) {
     if (c > kMaxCodePoint) return false;
+    if (is_letter(c)) return true;
     switch (properties(c).category) {
-    case UTF8PROC_CATEGORY_LU:
-    case UTF8PROC_CATEGORY_LL:
-    case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO:
     case UTF8PROC_CATEGORY_NL: // letter numbers are Alphabetic
     case UTF8PROC_CATEGORY_MN:
     case UTF8PROC_CATEGORY_MC:
