@@ -108,7 +108,12 @@ ModelHparams ModelHparams::from_metadata(const GgufFile &file) {
     } catch (const Error &e) {
         fail(file.path(), ": ", kVariant, ": ", e.what());
     }
-    visit_component_hparams(h, [&](const auto &table, auto &component) { component = read_fields(table, file); });
+    try {
+        visit_component_hparams(h, [&](const auto &table, auto &component) { component = read_fields(table, file); });
+    } catch (const Error &e) {
+        // New hyper-parameters join the tables as the engine grows; older files lack them.
+        fail(e.what(), " (a GGUF written by an older chatterbox-convert lacks newer keys: convert the model again)");
+    }
     h.t3.variant = h.variant;
     try {
         h.validate();
