@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -36,10 +37,15 @@ void send_request(httplib::Client &client, const std::string &body, ClientTally 
         return true;
     };
     const httplib::Result result = client.send(request);
-    if (!result || result->status != 200 || first)
-        ++tally.failed;
-    else
+    if (!result || result->status != 200 || first) {
+        // Say why once per client: a failed request is counted, not timed, and all failing means a setup problem.
+        if (tally.failed++ == 0)
+            std::fprintf(stderr, "chatterbox-bench server: a request failed: %s\n",
+                         !result ? httplib::to_string(result.error()).c_str()
+                                 : concat("HTTP ", result->status, " ", result->body.substr(0, 300)).c_str());
+    } else {
         tally.audio_bytes += bytes;
+    }
 }
 
 nlohmann::json run_level(const Engine &engine, const ServerBenchOptions &options, int clients) {
