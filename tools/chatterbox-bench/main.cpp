@@ -36,15 +36,18 @@ void print_t3_row(const nlohmann::json &r) {
     std::printf("  %s\n", r["weights"].get<std::string>().c_str());
 }
 
+// The memory read bandwidth the T3 bound divides by, printed and recorded in results.
+double probe_read_bandwidth(Backend &backend, nlohmann::json &results) {
+    const bench::BandwidthResult bw = bench::measure_read_bandwidth(size_t(2) << 30, backend.threads());
+    std::printf("memory read bandwidth: %.1f GB/s (%d threads, %.0f MiB buffer, best of 5)\n", bw.gb_per_s, bw.threads,
+                double(bw.bytes) / (1 << 20));
+    results["read_bandwidth_gb_per_s"] = bw.gb_per_s;
+    return bw.gb_per_s;
+}
+
 void run_t3(Backend &backend, const BackendOptions &backend_options, const std::vector<std::string> &weights,
             bench::T3BenchOptions options, bool with_bandwidth, nlohmann::json &results) {
-    if (with_bandwidth) {
-        const bench::BandwidthResult bw = bench::measure_read_bandwidth(size_t(2) << 30, backend.threads());
-        std::printf("memory read bandwidth: %.1f GB/s (%d threads, %.0f MiB buffer, best of 5)\n", bw.gb_per_s,
-                    bw.threads, double(bw.bytes) / (1 << 20));
-        options.bandwidth_gb_per_s = bw.gb_per_s;
-        results["read_bandwidth_gb_per_s"] = bw.gb_per_s;
-    }
+    if (with_bandwidth) options.bandwidth_gb_per_s = probe_read_bandwidth(backend, results);
     std::printf("T3 on %s, %d decode steps, cfg %.2g\n", backend.description().c_str(), options.decode_tokens,
                 double(options.cfg_weight));
     std::printf("%-6s %-5s %-4s %6s %9s %8s %10s %11s %9s %8s %9s %7s\n", "matrix", "attn", "kv", "bucket", "load_ms",
@@ -124,13 +127,7 @@ void run_s3gen(Backend &backend, BackendOptions backend_options, const std::vect
 
 void run_pipeline(Backend &backend, const BackendOptions &backend_options, const std::vector<std::string> &weights,
                   bench::PipelineBenchOptions options, bool with_bandwidth, nlohmann::json &results) {
-    if (with_bandwidth) {
-        const bench::BandwidthResult bw = bench::measure_read_bandwidth(size_t(2) << 30, backend.threads());
-        std::printf("memory read bandwidth: %.1f GB/s (%d threads, %.0f MiB buffer, best of 5)\n", bw.gb_per_s,
-                    bw.threads, double(bw.bytes) / (1 << 20));
-        options.bandwidth_gb_per_s = bw.gb_per_s;
-        results["read_bandwidth_gb_per_s"] = bw.gb_per_s;
-    }
+    if (with_bandwidth) options.bandwidth_gb_per_s = probe_read_bandwidth(backend, results);
     std::printf("pipeline, %d threads: \"%s\", voice %.0f s, max_new_tokens %d%s%s\n", backend.threads(),
                 options.text.c_str(), options.voice_seconds, options.max_new_tokens,
                 options.ignore_eos ? ", EOS ignored" : "", options.split_text ? "" : ", text not split");
