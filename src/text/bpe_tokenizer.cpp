@@ -285,7 +285,7 @@ BpeTokenizer BpeTokenizer::from_folder(const std::string &folder) {
           {"use_regex", true}}},
         {"added_tokens", read_added_tokens(folder, has_config ? &config : nullptr)},
     };
-    return from_json(root.dump(), folder + " (GPT-2 vocab.json + merges.txt)");
+    return from_document(root, folder + " (GPT-2 vocab.json + merges.txt)");
 }
 
 BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, const std::string &source) {
@@ -295,6 +295,10 @@ BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, const std::stri
     } catch (const json::exception &error) {
         fail(source, ": invalid JSON: ", error.what());
     }
+    return from_document(root, source);
+}
+
+BpeTokenizer BpeTokenizer::from_document(const nlohmann::json &root, const std::string &source) {
     if (!root.is_object()) fail(source, ": expected a JSON object at the top level, got ", describe(root));
 
     BpeTokenizer tokenizer;

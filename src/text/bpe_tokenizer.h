@@ -15,6 +15,8 @@
 // GPT-2's "slow" files (vocab.json + merges.txt + added tokens) load through from_folder.
 // Text must be valid UTF-8 (else Error, like Python's strict decoding); it never crashes on arbitrary bytes.
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -70,6 +72,8 @@ class BpeTokenizer {
     struct WordCache;
 
     BpeTokenizer();
+    // The tokenizer.json document, already parsed (from_folder builds one from GPT-2's files).
+    static BpeTokenizer from_document(const nlohmann::json &root, const std::string &source);
     void encode_piece(std::string_view piece, bool normalized_pass, std::vector<int32_t> &ids) const;
     void encode_text(std::string_view text, std::vector<int32_t> &ids) const;
     void encode_byte_level(std::string_view text, std::vector<int32_t> &ids) const;
