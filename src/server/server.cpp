@@ -76,10 +76,8 @@ Server::Server(const Engine &engine, const ServerOptions &options)
     // queue place, and a few more so /health and refusals are answered while all of those are taken.
     const size_t workers = size_t(options.sessions + options.queue + 4);
     http_->new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-    // httplib has one body limit; each route checks its own. httplib refuses a body over its limit
-    // without reading it, and closing on unread bytes resets the connection, so the client may see
-    // the reset instead of the 413: twice the largest route limit is still read and answered.
-    http_->set_payload_max_length(2 * std::max(options.max_body_bytes, options.max_upload_bytes));
+    // httplib has one body limit: the larger one; each route checks its own.
+    http_->set_payload_max_length(std::max(options.max_body_bytes, options.max_upload_bytes));
     // httplib's default adds SO_REUSEPORT, with which a second server on the same port starts
     // without error and the kernel splits the clients between the two; SO_REUSEADDR alone still
     // allows a restart while old connections linger in TIME_WAIT.
