@@ -55,15 +55,16 @@ TEST_F(SpeechGuards, ShortSentenceEndsAtTheLengthBoundByDefault) {
     const std::string words = "Yes.";
     const t3::HParams &hp = engine_->t3().hparams();
     const int bound = t3::length_bound(hp.guards, int(framed(words).size()) - 2);
-    SynthesisParams params; // the defaults, but for max_new_tokens: room for the unbounded run to show
-    params.sampling.max_new_tokens = bound + 40;
+    SynthesisParams params; // the defaults: max_new_tokens 1000
+    ASSERT_GT(params.sampling.max_new_tokens, bound);
     const SynthesisResult guarded = say(words, params);
     ASSERT_EQ(guarded.piece_ends.size(), 1u);
     EXPECT_EQ(guarded.piece_ends[0], t3::PieceEnd::length_bound) << t3::piece_end_name(guarded.piece_ends[0]);
     EXPECT_EQ(guarded.t3_steps, bound);
     EXPECT_EQ(guarded.pieces_at_length_bound(), 1);
 
-    params.sampling.guards = {}; // every guard off: the official loop
+    params.sampling.guards = {}; // every guard off: the official loop, here to a shorter max_new_tokens
+    params.sampling.max_new_tokens = bound + 40;
     const SynthesisResult plain = say(words, params);
     EXPECT_EQ(plain.piece_ends, std::vector<t3::PieceEnd>{t3::PieceEnd::max_tokens});
     EXPECT_EQ(plain.t3_steps, bound + 40);
