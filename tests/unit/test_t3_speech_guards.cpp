@@ -274,3 +274,14 @@ TEST(SamplingParams, GuardedTurnsOnTheBoundAndStopsOnly) {
     bad.guards.speech_per_text_token = -2;
     test::expect_error([&] { bad.validate(4096); }, "speech tokens per text token");
 }
+
+TEST(PieceEnd, EveryEndHasItsName) {
+    const std::vector<std::pair<PieceEnd, std::string>> names = {{PieceEnd::eos, "eos"},
+                                                                 {PieceEnd::max_tokens, "max_tokens"},
+                                                                 {PieceEnd::length_bound, "length_bound"},
+                                                                 {PieceEnd::token_repeat, "token_repeat"},
+                                                                 {PieceEnd::silence_tail, "silence_tail"},
+                                                                 {PieceEnd::alignment, "alignment"},
+                                                                 {PieceEnd::stopped, "stopped"}};
+    for (const auto &[end, name] : names) EXPECT_EQ(piece_end_name(end), name);
+}

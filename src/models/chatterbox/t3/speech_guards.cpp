@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace chatterbox::t3 {
 
@@ -28,23 +29,11 @@ GuardHParams GuardHParams::for_variant(Variant variant) {
 }
 
 const char *piece_end_name(PieceEnd end) {
-    switch (end) {
-    case PieceEnd::eos:
-        return "eos";
-    case PieceEnd::max_tokens:
-        return "max_tokens";
-    case PieceEnd::length_bound:
-        return "length_bound";
-    case PieceEnd::token_repeat:
-        return "token_repeat";
-    case PieceEnd::silence_tail:
-        return "silence_tail";
-    case PieceEnd::alignment:
-        return "alignment";
-    case PieceEnd::stopped:
-        return "stopped";
-    }
-    return "?";
+    // In the order of PieceEnd.
+    static constexpr const char *kNames[] = {"eos",          "max_tokens", "length_bound", "token_repeat",
+                                             "silence_tail", "alignment",  "stopped"};
+    const size_t i = size_t(end);
+    return i < std::size(kNames) ? kNames[i] : "?";
 }
 
 int length_bound(const GuardHParams &guards, int text_tokens, float rate) {
