@@ -78,7 +78,10 @@ Audio read_audio(const std::string &path, const ReadOptions &options) {
     Audio audio;
     audio.sample_rate = info.samplerate;
     const int channels = info.channels;
-    const sf_count_t block_frames = std::max<sf_count_t>(1, (1 << 18) / channels); // ~1 MB per block
+    // ~1 MB per block, or the whole file when libsndfile says it is shorter (the loop reads on
+    // until the decoder stops either way, so a wrong count only costs more blocks).
+    sf_count_t block_frames = std::max<sf_count_t>(1, (1 << 18) / channels);
+    if (info.frames > 0 && info.frames < block_frames) block_frames = info.frames;
     std::vector<float> block(static_cast<size_t>(block_frames) * channels);
     for (;;) {
         const sf_count_t got = sf_readf_float(file.get(), block.data(), block_frames);
