@@ -69,6 +69,9 @@ Audio read_audio(const std::string &path, const ReadOptions &options) {
              "' is not an audio file libsndfile can decode (wav, flac, ogg, opus, mp3 ...): ", sf_strerror(nullptr));
     if (info.samplerate <= 0 || info.channels <= 0)
         fail("read_audio: '", path, "' reports ", info.samplerate, " Hz and ", info.channels, " channels");
+    if (info.samplerate > options.max_sample_rate)
+        fail("read_audio: '", path, "' has a sample rate of ", info.samplerate, " Hz; the limit is ",
+             options.max_sample_rate, " Hz");
 
     const double max_frames = options.max_seconds * info.samplerate;
     if (info.frames > max_frames && info.frames != SF_COUNT_MAX)

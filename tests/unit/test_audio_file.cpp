@@ -209,6 +209,16 @@ TEST(AudioFile, LengthLimitIsEnforced) {
     expect_error([&] { read_audio(dir + "/long.wav"); }, "the limit is 600 s");
 }
 
+TEST(AudioFile, SampleRateLimitIsEnforcedBeforeDecoding) {
+    const std::string dir = temp_dir("audio");
+    write_audio(dir + "/fast.wav", std::vector<float>(500, 0.1f), 500000);
+    expect_error([&] { read_audio(dir + "/fast.wav"); },
+                 {dir + "/fast.wav", "sample rate of 500000 Hz; the limit is 384000 Hz"});
+    ReadOptions options;
+    options.max_sample_rate = 500000;
+    EXPECT_EQ(read_audio(dir + "/fast.wav", options).sample_rate, 500000);
+}
+
 TEST(AudioFile, WriteClipsAndRejectsBadRequests) {
     const std::string dir = temp_dir("audio");
     write_audio(dir + "/loud.wav", {1.5f, -1.5f, 0.25f}, 16000);
