@@ -24,7 +24,14 @@ if [[ ${#names[@]} -eq 0 ]]; then
 fi
 for name in "${names[@]}"; do
   echo "== fuzz_$name: ${SECONDS_EACH} s"
+  log="$BUILD/fuzz-work/$name.log"
+  mkdir -p "$BUILD/fuzz-work"
+  rc=0
   "$ROOT/tests/fuzz/run_fuzzer.sh" "$BUILD/tests/fuzz/fuzz_$name" "$ROOT/tests/fuzz/corpus/$name" \
-    "$BUILD/fuzz-work/$name" "$SECONDS_EACH" 2>&1 | grep -E '^(#[0-9]+ +DONE|Done|==[0-9]+==|SUMMARY|stat::number_of_executed_units|artifact_prefix|Test unit written)' || true
-  [[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "fuzz_$name found a problem (see above and $BUILD/fuzz-work/$name/)"; exit 1; }
+    "$BUILD/fuzz-work/$name" "$SECONDS_EACH" >"$log" 2>&1 || rc=$?
+  grep -E '^(#[0-9]+[[:space:]]+DONE|==[0-9]+==|SUMMARY|.*runtime error|stat::number_of_executed_units|Test unit written)' "$log" || true
+  if [[ $rc -ne 0 ]]; then
+    echo "fuzz_$name found a problem (exit $rc): $log, input under $BUILD/fuzz-work/$name/"
+    exit 1
+  fi
 done
