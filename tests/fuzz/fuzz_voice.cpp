@@ -3,6 +3,11 @@
 #include "fuzz_support.h"
 #include "models/chatterbox/voice.h"
 
+extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+    chatterbox::fuzz::silence_ggml_log();
+    return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     using namespace chatterbox;
     const std::string &path = fuzz::write_scratch(data, size, ".voice");
