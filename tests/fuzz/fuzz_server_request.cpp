@@ -56,6 +56,8 @@ template <class Check> httplib::Server::Handler checked(Check check) {
         } catch (const ApiError &e) {
             if (e.status < 400 || e.status > 499 || std::string_view(e.what()).empty()) std::abort();
             response.status = e.status;
+        } catch (...) {
+            std::abort(); // httplib would answer 500 and hide it
         }
     };
 }
