@@ -48,7 +48,13 @@ void append_mono(const std::vector<float> &interleaved, sf_count_t frames, int c
         const float *frame = interleaved.data() + f * channels;
         float sum = 0.0f;
         for (int c = 0; c < channels; ++c) sum += frame[c];
-        out.push_back(sum / float(channels));
+        float mean = sum / float(channels);
+        if (!std::isfinite(mean)) { // finite samples near FLT_MAX overflow a float sum (found by fuzz_audio)
+            double wide = 0.0;
+            for (int c = 0; c < channels; ++c) wide += frame[c];
+            mean = float(wide / channels);
+        }
+        out.push_back(mean);
     }
 }
 
