@@ -76,6 +76,10 @@ void chatterbox_engine_free(chatterbox_engine *engine);
 int chatterbox_engine_sample_rate(const chatterbox_engine *engine); /* 24000 */
 /* A one-line description: variant, weight type, backend. Valid while the engine lives. */
 const char *chatterbox_engine_description(const chatterbox_engine *engine);
+/* The model's variant, read from the model: "english", "turbo" or "nano" ("" for a null engine). Voices
+ * built with one variant serve the variants that build them the same way (english; turbo and nano);
+ * synthesis with another's fails with CHATTERBOX_ERROR_INVALID_ARGUMENT. */
+const char *chatterbox_engine_variant(const chatterbox_engine *engine);
 
 /* ---- voices ---------------------------------------------------------------------------- */
 

@@ -331,6 +331,10 @@ const char *chatterbox_engine_description(const chatterbox_engine *engine) {
     return engine ? engine->description.c_str() : "";
 }
 
+const char *chatterbox_engine_variant(const chatterbox_engine *engine) {
+    return engine ? chatterbox::variant_name(engine->engine->files().hparams().variant) : "";
+}
+
 chatterbox_status chatterbox_voice_from_audio_file(chatterbox_engine *engine, const char *path, float exaggeration,
                                                    chatterbox_voice **voice) {
     if (voice) *voice = nullptr;

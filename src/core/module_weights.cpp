@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/shape.h"
+#include "core/string_match.h"
 #include "kernels/onednn.h"
 
 #include "ggml-alloc.h"
@@ -28,8 +29,6 @@ bool is_float_type(ggml_type type) {
     if (type == GGML_TYPE_F32 || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16) return true;
     return ggml_is_quantized(type) && ggml_get_type_traits(type)->to_float != nullptr;
 }
-
-bool starts_with(const std::string &s, const std::string &prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
 // ggml keeps GGML_MAX_NAME - 1 characters; the tail of a long weight name is the informative part.
 std::string ggml_name_for(const std::string &full_name) {

@@ -63,6 +63,13 @@ std::vector<float> to_f32(const TensorView &view) {
     return out;
 }
 
+std::vector<float> transposed(const std::vector<float> &m, int64_t rows, int64_t cols) {
+    std::vector<float> t(m.size());
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) t[size_t(c * rows + r)] = m[size_t(r * cols + c)];
+    return t;
+}
+
 std::vector<int64_t> to_i64(const TensorView &view) {
     std::vector<int64_t> out(size_t(view.numel()));
     if (view.type == GGML_TYPE_I64) {

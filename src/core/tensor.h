@@ -53,4 +53,7 @@ std::vector<float> to_f32(const TensorView &view);
 // Values of an integer tensor (i32, i64) as int64.
 std::vector<int64_t> to_i64(const TensorView &view);
 
+// The (cols, rows) row-major transpose of the (rows, cols) row-major matrix m.
+std::vector<float> transposed(const std::vector<float> &m, int64_t rows, int64_t cols);
+
 } // namespace chatterbox

@@ -9,13 +9,6 @@ namespace chatterbox::nn {
 
 namespace {
 
-std::vector<float> transposed(const std::vector<float> &m, int64_t rows, int64_t cols) {
-    std::vector<float> t(m.size());
-    for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c) t[size_t(c * rows + r)] = m[size_t(r * cols + c)];
-    return t;
-}
-
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // out (rows, n) = bias + x (rows, k_count) m (k_count, n), all row-major. Rows are taken in blocks so

@@ -258,12 +258,8 @@ json read_added_tokens(const std::string &folder, const json *config) {
     return added;
 }
 
-} // namespace
-
-BpeTokenizer BpeTokenizer::from_file(const std::string &path) { return from_json(read_text_file(path), path); }
-
-BpeTokenizer BpeTokenizer::from_folder(const std::string &folder) {
-    if (const std::string path = folder + "/tokenizer.json"; is_file(path)) return from_file(path);
+// The tokenizer.json document of GPT-2's files in folder, as transformers' AutoTokenizer reads them.
+json gpt2_document(const std::string &folder) {
     for (const char *required : {"vocab.json", "merges.txt"}) {
         if (!is_file(folder + "/" + required)) {
             fail("tokenizer: '", folder, "' has neither tokenizer.json nor GPT-2's ", required);
@@ -274,7 +270,7 @@ BpeTokenizer BpeTokenizer::from_folder(const std::string &folder) {
     if (has_config) config = read_json_file(folder + "/tokenizer_config.json");
     if (has_config && !config.is_object()) fail(folder, "/tokenizer_config.json: expected a JSON object");
     const std::string where = folder + "/tokenizer_config.json";
-    json root = {
+    return {
         {"model",
          {{"type", "BPE"},
           {"vocab", read_json_file(folder + "/vocab.json")},
@@ -285,7 +281,20 @@ BpeTokenizer BpeTokenizer::from_folder(const std::string &folder) {
           {"use_regex", true}}},
         {"added_tokens", read_added_tokens(folder, has_config ? &config : nullptr)},
     };
-    return from_document(root, folder + " (GPT-2 vocab.json + merges.txt)");
+}
+
+} // namespace
+
+BpeTokenizer BpeTokenizer::from_file(const std::string &path) { return from_json(read_text_file(path), path); }
+
+BpeTokenizer BpeTokenizer::from_folder(const std::string &folder) {
+    if (const std::string path = folder + "/tokenizer.json"; is_file(path)) return from_file(path);
+    return from_document(gpt2_document(folder), folder + " (GPT-2 vocab.json + merges.txt)");
+}
+
+std::string BpeTokenizer::folder_json(const std::string &folder) {
+    if (const std::string path = folder + "/tokenizer.json"; is_file(path)) return read_text_file(path);
+    return gpt2_document(folder).dump();
 }
 
 BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, const std::string &source) {

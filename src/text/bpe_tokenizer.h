@@ -37,6 +37,8 @@ class BpeTokenizer {
     // added_tokens.json and special_tokens_map.json when there is no tokenizer_config.json), with the
     // ByteLevel pre-tokenizer (add_prefix_space from tokenizer_config.json, false by default).
     static BpeTokenizer from_folder(const std::string &folder);
+    // The tokenizer.json text from_folder reads or builds (what a GGUF stores); throws as from_folder.
+    static std::string folder_json(const std::string &folder);
 
     BpeTokenizer(BpeTokenizer &&) noexcept;
     BpeTokenizer &operator=(BpeTokenizer &&) noexcept;

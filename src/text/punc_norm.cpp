@@ -1,5 +1,6 @@
 #include "text/punc_norm.h"
 
+#include "core/string_match.h"
 #include "text/unicode.h"
 
 #include <utility>
@@ -7,10 +8,6 @@
 namespace chatterbox::text {
 
 namespace {
-
-bool ends_with(std::string_view text, std::string_view suffix) {
-    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
 
 // " ".join(text.split()): words separated by Python whitespace, joined by single spaces.
 std::string collapse_whitespace(std::string_view text) {

@@ -62,7 +62,7 @@ TEST(CliErrors, NumbersOutOfRange) {
         {{"--temperature", "0"}, "--temperature: must be in (0, 5], got 0"},
         {{"--repetition-penalty", "0.5"}, "--repetition-penalty: must be in [1, 5]"},
         {{"--min-p", "1.5"}, "--min-p: must be in [0, 1]"},
-        {{"--top-p", "0"}, "--top-p: must be in (0, 1]"},
+        {{"--top-p", "-0.5"}, "--top-p: must be in [0, 1]"},
         {{"--top-p", "abc"}, "--top-p: \"abc\" is not a number"},
         {{"--max-tokens", "0"}, "--max-tokens: must be in [1, 4096]"},
         {{"--max-tokens", "5000"}, "--max-tokens: must be in [1, 4096]"},

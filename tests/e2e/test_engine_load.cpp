@@ -31,7 +31,7 @@ TEST(EngineLoad, MissingOrIncompleteModelsAreModelErrors) {
     expect_failure(chatterbox_engine_load(&ep, &e), CHATTERBOX_ERROR_MODEL, "tokenizer");
     const std::string not_a_model = test::golden_path("");
     ep.model_path = not_a_model.c_str();
-    expect_failure(chatterbox_engine_load(&ep, &e), CHATTERBOX_ERROR_MODEL, "ve.safetensors");
+    expect_failure(chatterbox_engine_load(&ep, &e), CHATTERBOX_ERROR_MODEL, "no T3 checkpoint (t3_cfg.safetensors");
     ep.model_path = synthetic.c_str();
     ep.backend = "no-such-backend";
     expect_failure(chatterbox_engine_load(&ep, &e), CHATTERBOX_ERROR_INVALID_ARGUMENT, "no-such-backend");

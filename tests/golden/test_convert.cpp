@@ -23,8 +23,8 @@ namespace fs = std::filesystem;
 // The synthetic safetensors (linked, not copied: 3 GB) plus the tokenizer and the conds.pt fixture.
 std::string model_folder() {
     const std::string dir = test::temp_dir("convert-model");
-    for (const ModelComponent &c : model_components())
-        fs::create_symlink(fs::path(test::synthetic_dir()) / c.folder_file, fs::path(dir) / c.folder_file);
+    for (const char *file : official_folder(Variant::english).files)
+        fs::create_symlink(fs::path(test::synthetic_dir()) / file, fs::path(dir) / file);
     fs::copy_file(test::golden_path("tokenizer.json"), dir + "/tokenizer.json");
     fs::copy_file(test::data_path("pt/conds.pt"), dir + "/conds.pt");
     return dir;

@@ -26,22 +26,44 @@ std::string golden_path(const std::string &name) { return data_path("golden/" + 
 std::string turbo_golden_path(const std::string &name) { return data_path("turbo/" + name); }
 std::string synthetic_dir() { return CHATTERBOX_SYNTHETIC_DIR; }
 std::string turbo_synthetic_dir() { return CHATTERBOX_TURBO_SYNTHETIC_DIR; }
+namespace {
+
+// A fresh folder (one per test process) of the checkpoint files of weights_dir, linked (they are
+// gigabytes), and copies of the small files the official folder has beside them.
+std::string linked_model_dir(const std::string &tag, const std::string &weights_dir,
+                             std::initializer_list<const char *> checkpoints, const std::vector<std::string> &copies) {
+    namespace fs = std::filesystem;
+    const fs::path d = fs::temp_directory_path() / "chatterbox-tests" / (tag + "-" + std::to_string(::getpid()));
+    fs::remove_all(d);
+    fs::create_directories(d);
+    for (const char *f : checkpoints) fs::create_symlink(fs::absolute(fs::path(weights_dir) / f), d / f);
+    for (const std::string &file : copies) fs::copy_file(file, d / fs::path(file).filename());
+    return d.string();
+}
+
+} // namespace
+
 std::string synthetic_model_dir() {
+    static const std::string dir = linked_model_dir("synthetic-model", synthetic_dir(),
+                                                    {"ve.safetensors", "t3_cfg.safetensors", "s3gen.safetensors"},
+                                                    {golden_path("tokenizer.json")});
+    return dir;
+}
+
+std::string turbo_model_dir() {
     static const std::string dir = [] {
-        const std::filesystem::path d = std::filesystem::temp_directory_path() / "chatterbox-tests" /
-                                        ("synthetic-model-" + std::to_string(::getpid()));
-        std::filesystem::remove_all(d);
-        std::filesystem::create_directories(d);
-        for (const char *f : {"ve.safetensors", "t3_cfg.safetensors", "s3gen.safetensors"})
-            std::filesystem::create_symlink(std::filesystem::absolute(std::filesystem::path(synthetic_dir()) / f),
-                                            d / f);
-        std::filesystem::copy_file(golden_path("tokenizer.json"), d / "tokenizer.json");
-        return d.string();
+        std::vector<std::string> copies = {turbo_golden_path("conds.pt")};
+        for (const auto &entry : std::filesystem::directory_iterator(turbo_golden_path("tokenizer")))
+            copies.push_back(entry.path().string());
+        return linked_model_dir("turbo-model", turbo_synthetic_dir(),
+                                {"ve.safetensors", "t3_turbo_v1.safetensors", "s3gen_meanflow.safetensors"}, copies);
     }();
     return dir;
 }
 
 std::string tiny_model_path() { return CHATTERBOX_TINY_MODEL; }
+std::string tiny_turbo_model_path() { return CHATTERBOX_TINY_TURBO_MODEL; }
+std::string tiny_nano_model_path() { return CHATTERBOX_TINY_NANO_MODEL; }
 
 std::string tool_path(const std::string &tool) { return std::string(CHATTERBOX_TOOLS_DIR) + "/" + tool; }
 

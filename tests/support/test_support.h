@@ -19,7 +19,11 @@ std::string synthetic_dir();                            // full-size synthetic w
 std::string turbo_synthetic_dir();                      // full-size synthetic Turbo weights (ctest fixture)
 // A model folder of the synthetic weights (linked) and the golden tokenizer.json, no built-in voice.
 std::string synthetic_model_dir();
-std::string tiny_model_path(); // the tiny synthetic model.gguf (ctest fixture tiny_model, seed 0x5EEDC0DE)
+// The same for Turbo: the synthetic checkpoints (linked), the golden GPT-2 tokenizer files and conds.pt.
+std::string turbo_model_dir();
+std::string tiny_model_path();       // the tiny synthetic model.gguf (ctest fixture tiny_model, seed 0x5EEDC0DE)
+std::string tiny_turbo_model_path(); // tiny Turbo (GPT-2 T3, mean flow; fixture tiny_turbo_model)
+std::string tiny_nano_model_path();  // the same architecture as variant nano (fixture tiny_nano_model)
 std::string tool_path(const std::string &tool); // a built tool executable
 std::string temp_dir(const std::string &tag);   // a fresh empty folder for this test
 

@@ -208,7 +208,7 @@ TEST(T3Sampler, ParameterErrors) {
     expect_error([&] { with([](auto &p) { p.temperature = 0.0f; }).validate(limit); }, "temperature");
     expect_error([&] { with([](auto &p) { p.temperature = -1.0f; }).validate(limit); }, "temperature");
     expect_error([&] { with([](auto &p) { p.temperature = NAN; }).validate(limit); }, "temperature");
-    expect_error([&] { with([](auto &p) { p.top_p = 0.0f; }).validate(limit); }, "top_p");
+    expect_error([&] { with([](auto &p) { p.top_p = -0.1f; }).validate(limit); }, "top_p");
     expect_error([&] { with([](auto &p) { p.top_p = 1.01f; }).validate(limit); }, "top_p");
     expect_error([&] { with([](auto &p) { p.min_p = -0.1f; }).validate(limit); }, "min_p");
     expect_error([&] { with([](auto &p) { p.min_p = 1.5f; }).validate(limit); }, "min_p");

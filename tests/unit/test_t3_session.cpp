@@ -10,8 +10,6 @@
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
 #include "support/test_support.h"
-#include "text/bpe_tokenizer.h"
-#include "text/punc_norm.h"
 
 #include <gtest/gtest.h>
 
@@ -51,11 +49,7 @@ class T3Session : public ::testing::Test {
         return framed;
     }
 
-    static std::vector<int32_t> text(const std::string &words) {
-        const HParams &hp = engine_->t3().hparams();
-        return text::t3_text_tokens(engine_->tokenizer().text_to_tokens(text::punc_norm(words)), hp.start_text_token,
-                                    hp.stop_text_token);
-    }
+    static std::vector<int32_t> text(const std::string &words) { return engine_->text().t3_tokens(words); }
 
     // Teacher-forced speech units (no EOS), so every request runs all its steps.
     static std::vector<int32_t> forced(int steps) {

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "models/chatterbox/convert.h"
 #include "models/chatterbox/synthetic_weights.h"
+#include "text/bpe_tokenizer.h"
 
 #include <CLI/CLI.hpp>
 
@@ -49,8 +50,9 @@ void report_progress(size_t index, size_t count, const std::string &name) {
 int main(int argc, char **argv) {
     CLI::App app{"Convert a Chatterbox model (official folder or GGUF) into one GGUF file.\n"
                  "  chatterbox-convert MODEL_DIR -o model.gguf [--type f32|f16|q8_0|q4_k] [--components ve,t3,s3gen]\n"
-                 "  chatterbox-convert --synthetic [--variant english|turbo] [--tiny] [--seed 0x5EEDC0DE] --out DIR"};
-    std::string input, output, type_name = "f32", seed_text = "0x5EEDC0DE", variant_name = "english";
+                 "  chatterbox-convert --synthetic [--variant english|turbo|nano] [--tiny [--tokenizer DIR]] "
+                 "[--seed 0x5EEDC0DE] --out DIR"};
+    std::string input, output, type_name = "f32", seed_text = "0x5EEDC0DE", variant_name = "english", tokenizer_dir;
     std::vector<std::string> components;
     bool synthetic = false, tiny = false;
     app.add_option("model", input,
@@ -64,15 +66,19 @@ int main(int argc, char **argv) {
             ->delimiter(',');
     auto *synthetic_flag =
         app.add_flag("--synthetic", synthetic, "write synthetic weights (shared/golden/WEIGHTS.md rule) to --out");
-    app.add_flag("--tiny", tiny,
-                 "with --synthetic: DIR/model.gguf, a tiny model of the same architecture with the English tokenizer "
-                 "and a built-in voice")
-        ->needs(synthetic_flag);
+    auto *tiny_flag = app.add_flag("--tiny", tiny,
+                                   "with --synthetic: DIR/model.gguf, a tiny model of the variant's architecture with "
+                                   "its tokenizer and a built-in voice")
+                          ->needs(synthetic_flag);
+    app.add_option("--tokenizer", tokenizer_dir,
+                   "with --tiny: the folder of the tokenizer to embed (tokenizer.json or GPT-2's files; needed for "
+                   "turbo and nano, English's is built in)")
+        ->needs(tiny_flag);
     app.add_option("--seed", seed_text, "seed of the synthetic weights (decimal or 0x hex)")
         ->capture_default_str()
         ->needs(synthetic_flag);
     app.add_option("--variant", variant_name,
-                   "with --synthetic: the official file set of this variant (english, turbo; the "
+                   "with --synthetic: the official file set of this variant (english, turbo, nano; the "
                    "tokenizer files and conds.pt are not written)")
         ->capture_default_str()
         ->needs(synthetic_flag);
@@ -84,12 +90,12 @@ int main(int argc, char **argv) {
             if (!input.empty()) chatterbox::fail("--synthetic takes no model argument (got ", input, ")");
             const uint64_t seed = parse_seed(seed_text);
             const chatterbox::Variant variant = chatterbox::parse_variant(variant_name);
-            if (tiny && variant != chatterbox::Variant::english)
-                chatterbox::fail("--tiny makes the English architecture only (--variant ", variant_name, ")");
             std::fprintf(stderr, "writing %s %s synthetic weights (seed 0x%llX) to %s\n", tiny ? "tiny" : "full-size",
                          variant_name.c_str(), static_cast<unsigned long long>(seed), output.c_str());
             if (tiny)
-                chatterbox::synthetic::write_tiny_model(output, seed);
+                chatterbox::synthetic::write_tiny_model(
+                    output, seed, variant,
+                    tokenizer_dir.empty() ? std::string() : chatterbox::text::BpeTokenizer::folder_json(tokenizer_dir));
             else
                 chatterbox::synthetic::write_synthetic_model(output, seed, variant);
             return 0;

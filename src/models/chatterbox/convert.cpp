@@ -2,7 +2,9 @@
 
 #include "core/error.h"
 #include "core/gguf_file.h"
+#include "core/string_match.h"
 #include "models/chatterbox/model_files.h"
+#include "models/chatterbox/t3/backbone_gpt2.h"
 
 #include <algorithm>
 #include <cctype>
@@ -28,10 +30,6 @@ constexpr MatrixTypeName kMatrixTypes[] = {
 };
 
 bool contains(const std::string &s, const char *part) { return s.find(part) != std::string::npos; }
-
-bool ends_with(const std::string &s, const std::string &suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 bool is_float_type(ggml_type t) {
     return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16 || ggml_is_quantized(t);
@@ -96,7 +94,8 @@ bool is_matrix_weight(const std::string &name, const Shape &shape) {
     if (shape.size() < 2 || shape_numel(shape) < kMinMatrixElements) return false;
     const size_t last_dot = name.rfind('.');
     const std::string last = last_dot == std::string::npos ? name : name.substr(last_dot + 1);
-    if (last != "weight" && last != "original1" && last != "weight_v") return false;
+    if (last != "weight" && last != "original1" && last != "weight_v" && last != t3::kTransposedConv1dWeight)
+        return false;
     // Embeddings are looked up by row, not multiplied.
     if (ends_with(name, "_emb.weight") || contains(name, "embed_tokens") || contains(name, "input_embedding") ||
         contains(name, "pos_emb") || contains(name, "pre_attention_query") || contains(name, "pos_bias_"))
@@ -184,19 +183,27 @@ ConvertSummary convert_model(const std::string &input, const std::string &output
     const size_t count = names.size();
     for (size_t i = 0; i < count; ++i) {
         const TensorView *src = &model.weights().get(names[i]);
-        const ggml_type type = converted_type(src->name, src->type, src->shape, options.matrix_type);
-        const size_t nbytes = tensor_nbytes(type, src->shape);
+        // GPT-2's Conv1D weights go in transposed, so that their rows are output rows as a Linear's
+        // are and the precision rule quantises them along the input (backbone_gpt2.h).
+        const bool transpose = t3::is_conv1d_weight(src->name) && src->shape.size() == 2;
+        const std::string name = transpose ? t3::transposed_conv1d_name(src->name) : src->name;
+        const Shape shape = transpose ? Shape{src->shape[1], src->shape[0]} : src->shape;
+        const ggml_type type = converted_type(name, src->type, shape, options.matrix_type);
+        const size_t nbytes = tensor_nbytes(type, shape);
         auto &total = summary.by_type[type];
         total.tensors++;
         total.bytes += nbytes;
         if (ggml_is_quantized(options.matrix_type) && type != options.matrix_type && is_float_type(src->type) &&
-            is_matrix_weight(src->name, src->shape))
+            is_matrix_weight(name, shape))
             summary.fallbacks++;
         if (type != GGML_TYPE_F32 && type != src->type) ggml_quantize_init(type);
-        writer.add_tensor(src->name, type, src->shape, [src, type, nbytes, i, count, &options](void *dst) {
-            if (options.progress) options.progress(i, count, src->name);
-            convert_tensor(*src, type, dst, nbytes);
-        });
+        writer.add_tensor(name, type, shape,
+                          [src, name, shape, transpose, type, nbytes, i, count, &options](void *dst) {
+                              if (options.progress) options.progress(i, count, name);
+                              if (!transpose) return convert_tensor(*src, type, dst, nbytes);
+                              const std::vector<float> values = transposed(to_f32(*src), src->shape[0], src->shape[1]);
+                              convert_tensor(HostTensor::from_f32(name, shape, values).view(), type, dst, nbytes);
+                          });
     }
     writer.write(output);
     return summary;

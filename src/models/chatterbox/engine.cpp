@@ -50,10 +50,9 @@ Engine::Engine(const EngineOptions &options)
     : options_(options), files_(open_model(options)), weights_backend_(std::make_unique<Backend>(options.backend)) {
     const WeightStore &store = files_.weights();
     if (has(Component::text))
-        tokenizer_ = std::make_unique<text::EnTokenizer>(
-            text::BpeTokenizer::from_json(files_.tokenizer_json(), files_.path() + " tokenizer"));
-    if (has(Component::t3))
-        t3_ = std::make_unique<t3::Model>(store, *weights_backend_, files_.hparams().t3);
+        text_ =
+            std::make_unique<TextFrontEnd>(files_.tokenizer_json(), files_.path() + " tokenizer", files_.hparams().t3);
+    if (has(Component::t3)) t3_ = std::make_unique<t3::Model>(store, *weights_backend_, files_.hparams().t3);
     if (has(Component::flow))
         flow_ = std::make_unique<s3gen::FlowModel>(store, *weights_backend_, files_.hparams().flow);
     if (has(Component::vocoder))
@@ -67,7 +66,7 @@ template <class T> const T &Engine::require(const std::unique_ptr<T> &part, Comp
     return *part;
 }
 
-const text::EnTokenizer &Engine::tokenizer() const { return require(tokenizer_, Component::text); }
+const TextFrontEnd &Engine::text() const { return require(text_, Component::text); }
 const t3::Model &Engine::t3() const { return require(t3_, Component::t3); }
 const s3gen::FlowModel &Engine::flow() const { return require(flow_, Component::flow); }
 const hift::VocoderModel &Engine::vocoder() const { return require(vocoder_, Component::vocoder); }
@@ -87,10 +86,11 @@ Voice Engine::builtin_voice(float exaggeration) const {
 }
 
 std::vector<text::TextPiece> Engine::split_text(std::string_view text) const {
-    const text::EnTokenizer &tokens = tokenizer();
+    const TextFrontEnd &front_end = this->text();
     text::SplitOptions options;
-    options.max_length = std::min<size_t>(kTextTokenBudget, size_t(t3().hparams().max_framed_text() - 2));
-    options.measure = [&tokens](std::string_view piece) { return tokens.text_to_tokens(piece).size(); };
+    options.max_length =
+        std::min<size_t>(kTextTokenBudget, size_t(t3().hparams().max_framed_text() - front_end.framing_tokens()));
+    options.measure = [&front_end](std::string_view piece) { return front_end.tokens(piece).size(); };
     try {
         return text::split_text(text, options);
     } catch (const Error &error) { // invalid UTF-8

@@ -15,8 +15,8 @@
 #include "models/chatterbox/model_files.h"
 #include "models/chatterbox/s3gen/flow.h"
 #include "models/chatterbox/t3/model.h"
+#include "models/chatterbox/text_frontend.h"
 #include "models/chatterbox/voice.h"
-#include "text/bpe_tokenizer.h"
 #include "text/sentence_splitter.h"
 
 #include <memory>
@@ -29,7 +29,7 @@ namespace chatterbox {
 
 // The parts of a model; an engine loads the ones its caller names.
 enum class Component : unsigned {
-    text = 1u << 0,    // tokenizer and sentence splitter
+    text = 1u << 0,    // text front end (needs T3's hyper-parameters) and sentence splitter
     t3 = 1u << 1,      // speech-token generator
     flow = 1u << 2,    // S3Gen flow (tokens -> mel)
     vocoder = 1u << 3, // HiFT (mel -> wave)
@@ -60,7 +60,7 @@ class Engine {
     bool has(Component component) const { return (options_.components & unsigned(component)) != 0; }
 
     // Each throws Error when the component was not loaded.
-    const text::EnTokenizer &tokenizer() const;
+    const TextFrontEnd &text() const;
     const t3::Model &t3() const;
     const s3gen::FlowModel &flow() const;
     const hift::VocoderModel &vocoder() const;
@@ -82,7 +82,7 @@ class Engine {
     EngineOptions options_;
     ModelFiles files_;
     std::unique_ptr<Backend> weights_backend_; // where the weights live; no graph runs on it
-    std::unique_ptr<text::EnTokenizer> tokenizer_;
+    std::unique_ptr<TextFrontEnd> text_;
     std::unique_ptr<t3::Model> t3_;
     std::unique_ptr<s3gen::FlowModel> flow_;
     std::unique_ptr<hift::VocoderModel> vocoder_;

@@ -2,11 +2,10 @@
 
 #include "core/error.h"
 #include "core/torch_pickle.h"
+#include "text/bpe_tokenizer.h"
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace chatterbox {
 
@@ -17,15 +16,6 @@ namespace {
 using model_keys::kComponents;
 using model_keys::kTokenizerJson;
 using model_keys::kVariant;
-
-std::string read_text_file(const std::string &path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail("cannot open ", path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) fail("cannot read ", path);
-    return text.str();
-}
 
 // The built-in voice fields in conds.pt ({"t3": {...}, "gen": {...}}), in BuiltinVoice order;
 // the store names them conds.<group>.<key>.
@@ -78,10 +68,11 @@ void check_token_range(const std::string &path, const TensorView &t, int64_t voc
 } // namespace
 
 ModelHparams ModelHparams::for_variant(Variant variant) {
-    require_supported(variant); // t3 knows Turbo/Nano; the whole model does not yet
     ModelHparams h;
     h.variant = variant;
     h.t3 = t3::HParams::for_variant(variant);
+    const bool mean_flow = variant == Variant::turbo || variant == Variant::nano; // s3gen_meanflow.safetensors
+    h.flow = mean_flow ? s3gen::FlowHParams::mean_flow_standard() : s3gen::FlowHParams::standard();
     return h;
 }
 
@@ -141,12 +132,56 @@ void ModelHparams::validate() const {
 }
 
 const std::vector<ModelComponent> &model_components() {
-    static const std::vector<ModelComponent> components = {
-        {"ve", "ve.safetensors", "ve."},
-        {"t3", "t3_cfg.safetensors", "t3."},
-        {"s3gen", "s3gen.safetensors", "s3gen."},
-    };
+    static const std::vector<ModelComponent> components = {{"ve", "ve."}, {"t3", "t3."}, {"s3gen", "s3gen."}};
     return components;
+}
+
+const char *OfficialFolder::component_file(const std::string &component) const {
+    const auto &all = model_components();
+    for (size_t i = 0; i < all.size(); ++i)
+        if (component == all[i].name) return files.at(i);
+    fail("unknown model component \"", component, "\" (known: ve, t3, s3gen)");
+}
+
+std::vector<std::string> OfficialFolder::all_files() const {
+    std::vector<std::string> out(tokenizer.begin(), tokenizer.end());
+    out.push_back("conds.pt");
+    // The checkpoints, smallest first: ve, s3gen, t3.
+    for (const char *component : {"ve", "s3gen", "t3"}) out.push_back(component_file(component));
+    return out;
+}
+
+const std::vector<OfficialFolder> &official_folders() {
+    static const std::vector<const char *> gpt2_tokenizer = {"vocab.json", "merges.txt", "added_tokens.json",
+                                                             "special_tokens_map.json", "tokenizer_config.json"};
+    static const std::vector<OfficialFolder> folders = {
+        {Variant::english,
+         "ResembleAI/chatterbox",
+         {"ve.safetensors", "t3_cfg.safetensors", "s3gen.safetensors"},
+         {"tokenizer.json"}},
+        {Variant::turbo,
+         "ResembleAI/chatterbox-turbo",
+         {"ve.safetensors", "t3_turbo_v1.safetensors", "s3gen_meanflow.safetensors"},
+         gpt2_tokenizer},
+        {Variant::nano,
+         "ResembleAI/chatterbox-nano",
+         {"ve.safetensors", "t3_nano_v1.safetensors", "s3gen_meanflow.safetensors"},
+         gpt2_tokenizer},
+    };
+    return folders;
+}
+
+const OfficialFolder &official_folder(Variant variant) {
+    for (const OfficialFolder &folder : official_folders())
+        if (folder.variant == variant) return folder;
+    fail("no official folder layout for the ", variant_name(variant), " variant");
+}
+
+std::string checkpoint_component(const std::string &file) {
+    for (const OfficialFolder &folder : official_folders())
+        for (const ModelComponent &c : model_components())
+            if (file == folder.component_file(c.name)) return c.name;
+    fail("unknown official checkpoint file ", file);
 }
 
 const std::vector<std::string> &builtin_voice_tensor_names() {
@@ -183,18 +218,33 @@ const std::string &ModelFiles::tokenizer_json() const {
     return *tokenizer_json_;
 }
 
+namespace {
+
+// The official folder dir holds, told by its T3 file; throws Error listing what was looked for.
+const OfficialFolder &folder_layout(const std::string &dir) {
+    std::string t3_files;
+    for (const OfficialFolder &folder : official_folders()) {
+        if (fs::is_regular_file(fs::path(dir) / folder.component_file("t3"))) return folder;
+        t3_files += concat(t3_files.empty() ? "" : ", ", folder.component_file("t3"), " (", folder.variant, ")");
+    }
+    fail(dir, ": no T3 checkpoint (", t3_files,
+         ") — expected an official Chatterbox folder (ve, t3, s3gen .safetensors, the tokenizer, conds.pt) or a "
+         ".gguf from chatterbox-convert");
+}
+
+} // namespace
+
 void ModelFiles::open_folder(const std::string &dir) {
+    const OfficialFolder &layout = folder_layout(dir);
     for (const ModelComponent &c : model_components())
-        if (!fs::is_regular_file(fs::path(dir) / c.folder_file))
-            fail(dir, ": no ", c.folder_file,
-                 " — expected the official Chatterbox folder (ve/t3_cfg/s3gen .safetensors, tokenizer.json, "
-                 "conds.pt) or a .gguf from chatterbox-convert");
+        if (!fs::is_regular_file(fs::path(dir) / layout.component_file(c.name)))
+            fail(dir, ": no ", layout.component_file(c.name), " — the official ", layout.variant,
+                 " folder has ve, t3 and s3gen checkpoints (", layout.repo, ")");
     for (const ModelComponent &c : model_components()) {
-        store_.add_safetensors((fs::path(dir) / c.folder_file).string(), c.prefix);
+        store_.add_safetensors((fs::path(dir) / layout.component_file(c.name)).string(), c.prefix);
         components_.push_back(c.name);
     }
-    const fs::path tokenizer = fs::path(dir) / "tokenizer.json";
-    if (fs::exists(tokenizer)) tokenizer_json_ = read_text_file(tokenizer.string());
+    if (fs::exists(fs::path(dir) / layout.tokenizer.front())) tokenizer_json_ = text::BpeTokenizer::folder_json(dir);
 
     const fs::path conds = fs::path(dir) / "conds.pt";
     if (fs::exists(conds)) {
@@ -204,7 +254,7 @@ void ModelFiles::open_folder(const std::string &dir) {
         for (const VoiceField &f : kVoiceFields) store_.add_tensor(conds_tensor(root, conds.string(), f.group, f.key));
     }
     try {
-        hparams_ = ModelHparams::from_checkpoints(store_, Variant::english); // t3_cfg.safetensors is English T3
+        hparams_ = ModelHparams::from_checkpoints(store_, layout.variant);
     } catch (const Error &e) {
         fail(dir, ": ", e.what());
     }

@@ -1,14 +1,16 @@
 #pragma once
-// A Chatterbox model as files: either the official folder or one GGUF from chatterbox-convert.
+// A Chatterbox model as files: either an official folder or one GGUF from chatterbox-convert.
 // Both give the same things: every tensor by full name, the tokenizer JSON, the hyper-parameters
 // (with the variant) and the built-in voice.
 //
-// Official folder                          GGUF from chatterbox-convert
-//   ve.safetensors      -> "ve.*"            tensors under the same full names
-//   t3_cfg.safetensors  -> "t3.*"            metadata "chatterbox.*" (ModelHparams::write_metadata)
-//   s3gen.safetensors   -> "s3gen.*"         "tokenizer.huggingface.json" (the GGUF standard key)
-//   tokenizer.json                           conds as tensors "conds.t3.*" / "conds.gen.*"
+// Official folder (English; Turbo / Nano)            GGUF from chatterbox-convert
+//   ve.safetensors                       -> "ve.*"     tensors under the same full names
+//   t3_cfg.safetensors (t3_turbo_v1,                   metadata "chatterbox.*" (ModelHparams::write_metadata)
+//     t3_nano_v1.safetensors)            -> "t3.*"     "tokenizer.huggingface.json" (the GGUF standard key)
+//   s3gen.safetensors (s3gen_meanflow)   -> "s3gen.*"  conds as tensors "conds.t3.*" / "conds.gen.*"
+//   tokenizer.json (GPT-2's vocab.json, merges.txt, added tokens)
 //   conds.pt (optional) -> "conds.t3.*", "conds.gen.*" (added to the store as in-memory tensors)
+// Which variant a folder holds is told by its T3 file (OfficialFolder).
 
 #include "core/gguf_file.h"
 #include "core/weight_store.h"
@@ -38,7 +40,7 @@ struct ModelHparams {
     s3gen::FlowHParams flow;
     hift::HiftHParams hift;
 
-    // The published configuration of a variant; throws Error for the ones not supported yet.
+    // The published configuration of a variant.
     static ModelHparams for_variant(Variant variant);
     // The variant's configuration with the sizes the checkpoints in store ("t3.*", "s3gen.*")
     // declare by their tensor shapes; throws Error naming a tensor the sizes cannot come from.
@@ -70,13 +72,30 @@ constexpr const char *kComponents = "chatterbox.components";         // string a
 constexpr const char *kTokenizerJson = "tokenizer.huggingface.json"; // GGUF's standard key for tokenizer.json
 } // namespace model_keys
 
-// The model's components: name, file in the official folder, tensor-name prefix in the store.
+// The model's components: name and tensor-name prefix in the store.
 struct ModelComponent {
     const char *name;
-    const char *folder_file;
     const char *prefix;
 };
 const std::vector<ModelComponent> &model_components(); // ve, t3, s3gen
+
+// The official folder of a variant, as its loader (tts.py, tts_turbo.py) reads it from the hub.
+struct OfficialFolder {
+    Variant variant;
+    const char *repo;                    // hub repository, e.g. "ResembleAI/chatterbox-turbo"
+    std::vector<const char *> files;     // component files, in model_components() order
+    std::vector<const char *> tokenizer; // tokenizer.json, or GPT-2's files (BpeTokenizer::from_folder)
+    const char *component_file(const std::string &component) const; // throws for an unknown component
+    // Every file, small ones first (tokenizer, conds.pt, then the checkpoints): what a download fetches.
+    std::vector<std::string> all_files() const;
+};
+// The folders this engine reads (English, Turbo, Nano).
+const std::vector<OfficialFolder> &official_folders();
+// Throws Error for a variant without an official folder this engine reads.
+const OfficialFolder &official_folder(Variant variant);
+// The component ("ve", "t3", "s3gen") an official checkpoint file of any variant holds; throws Error
+// for another name.
+std::string checkpoint_component(const std::string &file);
 
 // The built-in voice (conds.pt): T3 part and S3Gen reference. Shapes in PyTorch order.
 struct BuiltinVoice {
@@ -106,7 +125,9 @@ class ModelFiles {
     bool has_component(const std::string &name) const;
 
     bool has_tokenizer() const { return tokenizer_json_.has_value(); }
-    const std::string &tokenizer_json() const; // throws when the model has none
+    // The tokenizer.json document (for GPT-2's files, the one BpeTokenizer::from_folder builds);
+    // throws when the model has none.
+    const std::string &tokenizer_json() const;
 
     const std::optional<BuiltinVoice> &builtin_voice() const { return voice_; }
 

@@ -3,7 +3,6 @@
 #include "audio/time_stretch.h"
 #include "core/error.h"
 #include "models/chatterbox/t3/generate.h"
-#include "text/punc_norm.h"
 #include "text/unicode.h"
 
 #include <algorithm>
@@ -220,7 +219,10 @@ std::vector<text::TextPiece> check_synthesis(const Engine &engine, std::string_v
 SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, const SynthesisOptions &options) {
     const t3::Model &model = engine_.t3();
     const t3::HParams &hp = model.hparams();
+    const s3gen::FlowHParams &flow_hp = engine_.flow().hparams();
+    const TextFrontEnd &front_end = engine_.text();
     const std::vector<text::TextPiece> pieces = check_synthesis(engine_, text, options);
+    check_voice_fits(voice, engine_.files().hparams().variant);
     const VocodingStages stages = vocoding();
 
     CancelScope cancel_scope(cancel_, options.cancel);
@@ -232,12 +234,12 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
     const int n = int(pieces.size());
     for (int i = 0; i < n; ++i) {
         request.check_cancel();
-        const std::vector<int32_t> framed =
-            text::t3_text_tokens(engine_.tokenizer().text_to_tokens(text::punc_norm(pieces[size_t(i)].text)),
-                                 hp.start_text_token, hp.stop_text_token);
+        const std::vector<int32_t> framed = front_end.t3_tokens(pieces[size_t(i)].text);
         if (int(framed.size()) > hp.max_framed_text())
-            throw InvalidArgument(concat("the text is ", framed.size() - 2, " tokens, more than T3 reads in one pass (",
-                                         hp.max_framed_text() - 2, "): let it be split into sentences"));
+            throw InvalidArgument(concat("the text is ", framed.size() - size_t(front_end.framing_tokens()),
+                                         " tokens, more than T3 reads in one pass (",
+                                         hp.max_framed_text() - front_end.framing_tokens(),
+                                         "): let it be split into sentences"));
         t3::SamplingParams sampling = options.params.sampling;
         // The first piece uses the seed itself, so a one-sentence request is the plain seeded run.
         if (i > 0) sampling.seed = mix_seed(sampling.seed, uint64_t(i) << 32);
@@ -260,10 +262,12 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
         request.check_cancel();
         request.result().t3_steps += int(generated.tokens.size());
         request.result().eos_steps.push_back(generated.eos_step);
-        if (!options.stream)
-            for (int32_t token : t3::drop_invalid_tokens(generated.tokens, hp)) vocalizer.add_token(token);
+        // Streaming has fed the speech tokens already; the flow's trailing silence (Turbo) follows them.
+        std::vector<int32_t> speech =
+            options.stream ? std::vector<int32_t>{} : t3::drop_invalid_tokens(generated.tokens, hp);
+        for (int32_t token : s3gen::flow_input_tokens(std::move(speech), flow_hp)) vocalizer.add_token(token);
         vocalizer.finish();
-        request.result().speech_tokens += int(vocalizer.tokens());
+        request.result().speech_tokens += int(vocalizer.tokens()) - flow_hp.trailing_silence_tokens;
         if (i + 1 < n)
             request.emit_silence(pieces[size_t(i)].after == text::Boundary::sentence ? options.params.sentence_pause
                                                                                      : options.params.clause_pause);
@@ -275,6 +279,7 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
 
 SynthesisResult Session::convert(const audio::Audio &source, const Voice &target, const SynthesisOptions &options) {
     options.validate();
+    check_voice_fits(target, engine_.files().hparams().variant);
     const VocodingStages stages = vocoding();
     CancelScope cancel_scope(cancel_, options.cancel);
     Request request(options, cancel_, engine_.sample_rate());

@@ -132,8 +132,8 @@ s3gen::Mel PieceVocalizer::flow_window(size_t w0, size_t w1) {
     // frame keeps one fixed draw, so overlapping windows see the same noise.
     std::vector<float> noise(bins * window_frames);
     for (size_t f = 0; f < window_frames; ++f) {
-        const float *column = f < prompt_frames_ ? &prompt_noise_[f * bins]
-                                                 : &generated_noise_[(f - prompt_frames_ + ratio * w0) * bins];
+        const float *column =
+            f < prompt_frames_ ? &prompt_noise_[f * bins] : &generated_noise_[(f - prompt_frames_ + ratio * w0) * bins];
         for (size_t c = 0; c < bins; ++c) noise[c * window_frames + f] = column[c];
     }
     const std::vector<int32_t> window(tokens_.begin() + std::ptrdiff_t(w0), tokens_.begin() + std::ptrdiff_t(w1));

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/gguf_file.h"
 #include "core/safetensors.h"
+#include "core/string_match.h"
 #include "models/chatterbox/convert.h"
 #include "models/chatterbox/model_files.h"
 
@@ -103,11 +104,6 @@ void fill_parallel(const ValueRule &rule, uint64_t tensor_seed, uint64_t numel, 
         helpers.emplace_back(fill_range, std::cref(rule), tensor_seed, numel * p / parts, numel * (p + 1) / parts, dst);
     fill_range(rule, tensor_seed, 0, numel / parts, dst);
     for (auto &t : helpers) t.join();
-}
-
-bool starts_with(const std::string &s, std::string_view prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
-bool ends_with(const std::string &s, std::string_view suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 ggml_type parse_dtype(const std::string &dtype, size_t line) {
@@ -250,10 +246,11 @@ void write_synthetic_model(const std::string &out_dir, uint64_t seed, Variant va
     std::error_code error;
     std::filesystem::create_directories(out_dir, error);
     if (error) fail("cannot create the folder ", out_dir, ": ", error.message());
-    for (const ManifestCheckpoint &checkpoint : official_manifest(variant)) {
+    // English and Turbo are their manifests as they are; Nano is Turbo's file set at GPT-2 small's sizes.
+    const OfficialFolder &folder = official_folder(variant);
+    for (const ManifestCheckpoint &checkpoint : scaled_manifest(ModelHparams::for_variant(variant))) {
         std::vector<SafetensorsEntry> entries;
         for (const ManifestTensor &tensor : checkpoint.tensors) {
-            if (!tensor.stored) continue;
             // fill_tensor writes int64 exactly for the zero_int64 rule: the buffer type must agree.
             if ((rule_for(tensor.name, tensor.shape) == "zero_int64") != (tensor.type == GGML_TYPE_I64))
                 fail("official manifest: ", checkpoint.file, " tensor '", tensor.name, "' has type ",
@@ -261,7 +258,8 @@ void write_synthetic_model(const std::string &out_dir, uint64_t seed, Variant va
             entries.push_back({tensor.name, tensor.type, tensor.shape,
                                [&tensor, seed](void *dst) { fill_tensor(tensor.name, tensor.shape, seed, dst); }});
         }
-        write_safetensors((std::filesystem::path(out_dir) / checkpoint.file).string(), std::move(entries));
+        const char *file = folder.component_file(checkpoint_component(checkpoint.file));
+        write_safetensors((std::filesystem::path(out_dir) / file).string(), std::move(entries));
     }
 }
 
@@ -270,66 +268,66 @@ namespace {
 // A width of the official model and the one hp gives it, replaced in the shapes of one checkpoint's
 // tensors whose names start with name_prefix. Only widths no other size of that checkpoint shares
 // are listed, so that every replacement is unambiguous.
+// The rules name a component ("t3", "s3gen"): they hold for each variant's file of it.
 struct WidthRule {
-    const char *file;
+    const char *component;
     const char *name_prefix;
     int64_t official, scaled;
 };
 
 // Numbered blocks of one checkpoint (the regex captures the block number) and how many hp keeps.
 struct BlockRule {
-    const char *file;
+    const char *component;
     std::regex numbered;
     int64_t official, scaled;
 };
 
 std::vector<WidthRule> width_rules(const ModelHparams &official, const ModelHparams &hp) {
     std::vector<WidthRule> rules = {
-        {"t3_cfg.safetensors", "", official.t3.hidden, hp.t3.hidden},
-        {"t3_cfg.safetensors", "", official.t3.ffn, hp.t3.ffn},
-        // GPT-2 (Turbo's file, Nano's sizes): the fused c_attn's 3 x hidden first, then hidden and ffn.
-        {"t3_turbo_v1.safetensors", "tfmr.h.", 3 * official.t3.hidden, 3 * hp.t3.hidden},
-        {"t3_turbo_v1.safetensors", "", official.t3.hidden, hp.t3.hidden},
-        {"t3_turbo_v1.safetensors", "", official.t3.ffn, hp.t3.ffn},
-        {"s3gen.safetensors", "mel2wav.", official.hift.base_channels, hp.hift.base_channels},
-        {"s3gen.safetensors", "tokenizer.", official.s3tokenizer.state, hp.s3tokenizer.state},
-        {"s3gen.safetensors", "tokenizer.", 4 * official.s3tokenizer.state, 4 * hp.s3tokenizer.state}, // MLP
+        // GPT-2 (tfmr.h.*): the fused c_attn's 3 x hidden first; then hidden and ffn (Llama and GPT-2).
+        {"t3", "tfmr.h.", 3 * official.t3.hidden, 3 * hp.t3.hidden},
+        {"t3", "", official.t3.hidden, hp.t3.hidden},
+        {"t3", "", official.t3.ffn, hp.t3.ffn},
+        {"s3gen", "mel2wav.", official.hift.base_channels, hp.hift.base_channels},
+        {"s3gen", "tokenizer.", official.s3tokenizer.state, hp.s3tokenizer.state},
+        {"s3gen", "tokenizer.", 4 * official.s3tokenizer.state, 4 * hp.s3tokenizer.state}, // MLP
     };
     for (int stage = 0; stage < int(official.hift.upsample_rates.size()); ++stage)
-        rules.push_back({"s3gen.safetensors", "mel2wav.", official.hift.channels(stage), hp.hift.channels(stage)});
+        rules.push_back({"s3gen", "mel2wav.", official.hift.channels(stage), hp.hift.channels(stage)});
     return rules;
 }
 
 std::vector<BlockRule> block_rules(const ModelHparams &official, const ModelHparams &hp) {
     const s3gen::FlowHParams &of = official.flow, &f = hp.flow;
     return {
-        {"t3_cfg.safetensors", std::regex(R"(^tfmr\.layers\.(\d+)\.)"), official.t3.n_layers, hp.t3.n_layers},
-        {"t3_turbo_v1.safetensors", std::regex(R"(^tfmr\.h\.(\d+)\.)"), official.t3.n_layers, hp.t3.n_layers},
-        {"s3gen.safetensors", std::regex(R"(^tokenizer\.encoder\.blocks\.(\d+)\.)"), official.s3tokenizer.layers,
+        {"t3", std::regex(R"(^tfmr\.(?:layers|h)\.(\d+)\.)"), official.t3.n_layers, hp.t3.n_layers},
+        {"s3gen", std::regex(R"(^tokenizer\.encoder\.blocks\.(\d+)\.)"), official.s3tokenizer.layers,
          hp.s3tokenizer.layers},
-        {"s3gen.safetensors", std::regex(R"(^flow\.encoder\.encoders\.(\d+)\.)"), of.encoder_blocks, f.encoder_blocks},
-        {"s3gen.safetensors", std::regex(R"(^flow\.encoder\.up_encoders\.(\d+)\.)"), of.encoder_up_blocks,
-         f.encoder_up_blocks},
-        {"s3gen.safetensors", std::regex(R"(^flow\.decoder\.estimator\.mid_blocks\.(\d+)\.)"), of.decoder_mid_blocks,
+        {"s3gen", std::regex(R"(^flow\.encoder\.encoders\.(\d+)\.)"), of.encoder_blocks, f.encoder_blocks},
+        {"s3gen", std::regex(R"(^flow\.encoder\.up_encoders\.(\d+)\.)"), of.encoder_up_blocks, f.encoder_up_blocks},
+        {"s3gen", std::regex(R"(^flow\.decoder\.estimator\.mid_blocks\.(\d+)\.)"), of.decoder_mid_blocks,
          f.decoder_mid_blocks},
-        {"s3gen.safetensors", std::regex(R"(^flow\.decoder\.estimator\.\w+_blocks\.\d+\.1\.(\d+)\.)"),
+        {"s3gen", std::regex(R"(^flow\.decoder\.estimator\.\w+_blocks\.\d+\.1\.(\d+)\.)"),
          of.decoder_transformer_blocks, f.decoder_transformer_blocks},
     };
 }
 
 bool kept(const std::string &file, const std::string &name, const std::vector<BlockRule> &rules) {
+    const std::string component = checkpoint_component(file);
     for (const BlockRule &rule : rules) {
         std::smatch block;
-        if (rule.file == file && std::regex_search(name, block, rule.numbered) && std::stoll(block[1]) >= rule.scaled)
+        if (rule.component == component && std::regex_search(name, block, rule.numbered) &&
+            std::stoll(block[1]) >= rule.scaled)
             return false;
     }
     return true;
 }
 
 Shape scaled_shape(const std::string &file, const std::string &name, Shape shape, const std::vector<WidthRule> &rules) {
+    const std::string component = checkpoint_component(file);
     for (int64_t &dim : shape)
         for (const WidthRule &rule : rules)
-            if (rule.file == file && starts_with(name, rule.name_prefix) && dim == rule.official) {
+            if (rule.component == component && starts_with(name, rule.name_prefix) && dim == rule.official) {
                 dim = rule.scaled;
                 break; // each dimension is replaced once
             }
@@ -350,8 +348,8 @@ std::vector<int64_t> voice_tokens(const std::string &name, uint64_t seed, int64_
 
 } // namespace
 
-ModelHparams tiny_hparams() {
-    ModelHparams hp = ModelHparams::for_variant(Variant::english);
+ModelHparams tiny_hparams(Variant variant) {
+    ModelHparams hp = ModelHparams::for_variant(variant);
     hp.t3.n_layers = 2;
     hp.t3.hidden = 128;
     hp.t3.n_heads = 4;
@@ -361,7 +359,7 @@ ModelHparams tiny_hparams() {
     hp.flow.encoder_up_blocks = 1;
     hp.flow.decoder_mid_blocks = 1;
     hp.flow.decoder_transformer_blocks = 1;
-    hp.flow.cfm_steps = 2;
+    hp.flow.cfm_steps = 2; // the mean flow's own count
     hp.hift.base_channels = 64;
     hp.s3tokenizer.state = 128;
     hp.s3tokenizer.heads = 2;
@@ -394,26 +392,26 @@ std::vector<ManifestCheckpoint> scaled_manifest(const ModelHparams &hp) {
     return scaled;
 }
 
-void write_tiny_model(const std::string &out_dir, uint64_t seed) {
+void write_tiny_model(const std::string &out_dir, uint64_t seed, Variant variant, const std::string &tokenizer_json) {
     std::error_code error;
     std::filesystem::create_directories(out_dir, error);
     if (error) fail("cannot create the folder ", out_dir, ": ", error.message());
-    const ModelHparams hp = tiny_hparams();
+    const ModelHparams hp = tiny_hparams(variant);
     hp.validate();
+    if (tokenizer_json.empty() && variant != Variant::english)
+        fail("the tiny ", variant, " model needs its tokenizer (only English's is built in)");
 
     GgufWriter writer;
     std::vector<std::string> components;
     for (const ModelComponent &c : model_components()) components.push_back(c.name);
-    const std::string tokenizer = kEnglishTokenizerJson;
+    const std::string tokenizer = tokenizer_json.empty() ? std::string(kEnglishTokenizerJson) : tokenizer_json;
     write_model_metadata(writer, hp, components, GGML_TYPE_F32, &tokenizer);
 
     const std::vector<ManifestCheckpoint> checkpoints = scaled_manifest(hp);
     for (const ManifestCheckpoint &checkpoint : checkpoints) {
-        const auto component = std::find_if(model_components().begin(), model_components().end(),
-                                            [&](const ModelComponent &c) { return checkpoint.file == c.folder_file; });
-        if (component == model_components().end()) fail("official manifest: unknown checkpoint ", checkpoint.file);
+        const std::string prefix = checkpoint_component(checkpoint.file) + ".";
         for (const ManifestTensor &t : checkpoint.tensors)
-            writer.add_tensor(component->prefix + t.name, t.type, t.shape,
+            writer.add_tensor(prefix + t.name, t.type, t.shape,
                               [&t, seed](void *dst) { fill_tensor(t.name, t.shape, seed, dst); });
     }
 

@@ -56,15 +56,17 @@ void fill_tensor(const std::string &name, const Shape &shape, uint64_t seed, voi
 
 // Writes the variant's official safetensors files into out_dir (created if needed): English
 // ve.safetensors, t3_cfg.safetensors, s3gen.safetensors; Turbo ve.safetensors,
-// t3_turbo_v1.safetensors, s3gen_meanflow.safetensors. Tokenizer files and conds.pt are not
+// t3_turbo_v1.safetensors, s3gen_meanflow.safetensors; Nano Turbo's with t3_nano_v1.safetensors
+// (GPT-2 small; WEIGHTS.md has no Nano rule, so Turbo's rule at Nano's shapes). Tokenizer files and conds.pt are not
 // written (they are not made by the rule; the golden folders ship them).
 void write_synthetic_model(const std::string &out_dir, uint64_t seed = kDefaultSeed,
                            Variant variant = Variant::english);
 
-// The tiny model: the English architecture with 2 T3 layers of 128, one block of each kind in the
-// flow, 2 CFM steps, a 64-channel HiFT and a 1-layer S3Tokenizer of 128. The VoiceEncoder and
-// CAMPPlus keep their fixed full size.
-ModelHparams tiny_hparams();
+// The tiny model: the variant's architecture (English: Llama T3 and the standard flow; Turbo, Nano:
+// GPT-2 T3 and the mean flow) with 2 T3 layers of 128, one block of each kind in the flow, 2 CFM
+// steps, a 64-channel HiFT and a 1-layer S3Tokenizer of 128. The VoiceEncoder and CAMPPlus keep
+// their fixed full size, the vocabularies and position tables the variant's.
+ModelHparams tiny_hparams(Variant variant = Variant::english);
 
 // The stored tensors of a model with hyper-parameters hp, derived from the official manifest (English
 // for a Llama T3, Turbo for a GPT-2 T3, e.g. Nano or a tiny GPT-2): widths
@@ -74,7 +76,9 @@ ModelHparams tiny_hparams();
 std::vector<ManifestCheckpoint> scaled_manifest(const ModelHparams &hp);
 
 // Writes out_dir/model.gguf: the tiny model's tensors (filled by the WEIGHTS.md rule), its
-// hyper-parameters, the English tokenizer and a built-in voice drawn from the seed.
-void write_tiny_model(const std::string &out_dir, uint64_t seed = kDefaultSeed);
+// hyper-parameters, the tokenizer (tokenizer_json; "" for English's, built in) and a built-in voice
+// drawn from the seed.
+void write_tiny_model(const std::string &out_dir, uint64_t seed = kDefaultSeed, Variant variant = Variant::english,
+                      const std::string &tokenizer_json = "");
 
 } // namespace chatterbox::synthetic

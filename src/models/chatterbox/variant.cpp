@@ -31,10 +31,4 @@ Variant parse_variant(const std::string &name) {
     fail("unknown Chatterbox variant \"", name, "\" (known: ", known, ")");
 }
 
-void require_supported(Variant variant) {
-    if (variant == Variant::turbo || variant == Variant::nano)
-        fail("the Chatterbox ", variant_name(variant),
-             " variant (GPT-2 T3, mean-flow S3Gen) is not supported yet; english and multilingual are");
-}
-
 } // namespace chatterbox

@@ -12,8 +12,6 @@ enum class Variant { english, multilingual, turbo, nano };
 const char *variant_name(Variant variant);
 // Throws Error listing the known names for any other text.
 Variant parse_variant(const std::string &name);
-// Throws Error for the variants whose components this engine cannot build yet (turbo, nano).
-void require_supported(Variant variant);
 
 inline std::ostream &operator<<(std::ostream &out, Variant variant) { return out << variant_name(variant); }
 

@@ -67,6 +67,21 @@ ReferencePolicy ReferencePolicy::for_variant(Variant variant) {
     return policy;
 }
 
+bool voice_fits(Variant voice_variant, Variant model_variant) {
+    const ReferencePolicy a = ReferencePolicy::for_variant(voice_variant);
+    const ReferencePolicy b = ReferencePolicy::for_variant(model_variant);
+    return a.min_seconds == b.min_seconds && a.min_is_exclusive == b.min_is_exclusive &&
+           a.loudness_lufs == b.loudness_lufs &&
+           t3::HParams::for_variant(voice_variant).speech_cond_prompt_len ==
+               t3::HParams::for_variant(model_variant).speech_cond_prompt_len;
+}
+
+void check_voice_fits(const Voice &voice, Variant model_variant) {
+    if (!voice_fits(voice.variant, model_variant))
+        throw InvalidArgument(concat("the voice was built with a ", voice.variant, " model and does not fit this ",
+                                     model_variant, " model: build it again from its recording with this model"));
+}
+
 std::vector<float> prepare_reference(const audio::Audio &reference, const ReferencePolicy &policy) {
     check_audio(reference, "reference");
     const double seconds = reference.seconds();
@@ -85,13 +100,14 @@ struct VoiceBuilder::Models {
     s3tokenizer::S3Tokenizer tokenizer;
     int64_t t3_prompt_tokens; // speech_cond_prompt_len
     ReferencePolicy reference;
+    Variant variant;
 
     Models(const ModelFiles &files, Backend &backend)
         : ve(files.weights(), backend, files.hparams().ve),
           campplus(files.weights(), backend, files.hparams().campplus),
           tokenizer(files.weights(), backend, files.hparams().s3tokenizer),
           t3_prompt_tokens(files.hparams().t3.speech_cond_prompt_len),
-          reference(ReferencePolicy::for_variant(files.hparams().variant)) {}
+          reference(ReferencePolicy::for_variant(files.hparams().variant)), variant(files.hparams().variant) {}
 };
 
 VoiceBuilder::VoiceBuilder(const ModelFiles &files, Backend &backend) {
@@ -145,6 +161,7 @@ Voice VoiceBuilder::from_audio(Backend &backend, const audio::Audio &reference, 
     const voice_encoder::Embedding ve = m.ve.embed(ve_mel.values, ve_mel.rows);
 
     Voice voice;
+    voice.variant = m.variant;
     voice.t3.speaker_emb = ve.speaker_emb;
     voice.t3.prompt_tokens = t3_tokens.tokens;
     voice.t3.exaggeration = exaggeration;
@@ -190,6 +207,7 @@ Voice builtin_voice(const ModelFiles &files) {
     // ModelFiles has checked the types and shapes.
     const BuiltinVoice &b = *files.builtin_voice();
     Voice voice;
+    voice.variant = files.hparams().variant;
     voice.t3.speaker_emb = to_f32(b.speaker_emb.view());
     voice.t3.prompt_tokens = to_i32(to_i64(b.cond_prompt_speech_tokens.view()));
     voice.t3.exaggeration = to_f32(b.emotion_adv.view()).at(0);
@@ -208,6 +226,7 @@ constexpr const char *kFormatKey = "chatterbox.voice.format";
 constexpr const char *kFormatName = "chatterbox-voice";
 constexpr const char *kVersionKey = "chatterbox.voice.version";
 constexpr const char *kChecksumKey = "chatterbox.voice.checksum";
+constexpr const char *kVariantKey = "chatterbox.voice.variant";
 constexpr int64_t kFormatVersion = 1;
 constexpr int64_t kMelBins = 80;
 
@@ -315,6 +334,7 @@ Voice read_voice(const GgufFile &file) {
 
     Checksum checksum;
     Voice voice;
+    if (file.has_key(kVariantKey)) voice.variant = parse_variant(file.get_string(kVariantKey));
     voice.t3.speaker_emb =
         read_tensor<float>(file, kSpeakerEmb, GGML_TYPE_F32, {1, voice_encoder::kEmbeddingSize}, checksum);
     voice.t3.prompt_tokens = read_tensor<int32_t>(file, kT3PromptTokens, GGML_TYPE_I32, {1, -1}, checksum);
@@ -345,6 +365,7 @@ void save_voice(const Voice &voice, const std::string &path) {
     GgufWriter writer;
     writer.set_string(kFormatKey, kFormatName);
     writer.set_int(kVersionKey, kFormatVersion);
+    writer.set_string(kVariantKey, variant_name(voice.variant));
     Checksum checksum;
     add_values(writer, checksum, kSpeakerEmb, GGML_TYPE_F32, {1, voice_encoder::kEmbeddingSize}, voice.t3.speaker_emb);
     add_values(writer, checksum, kT3PromptTokens, GGML_TYPE_I32, {1, int64_t(voice.t3.prompt_tokens.size())},

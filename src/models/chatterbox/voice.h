@@ -27,8 +27,9 @@
 namespace chatterbox {
 
 struct Voice {
-    t3::Conditioning t3;        // speaker_emb (256), prompt_tokens (≤ 150), exaggeration
-    s3gen::FlowReference s3gen; // prompt_tokens (Np), prompt_mel (F, 80) frame-major, xvector (192)
+    t3::Conditioning t3;                // speaker_emb (256), prompt_tokens (≤ 150; Turbo ≤ 375), exaggeration
+    s3gen::FlowReference s3gen;         // prompt_tokens (Np), prompt_mel (F, 80) frame-major, xvector (192)
+    Variant variant = Variant::english; // the model it was built with (see voice_fits)
 };
 
 // Reference recordings a voice is built from: long enough for every model's smallest input
@@ -49,6 +50,13 @@ struct ReferencePolicy {
 // the loudness step). Throws Error for unusable audio (rate, length, non-finite, silence) naming
 // the policy's minimum.
 std::vector<float> prepare_reference(const audio::Audio &reference, const ReferencePolicy &policy);
+
+// True when a voice built with a model of voice_variant serves a model of model_variant: both build
+// voices the same way (ReferencePolicy and T3 prompt length), as English and multilingual do, and
+// Turbo and Nano.
+bool voice_fits(Variant voice_variant, Variant model_variant);
+// Throws InvalidArgument naming both variants unless voice_fits.
+void check_voice_fits(const Voice &voice, Variant model_variant);
 
 // The intermediate results of one build, for golden runs and diagnostics (filled when asked for).
 // Names follow the golden arrays of the official run.
@@ -100,9 +108,9 @@ class VoiceBuilder {
 // The voice stored with the model (conds.pt or the GGUF's conds.* tensors). Throws Error when the model has none.
 Voice builtin_voice(const ModelFiles &files);
 
-// A voice as a small self-describing file (GGUF with the tensors of Voice, a format marker, a version
-// and a checksum of the tensor bytes); load_voice validates every shape and value and reports what is
-// wrong. Loading gives back bit-identical conditionals.
+// A voice as a small self-describing file (GGUF with the tensors of Voice, a format marker, a version,
+// the variant it was built with (absent in the first files, all English) and a checksum of the tensor bytes);
+// load_voice validates every shape and value and reports what is wrong. Loading gives back bit-identical conditionals.
 void save_voice(const Voice &voice, const std::string &path);
 Voice load_voice(const std::string &path);
 // True when the file is a saved voice by its content (GGUF magic and the voice format marker), so a

@@ -1,16 +1,30 @@
 #include "models/chatterbox/t3/backbone_gpt2.h"
 
+#include "core/string_match.h"
 #include "models/chatterbox/t3/backbone.h"
 
 namespace chatterbox::t3 {
 
+bool is_conv1d_weight(const std::string &name) {
+    if (!starts_with(name, "t3.tfmr.h.")) return false;
+    for (const char *module : {".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight", ".mlp.c_proj.weight"})
+        if (ends_with(name, module)) return true;
+    return false;
+}
+
+std::string transposed_conv1d_name(const std::string &name) {
+    return name.substr(0, name.rfind('.') + 1) + kTransposedConv1dWeight;
+}
+
 nn::Linear conv1d_as_linear(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out) {
-    const std::vector<float> stored = w.host_f32(prefix + ".weight", {in, out});
-    std::vector<float> transposed(stored.size());
-    for (int64_t i = 0; i < in; ++i)
-        for (int64_t o = 0; o < out; ++o) transposed[size_t(o * in + i)] = stored[size_t(i * out + o)];
     nn::Linear linear;
-    linear.weight = w.derived(prefix + ".weight.T", {out, in}, std::move(transposed));
+    const std::string transposed_name = prefix + "." + kTransposedConv1dWeight;
+    if (w.has(transposed_name)) {
+        linear.weight = w.get(transposed_name, {out, in}, WeightUse::matmul);
+    } else {
+        linear.weight =
+            w.derived(transposed_name, {out, in}, transposed(w.host_f32(prefix + ".weight", {in, out}), in, out));
+    }
     linear.bias = w.get(prefix + ".bias", {out}, WeightUse::f32);
     linear.in = in;
     linear.out = out;

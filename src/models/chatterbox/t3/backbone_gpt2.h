@@ -5,8 +5,10 @@
 // KV cache -> c_proj, LayerNorm -> c_fc -> GELU (tanh approximation, "gelu_new") -> c_proj; then
 // the final LayerNorm ln_f. Every norm uses eps layer_norm_eps.
 //
-// GPT-2's Conv1D stores its weight as (in, out) and computes x @ W + b; nn::Linear wants (out, in),
-// so each Conv1D weight is transposed once at load (uploaded as f32).
+// GPT-2's Conv1D stores its weight as (in, out) and computes x @ W + b; nn::Linear wants (out, in).
+// chatterbox-convert stores each Conv1D weight transposed, as `<module>.weight_t` (out, in), so it is
+// quantised by output rows like any Linear weight; the official file's (in, out) weight is
+// transposed once at load instead (uploaded as f32).
 
 #include "core/module_weights.h"
 #include "models/chatterbox/t3/hparams.h"
@@ -48,8 +50,16 @@ struct Gpt2Backbone {
     std::vector<const ggml_tensor *> step_tensors() const;
 };
 
-// GPT-2's Conv1D `<prefix>.weight` (in, out) + `<prefix>.bias` (out) as an nn::Linear (the weight
-// transposed at load).
+// GPT-2's Conv1D `<prefix>.weight_t` (out, in) or `<prefix>.weight` (in, out), and `<prefix>.bias`
+// (out), as an nn::Linear.
 nn::Linear conv1d_as_linear(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out);
+
+// The last name part of a Conv1D weight stored transposed.
+constexpr const char *kTransposedConv1dWeight = "weight_t";
+// True for the store name of a GPT-2 Conv1D weight in its official (in, out) layout
+// ("t3.tfmr.h.<i>.attn.c_attn.weight", attn.c_proj, mlp.c_fc, mlp.c_proj).
+bool is_conv1d_weight(const std::string &name);
+// "<module>.weight" -> "<module>.weight_t".
+std::string transposed_conv1d_name(const std::string &name);
 
 } // namespace chatterbox::t3

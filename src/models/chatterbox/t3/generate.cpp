@@ -20,13 +20,13 @@ GenerationResult generate(Session &session, const CondEmbeddings &cond, const st
     const Model &model = session.model();
     const HParams &hp = model.hparams();
     params.validate(hp.max_new_tokens_limit());
+    const SamplerRecipe &recipe = sampler_recipe(hp.variant);
     validate_text_tokens(hp, text_tokens);
     for (size_t i = 0; i < hooks.forced_tokens.size(); ++i)
         if (hooks.forced_tokens[i] < 0 || hooks.forced_tokens[i] >= hp.speech_vocab)
             fail("T3 forced token ", i, " = ", hooks.forced_tokens[i], " is outside the speech vocabulary [0, ",
                  hp.speech_vocab, ")");
 
-    const SamplerRecipe &recipe = sampler_recipe(hp.variant);
     const bool use_cfg = recipe.guidance && params.cfg_weight > 0;
     const int n_rows = use_cfg ? 2 : 1;
     int max_steps = params.max_new_tokens;

@@ -37,7 +37,11 @@ void check_logits(const std::vector<float> &logits) {
 
 const SamplerRecipe &sampler_recipe(Variant variant) {
     using S = LogitsStage;
-    static const SamplerRecipe english{{S::repetition_penalty, S::temperature, S::min_p, S::top_p}, true, true, {}};
+    static const SamplerRecipe english = [] {
+        SamplerRecipe r{{S::repetition_penalty, S::temperature, S::min_p, S::top_p}, true, true, {}};
+        r.defaults.top_p = 1.0f; // tts.py generate(): off
+        return r;
+    }();
     static const SamplerRecipe turbo = [] {
         SamplerRecipe r{{S::temperature, S::top_k, S::top_p, S::repetition_penalty}, false, false, {}};
         // tts_turbo.py generate(): temperature 0.8, top_k 1000, top_p 0.95, repetition_penalty 1.2
@@ -59,11 +63,18 @@ const SamplerRecipe &sampler_recipe(Variant variant) {
     fail("T3 sampling: unknown variant");
 }
 
+SamplingParams SamplingParams::with_defaults(const SamplingParams &defaults) const {
+    SamplingParams p = *this;
+    if (p.top_k == 0) p.top_k = defaults.top_k;
+    if (p.top_p == 0) p.top_p = defaults.top_p;
+    return p;
+}
+
 void SamplingParams::validate(int max_new_tokens_limit) const {
     if (!greedy && !(std::isfinite(temperature) && temperature > 0))
         fail("temperature must be > 0, got ", temperature, " (ask for greedy decoding to take the argmax)");
-    if (top_k < 0) fail("top_k must be >= 0 (0 = off), got ", top_k);
-    if (!(top_p > 0 && top_p <= 1)) fail("top_p must be in (0, 1], got ", top_p);
+    if (top_k < 0) fail("top_k must be >= 0 (0 = the model's default), got ", top_k);
+    if (!(top_p >= 0 && top_p <= 1)) fail("top_p must be in [0, 1] (0 = the model's default), got ", top_p);
     if (!(min_p >= 0 && min_p <= 1)) fail("min_p must be in [0, 1], got ", min_p);
     if (!(std::isfinite(repetition_penalty) && repetition_penalty > 0))
         fail("repetition_penalty must be > 0, got ", repetition_penalty);
@@ -160,7 +171,8 @@ int sample_multinomial(const std::vector<float> &probs, Rng &rng) {
 }
 
 void process_logits(std::vector<float> &logits, const SamplerRecipe &recipe, const std::vector<int32_t> &history,
-                    const SamplingParams &params, std::vector<float> *penalized) {
+                    const SamplingParams &requested, std::vector<float> *penalized) {
+    const SamplingParams params = requested.with_defaults(recipe.defaults);
     for (LogitsStage stage : recipe.stages) {
         switch (stage) {
         case LogitsStage::repetition_penalty:

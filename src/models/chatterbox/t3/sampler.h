@@ -22,8 +22,10 @@ namespace chatterbox::t3 {
 // The defaults are English's (tts.py generate()); SamplerRecipe::defaults has each variant's.
 struct SamplingParams {
     float temperature = 0.8f;
-    int top_k = 0;      // 0 = off; only recipes with a top-k stage use it (Turbo: 1000)
-    float top_p = 1.0f; // 1 = off (the official generate() default)
+    // 0 for either: the variant's default (SamplerRecipe::defaults, taken by process_logits): top_k
+    // Turbo 1000 (English has no top-k stage), top_p English 1 = off, Turbo 0.95.
+    int top_k = 0;      // k >= the vocabulary keeps every token
+    float top_p = 0.0f; // 1 = off
     float min_p = 0.05f;
     float repetition_penalty = 1.2f;
     float cfg_weight = 0.5f; // 0 = no guidance (a single conditional row is run)
@@ -37,6 +39,8 @@ struct SamplingParams {
     // Throws Error naming the parameter, its value and the accepted range. max_new_tokens_limit is
     // the model's bound (HParams::max_new_tokens_limit()).
     void validate(int max_new_tokens_limit) const;
+    // These parameters with the 0s ("the variant's default") replaced by defaults' values.
+    SamplingParams with_defaults(const SamplingParams &defaults) const;
 };
 
 using Rng = std::mt19937_64;

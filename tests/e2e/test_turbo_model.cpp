@@ -1,0 +1,145 @@
+// needs: tiny-model tiny-turbo-model tiny-nano-model
+// Turbo and Nano end to end on their tiny synthetic models (GPT-2 T3, mean-flow S3Gen, the golden
+// GPT-2 tokenizer): the variant comes from the model, the text front end gives the golden case's
+// tokens, the built-in, cloned and saved voices speak, voices of another variant are refused by
+// name, a reference of 5 s or less is refused naming the minimum, and streaming and long text work
+// as for English.
+
+#include "audio/audio_file.h"
+#include "chatterbox/chatterbox.h"
+#include "models/chatterbox/session.h"
+#include "support/test_support.h"
+#include "text/punc_norm.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+
+namespace chatterbox {
+namespace {
+
+nlohmann::json golden_index() {
+    std::ifstream in(test::turbo_golden_path("index.json"));
+    return nlohmann::json::parse(in);
+}
+
+SynthesisOptions short_request() {
+    SynthesisOptions options;
+    options.params.sampling.max_new_tokens = 30; // random weights rarely stop on their own
+    options.params.sampling.seed = 7;
+    return options;
+}
+
+void expect_speech(const SynthesisResult &result) {
+    ASSERT_GT(result.wave.size(), 0u);
+    EXPECT_EQ(result.sample_rate, 24000);
+    EXPECT_GT(result.speech_tokens, 0);
+    EXPECT_LE(result.speech_tokens, result.t3_steps); // the three trailing silence tokens are not counted
+    for (size_t i = 0; i < result.wave.size(); ++i) ASSERT_TRUE(std::isfinite(result.wave[i])) << i;
+}
+
+TEST(TurboModel, TextFrontEndGivesTheGoldenTokens) {
+    const Engine engine({test::tiny_turbo_model_path(), BackendOptions{"cpu", 1}, components(Component::text)});
+    const nlohmann::json index = golden_index();
+    const std::string text = index["case"]["text"];
+    EXPECT_EQ(text::punc_norm(text, engine.text().punctuation()), index["text_normalized"].get<std::string>());
+    EXPECT_EQ(engine.text().t3_tokens(text), test::read_token_ids(test::turbo_golden_path("text_tokens.npy")));
+    EXPECT_EQ(engine.text().framing_tokens(), 0);
+    // A tag outside the vocabulary is text like any other; a known one is a single token.
+    const std::vector<int32_t> unknown = engine.text().tokens("[notatag]");
+    EXPECT_GT(unknown.size(), 1u);
+    EXPECT_EQ(engine.text().tokens("[laugh]").size(), 1u);
+}
+
+TEST(TurboModel, TurboAndNanoSpeakWithBuiltinClonedAndSavedVoices) {
+    for (const auto &[path, variant] :
+         {std::pair{test::tiny_turbo_model_path(), Variant::turbo}, {test::tiny_nano_model_path(), Variant::nano}}) {
+        SCOPED_TRACE(variant_name(variant));
+        const Engine engine({path, BackendOptions{"cpu", 2}});
+        EXPECT_EQ(engine.files().hparams().variant, variant);
+        EXPECT_NE(engine.description().find(variant_name(variant)), std::string::npos);
+        Session session(engine);
+        const SynthesisOptions options = short_request();
+
+        const SynthesisResult builtin = session.synthesize("Hello there [laugh].", engine.builtin_voice(0.5f), options);
+        expect_speech(builtin);
+        // The same seed, text and voice give the same audio.
+        EXPECT_EQ(session.synthesize("Hello there [laugh].", engine.builtin_voice(0.5f), options).wave, builtin.wave);
+
+        const Voice cloned = session.voice_from_file(test::turbo_golden_path("ref_voice.wav"), 0.5f);
+        EXPECT_EQ(cloned.variant, variant);
+        EXPECT_EQ(cloned.t3.prompt_tokens.size(), 375u); // 15 s at 25 Hz
+        const std::string voice_file = test::temp_dir("turbo-voice") + "/ref.voice";
+        save_voice(cloned, voice_file);
+        const Voice loaded = load_voice(voice_file);
+        EXPECT_EQ(loaded.variant, variant);
+        EXPECT_EQ(session.synthesize("Hello there.", loaded, options).wave,
+                  session.synthesize("Hello there.", cloned, options).wave);
+    }
+}
+
+TEST(TurboModel, VoicesOfAnotherVariantAndShortReferencesAreRefused) {
+    const Engine turbo({test::tiny_turbo_model_path(), BackendOptions{"cpu", 2}});
+    const Engine english({test::tiny_model_path(), BackendOptions{"cpu", 1}});
+    const Engine nano({test::tiny_nano_model_path(), BackendOptions{"cpu", 1}});
+    Session session(turbo);
+    const SynthesisOptions options = short_request();
+    test::expect_error([&] { session.synthesize("Hello.", english.builtin_voice(0.5f), options); },
+                       {"built with a english model", "this turbo model", "build it again"});
+    // Nano builds voices as Turbo does: its voices serve Turbo.
+    expect_speech(session.synthesize("Hello.", nano.builtin_voice(0.5f), options));
+    Session english_session(english);
+    test::expect_error([&] { english_session.synthesize("Hello.", turbo.builtin_voice(0.5f), options); },
+                       {"built with a turbo model", "this english model"});
+
+    audio::Audio short_reference = audio::read_audio(test::turbo_golden_path("ref_voice.wav"));
+    short_reference.samples.resize(size_t(5 * short_reference.sample_rate));
+    test::expect_error([&] { session.voice_from_audio(short_reference, 0.5f); }, "5");
+}
+
+TEST(TurboModel, CApiTellsTheVariantAndSpeaksWithTheModelsDefaults) {
+    chatterbox_engine_params ep = chatterbox_engine_default_params();
+    const std::string path = test::tiny_turbo_model_path();
+    ep.model_path = path.c_str();
+    ep.threads = 2;
+    chatterbox_engine *engine = nullptr;
+    ASSERT_EQ(chatterbox_engine_load(&ep, &engine), CHATTERBOX_OK) << chatterbox_last_error();
+    EXPECT_STREQ(chatterbox_engine_variant(engine), "turbo");
+    EXPECT_STREQ(chatterbox_engine_variant(nullptr), "");
+    chatterbox_voice *voice = nullptr;
+    ASSERT_EQ(chatterbox_voice_builtin(engine, 0.5f, &voice), CHATTERBOX_OK) << chatterbox_last_error();
+    chatterbox_synthesis_params p = chatterbox_synthesis_default_params();
+    p.max_new_tokens = 20;
+    chatterbox_audio audio;
+    ASSERT_EQ(chatterbox_synthesize(engine, "Hi there.", voice, &p, &audio), CHATTERBOX_OK) << chatterbox_last_error();
+    EXPECT_GT(audio.n_samples, 0u);
+    chatterbox_audio_free(&audio);
+    chatterbox_voice_free(voice);
+    chatterbox_engine_free(engine);
+}
+
+TEST(TurboModel, StreamsAndSplitsLongText) {
+    const Engine engine({test::tiny_turbo_model_path(), BackendOptions{"cpu", 2}});
+    Session session(engine);
+    SynthesisOptions options = short_request();
+    options.stream = true;
+    std::vector<float> streamed;
+    size_t chunks = 0;
+    options.on_chunk = [&](const float *samples, size_t n) {
+        streamed.insert(streamed.end(), samples, samples + n);
+        ++chunks;
+        return true;
+    };
+    const SynthesisResult result =
+        session.synthesize("This is the first sentence. Here comes a second one! And a third, to finish?",
+                           engine.builtin_voice(0.5f), options);
+    expect_speech(result);
+    EXPECT_EQ(result.pieces, 3);
+    EXPECT_GT(chunks, 3u);
+    EXPECT_EQ(streamed, result.wave);
+}
+
+} // namespace
+} // namespace chatterbox
