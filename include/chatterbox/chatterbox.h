@@ -55,7 +55,7 @@ typedef enum chatterbox_status {
 
 typedef struct chatterbox_engine chatterbox_engine;   /* a loaded model, immutable */
 typedef struct chatterbox_session chatterbox_session; /* one request stream on an engine */
-typedef struct chatterbox_voice chatterbox_voice;   /* voice conditionals, immutable */
+typedef struct chatterbox_voice chatterbox_voice;     /* voice conditionals, immutable */
 
 /* The message of the last failing call on this thread ("" when none). */
 const char *chatterbox_last_error(void);
@@ -110,17 +110,17 @@ typedef void (*chatterbox_progress_callback)(const char *stage, float fraction, 
 
 /* The ranged parameters, their defaults and meanings are listed by chatterbox_synthesis_param_info. */
 typedef struct chatterbox_synthesis_params {
-    float exaggeration;       /* used when the voice is NULL (built-in voice); a voice keeps its own */
-    float cfg_weight;         /* classifier-free guidance, 0 disables */
+    float exaggeration; /* used when the voice is NULL (built-in voice); a voice keeps its own */
+    float cfg_weight;   /* classifier-free guidance, 0 disables */
     float temperature;
     float repetition_penalty;
     float min_p;
     float top_p;
-    uint64_t seed;            /* any value; same seed, text, voice and model: the same audio */
-    int max_new_tokens;       /* speech tokens per T3 pass (per sentence) */
-    float sentence_pause;     /* seconds of silence between sentences of long text */
-    float clause_pause;       /* seconds where an over-long sentence is cut */
-    int stream;               /* nonzero: vocode while T3 generates and call on_chunk as audio is ready */
+    uint64_t seed;        /* any value; same seed, text, voice and model: the same audio */
+    int max_new_tokens;   /* speech tokens per T3 pass (per sentence) */
+    float sentence_pause; /* seconds of silence between sentences of long text */
+    float clause_pause;   /* seconds where an over-long sentence is cut */
+    int stream;           /* nonzero: vocode while T3 generates and call on_chunk as audio is ready */
     chatterbox_chunk_callback on_chunk;
     chatterbox_progress_callback on_progress;
     void *user_data;
@@ -130,6 +130,11 @@ typedef struct chatterbox_synthesis_params {
     int split_text; /* 1: long text is said sentence by sentence; 0: the whole text in one T3 pass */
     int ignore_eos; /* 1: T3 never stops at end of speech, it makes max_new_tokens tokens per pass (benchmarks) */
     float speed;    /* 0.25 .. 4: speaking rate by a pitch-preserving time-stretch; 1 leaves the audio untouched */
+    /* Guards against runaway speech (each piece's end is reported in chatterbox_audio.piece_ends): */
+    int length_bound;            /* 1: speech tokens per piece capped from its text length (default on) */
+    float speech_per_text_token; /* the length bound's rate per text token; 0: the model's (English 5) */
+    int stop_guards;     /* 1: a long repeat of one token or a long silence after the text ends a piece (default on) */
+    int alignment_guard; /* 1: the alignment stream analyzer of English/multilingual T3 (default off) */
 } chatterbox_synthesis_params;
 
 chatterbox_synthesis_params chatterbox_synthesis_default_params(void);
@@ -164,7 +169,24 @@ typedef struct chatterbox_audio {
     double seconds_to_first_audio; /* from the call to the first chunk (streaming) or to the end */
     double seconds_total;
     int speech_tokens; /* speech tokens vocoded (25 per second of speech), all text pieces together */
+    /* Per text piece, why its speech ended: a chatterbox_piece_end (malloc'd, freed by chatterbox_audio_free). */
+    int *piece_ends;
+    size_t n_pieces;
+    int pieces_at_length_bound; /* pieces cut by the length bound from the text */
 } chatterbox_audio;
+
+/* Why a text piece's speech ended. */
+typedef enum chatterbox_piece_end {
+    CHATTERBOX_PIECE_EOS = 0,          /* the model ended it */
+    CHATTERBOX_PIECE_MAX_TOKENS = 1,   /* max_new_tokens */
+    CHATTERBOX_PIECE_LENGTH_BOUND = 2, /* the length bound from the text */
+    CHATTERBOX_PIECE_TOKEN_REPEAT = 3, /* one speech token repeated too long */
+    CHATTERBOX_PIECE_SILENCE_TAIL = 4, /* a long silence after the text */
+    CHATTERBOX_PIECE_ALIGNMENT = 5,    /* ended by the alignment analyzer */
+    CHATTERBOX_PIECE_STOPPED = 6       /* stopped from outside (cancellation) */
+} chatterbox_piece_end;
+/* "eos", "max_tokens", "length_bound", "token_repeat", "silence_tail", "alignment", "stopped"; NULL otherwise. */
+const char *chatterbox_piece_end_name(int end);
 
 /* Text of any length (split into sentences, joined with short pauses, unless params->split_text is 0).
  * voice NULL: built-in voice. */
@@ -189,8 +211,7 @@ chatterbox_status chatterbox_session_synthesize(chatterbox_session *session, con
                                                 const chatterbox_synthesis_params *params, chatterbox_audio *audio);
 chatterbox_status chatterbox_session_convert_voice(chatterbox_session *session, const char *source_path,
                                                    const chatterbox_voice *voice,
-                                                   const chatterbox_synthesis_params *params,
-                                                   chatterbox_audio *audio);
+                                                   const chatterbox_synthesis_params *params, chatterbox_audio *audio);
 /* A voice from a recording, computed on this session (chatterbox_voice_open's rules: recording or voice file). */
 chatterbox_status chatterbox_session_voice_open(chatterbox_session *session, const char *path, float exaggeration,
                                                 chatterbox_voice **voice);

@@ -46,6 +46,8 @@ struct Audio {
     double seconds_to_first_audio = 0;
     double seconds_total = 0;
     int speech_tokens = 0;
+    std::vector<int> piece_ends; // per text piece, a chatterbox_piece_end
+    int pieces_at_length_bound = 0;
 };
 
 struct Options {
@@ -123,6 +125,8 @@ template <class Call> inline Audio run(const Options &options, Call &&call) {
     audio.seconds_to_first_audio = out.seconds_to_first_audio;
     audio.seconds_total = out.seconds_total;
     audio.speech_tokens = out.speech_tokens;
+    audio.piece_ends.assign(out.piece_ends, out.piece_ends + out.n_pieces);
+    audio.pieces_at_length_bound = out.pieces_at_length_bound;
     return audio;
 }
 
@@ -193,8 +197,7 @@ class Session {
 
     Audio synthesize(const std::string &text, const Voice *voice = nullptr, const Options &options = {}) {
         return detail::run(options, [&](const chatterbox_synthesis_params &p, chatterbox_audio *out) {
-            return chatterbox_session_synthesize(handle_.get(), text.c_str(), voice ? voice->get() : nullptr, &p,
-                                                 out);
+            return chatterbox_session_synthesize(handle_.get(), text.c_str(), voice ? voice->get() : nullptr, &p, out);
         });
     }
     Audio convert_voice(const std::string &source_path, const Voice *target = nullptr, const Options &options = {}) {

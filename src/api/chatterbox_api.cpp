@@ -138,6 +138,10 @@ constexpr CField kCFields[] = {
     {"split_text", nullptr, &P::split_text},
     {"ignore_eos", nullptr, &P::ignore_eos},
     {"speed", &P::speed, nullptr},
+    {"length_bound", nullptr, &P::length_bound},
+    {"speech_per_text_token", &P::speech_per_text_token, nullptr},
+    {"stop_guards", nullptr, &P::stop_guards},
+    {"alignment_guard", nullptr, &P::alignment_guard},
 };
 
 const CField &c_field(const chatterbox::SynthesisParameter &parameter) {
@@ -187,6 +191,15 @@ chatterbox::SynthesisOptions synthesis_options(const chatterbox_synthesis_params
     return o;
 }
 
+using chatterbox::t3::PieceEnd;
+static_assert(int(PieceEnd::eos) == CHATTERBOX_PIECE_EOS && int(PieceEnd::max_tokens) == CHATTERBOX_PIECE_MAX_TOKENS &&
+                  int(PieceEnd::length_bound) == CHATTERBOX_PIECE_LENGTH_BOUND &&
+                  int(PieceEnd::token_repeat) == CHATTERBOX_PIECE_TOKEN_REPEAT &&
+                  int(PieceEnd::silence_tail) == CHATTERBOX_PIECE_SILENCE_TAIL &&
+                  int(PieceEnd::alignment) == CHATTERBOX_PIECE_ALIGNMENT &&
+                  int(PieceEnd::stopped) == CHATTERBOX_PIECE_STOPPED,
+              "t3::PieceEnd and chatterbox_piece_end must list the same ends in the same order");
+
 // Hands a result to the caller's struct (malloc'd samples, freed by chatterbox_audio_free).
 void fill_audio(const chatterbox::SynthesisResult &result, chatterbox_audio *audio) {
     float *samples = nullptr;
@@ -201,10 +214,21 @@ void fill_audio(const chatterbox::SynthesisResult &result, chatterbox_audio *aud
     audio->seconds_to_first_audio = result.seconds_to_first_audio;
     audio->seconds_total = result.seconds_total;
     audio->speech_tokens = result.speech_tokens;
+    audio->piece_ends = nullptr;
+    audio->n_pieces = result.piece_ends.size();
+    if (!result.piece_ends.empty()) {
+        audio->piece_ends = static_cast<int *>(std::malloc(result.piece_ends.size() * sizeof(int)));
+        if (!audio->piece_ends) {
+            std::free(audio->samples);
+            throw std::bad_alloc();
+        }
+        for (size_t i = 0; i < result.piece_ends.size(); ++i) audio->piece_ends[i] = int(result.piece_ends[i]);
+    }
+    audio->pieces_at_length_bound = result.pieces_at_length_bound();
 }
 
 void clear_audio(chatterbox_audio *audio) {
-    if (audio) *audio = chatterbox_audio{nullptr, 0, 0, 0.0, 0.0, 0};
+    if (audio) *audio = chatterbox_audio{nullptr, 0, 0, 0.0, 0.0, 0, nullptr, 0, 0};
 }
 
 // The voice models, bound on first use: a model without them is a model error.
@@ -415,6 +439,11 @@ chatterbox_synthesis_params chatterbox_synthesis_default_params(void) {
     return p;
 }
 
+const char *chatterbox_piece_end_name(int end) {
+    if (end < int(chatterbox::t3::PieceEnd::eos) || end > int(chatterbox::t3::PieceEnd::stopped)) return nullptr;
+    return chatterbox::t3::piece_end_name(chatterbox::t3::PieceEnd(end));
+}
+
 size_t chatterbox_synthesis_param_count(void) { return chatterbox::synthesis_parameters().size(); }
 
 const chatterbox_param_info *chatterbox_synthesis_param_info(size_t index) {
@@ -470,6 +499,7 @@ chatterbox_status chatterbox_convert_voice(chatterbox_engine *engine, const char
 void chatterbox_audio_free(chatterbox_audio *audio) {
     if (!audio) return;
     std::free(audio->samples);
+    std::free(audio->piece_ends);
     clear_audio(audio);
 }
 

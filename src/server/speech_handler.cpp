@@ -24,6 +24,24 @@ std::string base64(const std::string &bytes) {
 
 std::string sse_event(const json &event) { return "data: " + event.dump() + "\n\n"; }
 
+// The SSE "speech.audio.done" usage: speech tokens, and per text piece why its speech ended.
+json usage(const SynthesisResult &result) {
+    json ends = json::array();
+    for (t3::PieceEnd end : result.piece_ends) ends.push_back(t3::piece_end_name(end));
+    return {{"speech_tokens", result.speech_tokens},
+            {"pieces", result.pieces},
+            {"piece_ends", ends},
+            {"pieces_at_length_bound", result.pieces_at_length_bound()}};
+}
+
+// The same for a whole answer, as a header: "eos,length_bound".
+std::string piece_ends_header(const SynthesisResult &result) {
+    std::string out;
+    for (size_t i = 0; i < result.piece_ends.size(); ++i)
+        out += concat(i ? "," : "", t3::piece_end_name(result.piece_ends[i]));
+    return out;
+}
+
 // One streamed answer: runs the synthesis inside httplib's content provider, so every chunk goes
 // out as soon as it is final, and a chunk the client no longer takes cancels the synthesis.
 struct StreamJob {
@@ -50,12 +68,12 @@ struct StreamJob {
             options.on_chunk = [&](const float *samples, size_t n) {
                 return send(encoder->encode(samples, n)); // false: the client is gone, which cancels
             };
-            run_watched(operations, *watched, [&] {
+            const SynthesisResult result = run_watched(operations, *watched, [&] {
                 SynthesisResult result = session->synthesize(request.input, voice, options);
                 if (!send(encoder->finish())) throw Cancelled("the client is gone");
                 return result;
             });
-            if (sse) write(sink, sse_event({{"type", "speech.audio.done"}}));
+            if (sse) write(sink, sse_event({{"type", "speech.audio.done"}, {"usage", usage(result)}}));
         } catch (const ApiError &e) { // cancelled: past the deadline, drained, or the client is gone
             complete = sse && write(sink, sse_event({{"type", "error"}, {"error", e.fields()}}));
         } catch (const std::exception &e) {
@@ -107,6 +125,7 @@ void answer_speech(const Engine &engine, SessionPool &pool, const VoiceLibrary &
         const SynthesisResult result =
             run_watched(operations, *watched, [&] { return session->synthesize(request.input, voice, synthesis); });
         session.reset();
+        response.set_header("X-Chatterbox-Piece-Ends", piece_ends_header(result));
         response.set_content(audio::encode_audio(result.wave, result.sample_rate, request.format),
                              content_type(request.format));
         return;

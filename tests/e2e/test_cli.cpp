@@ -158,6 +158,31 @@ TEST_F(Cli, IgnoreEosRunsPastTheEndOfSpeech) {
     EXPECT_GT(samples.size(), ended_samples);
 }
 
+// The summary says how each piece ended: the tiny model never ends by itself, so "Yes." stops at
+// the length bound from its text (below 100 tokens), and with --guard none at --max-tokens.
+TEST_F(Cli, SummaryTellsThePieceEndsAndGuardsAreChosenByName) {
+    const auto run = [&](std::vector<std::string> args) { // --max-tokens 100, not the suite's 10
+        args.insert(args.begin(), {"-m", test::tiny_model_path(), "--max-tokens", "100"});
+        return test::run_tool("chatterbox", args);
+    };
+    const ToolRun bounded = run({"-o", path("bounded.wav"), "Yes."});
+    ASSERT_EQ(bounded.exit_code, 0) << bounded.err;
+    EXPECT_TRUE(contains(bounded.err, "1 piece: length_bound (1 cut by the length bound from the text)"))
+        << bounded.err;
+    const ToolRun plain = run({"--guard", "none", "-o", path("plain.wav"), "Yes."});
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    EXPECT_TRUE(contains(plain.err, "1 piece: max_tokens")) << plain.err;
+    EXPECT_GT(audio::read_audio(path("plain.wav")).samples.size(),
+              audio::read_audio(path("bounded.wav")).samples.size());
+
+    const ToolRun unknown = chatterbox_cli({"--guard", "loud", "-o", path("x.wav"), "Yes."});
+    EXPECT_EQ(unknown.exit_code, 2);
+    EXPECT_TRUE(contains(unknown.err, "expected alignment or none")) << unknown.err;
+    const ToolRun alignment = chatterbox_cli({"-q", "--guard", "alignment", "-o", path("x.wav"), "Yes."});
+    EXPECT_NE(alignment.exit_code, 0); // the tiny T3 has 2 layers: no aligned heads
+    EXPECT_TRUE(contains(alignment.err, "alignment_guard")) << alignment.err;
+}
+
 TEST_F(Cli, SpeedTimeStretchesTheSameSpeech) {
     const ToolRun help = test::run_tool("chatterbox", {"--help"});
     EXPECT_TRUE(contains(help.out, "--speed"));

@@ -124,6 +124,44 @@ TEST_F(Server, StreamsCarryTheSessionsStreamedAudio) {
     EXPECT_EQ(answer.audio, streamed);
 }
 
+// The speech guards are fields of the request, and the answer says how each text piece ended: the
+// SSE done event's usage and a whole answer's header. The tiny model never ends by itself.
+TEST_F(Server, GuardFieldsAndThePieceEndsOfTheAnswer) {
+    RunningServer server(*engine_, small_server());
+    httplib::Client client = server.client();
+    json body = speech("Yes.", 3, 100); // the length bound of "Yes." is below 100 tokens
+    body["response_format"] = "pcm";
+    body["stream_format"] = "sse";
+    auto sse = post(client, body);
+    ASSERT_EQ(sse->status, 200) << sse->body;
+    const size_t done = sse->body.rfind("data: ");
+    ASSERT_NE(done, std::string::npos);
+    const json event = json::parse(sse->body.substr(done + 6));
+    ASSERT_EQ(event["type"], "speech.audio.done");
+    EXPECT_EQ(event["usage"]["piece_ends"], json::array({"length_bound"}));
+    EXPECT_EQ(event["usage"]["pieces_at_length_bound"], 1);
+    EXPECT_EQ(event["usage"]["pieces"], 1);
+    EXPECT_GT(event["usage"]["speech_tokens"].get<int>(), 0);
+
+    body.erase("stream_format");
+    auto whole = post(client, body);
+    ASSERT_EQ(whole->status, 200);
+    EXPECT_EQ(whole->get_header_value("X-Chatterbox-Piece-Ends"), "length_bound");
+    body["length_bound"] = false;
+    body["stop_guards"] = false;
+    auto unbounded = post(client, body);
+    ASSERT_EQ(unbounded->status, 200);
+    EXPECT_EQ(unbounded->get_header_value("X-Chatterbox-Piece-Ends"), "max_tokens");
+    EXPECT_GT(unbounded->body.size(), whole->body.size());
+
+    body["alignment_guard"] = true; // the tiny T3 lacks the analyzer's heads
+    auto refused = post(client, body);
+    EXPECT_EQ(refused->status, 400);
+    EXPECT_NE(refused->body.find("alignment_guard"), std::string::npos) << refused->body;
+    body["alignment_guard"] = 1;
+    EXPECT_EQ(post(client, body)->status, 400);
+}
+
 struct ErrorCase {
     std::string body;
     int status;

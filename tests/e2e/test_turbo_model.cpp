@@ -7,6 +7,7 @@
 
 #include "audio/audio_file.h"
 #include "chatterbox/chatterbox.h"
+#include "models/chatterbox/convert.h"
 #include "models/chatterbox/session.h"
 #include "support/test_support.h"
 #include "text/punc_norm.h"
@@ -118,6 +119,32 @@ TEST(TurboModel, CApiTellsTheVariantAndSpeaksWithTheModelsDefaults) {
     chatterbox_audio_free(&audio);
     chatterbox_voice_free(voice);
     chatterbox_engine_free(engine);
+}
+
+TEST(TurboModel, ConvertedGgufHoldsConv1dWeightsTransposedAndSpeaksTheSame) {
+    const std::string dir = test::temp_dir("turbo-convert");
+    const std::string f32 = dir + "/f32.gguf", q8 = dir + "/q8_0.gguf";
+    convert_model(test::tiny_turbo_model_path(), f32, {});
+    ConvertOptions quantised;
+    quantised.matrix_type = GGML_TYPE_Q8_0;
+    convert_model(f32, q8, quantised); // a GGUF's transposed weights go through as they are
+    for (const std::string &path : {f32, q8}) {
+        const ModelFiles files = ModelFiles::open(path);
+        const TensorView *fused = files.weights().find("t3.tfmr.h.0.attn.c_attn.weight_t");
+        ASSERT_NE(fused, nullptr) << path;
+        EXPECT_EQ(fused->shape, (Shape{3 * 128, 128})); // Linear's (out, in)
+        EXPECT_EQ(fused->type, path == q8 ? GGML_TYPE_Q8_0 : GGML_TYPE_F32);
+        EXPECT_EQ(files.weights().find("t3.tfmr.h.0.attn.c_attn.weight"), nullptr);
+    }
+    const SynthesisOptions options = short_request();
+    const auto speak = [&](const std::string &path) {
+        const Engine engine({path, BackendOptions{"cpu", 2}});
+        Session session(engine);
+        return session.synthesize("Hello there.", engine.builtin_voice(0.5f), options);
+    };
+    const SynthesisResult official_layout = speak(test::tiny_turbo_model_path());
+    EXPECT_EQ(speak(f32).wave, official_layout.wave); // the same f32 values, transposed at load or by the converter
+    expect_speech(speak(q8));
 }
 
 TEST(TurboModel, StreamsAndSplitsLongText) {

@@ -127,7 +127,8 @@ TEST(SynthesisParams, FlagsAreZeroOrOneAndReachTheEngine) {
         chatterbox_synthesis_params p = chatterbox_synthesis_default_params();
         EXPECT_EQ(chatterbox_synthesis_params_set(&p, info.name, 0.5), CHATTERBOX_ERROR_INVALID_ARGUMENT) << info.name;
     }
-    EXPECT_EQ(flags, (std::set<std::string>{"split_text", "ignore_eos"}));
+    EXPECT_EQ(flags,
+              (std::set<std::string>{"split_text", "ignore_eos", "length_bound", "stop_guards", "alignment_guard"}));
     EXPECT_EQ(std::string(find_synthesis_parameter("split_text")->option), "no-split");
     EXPECT_EQ(std::string(find_synthesis_parameter("ignore_eos")->option), "ignore-eos");
 
@@ -145,4 +146,28 @@ TEST(SynthesisParams, FlagsAreZeroOrOneAndReachTheEngine) {
     p.ignore_eos = 2;
     EXPECT_EQ(chatterbox_synthesis_params_validate(&p), CHATTERBOX_ERROR_INVALID_ARGUMENT);
     EXPECT_TRUE(test::contains(chatterbox_last_error(), "ignore_eos is 2, expected [0, 1]"));
+}
+
+// The speech guards: the length bound and stop rules on by default, the analyzer off, each reaching
+// t3::SamplingParams::guards.
+TEST(SynthesisParams, SpeechGuardsDefaultsAndFields) {
+    const chatterbox_synthesis_params d = chatterbox_synthesis_default_params();
+    EXPECT_EQ(d.length_bound, 1);
+    EXPECT_EQ(d.stop_guards, 1);
+    EXPECT_EQ(d.alignment_guard, 0);
+    EXPECT_EQ(d.speech_per_text_token, 0.0f);
+    EXPECT_EQ(std::string(find_synthesis_parameter("length_bound")->option), "no-length-bound");
+    EXPECT_EQ(std::string(find_synthesis_parameter("alignment_guard")->option), "guard-alignment");
+    SynthesisParams params;
+    find_synthesis_parameter("length_bound")->set(params, 0);
+    find_synthesis_parameter("stop_guards")->set(params, 0);
+    find_synthesis_parameter("alignment_guard")->set(params, 1);
+    find_synthesis_parameter("speech_per_text_token")->set(params, 7.5);
+    EXPECT_FALSE(params.sampling.guards.length_bound);
+    EXPECT_FALSE(params.sampling.guards.stops);
+    EXPECT_TRUE(params.sampling.guards.alignment);
+    EXPECT_EQ(params.sampling.guards.speech_per_text_token, 7.5f);
+    chatterbox_synthesis_params p = d;
+    EXPECT_EQ(chatterbox_synthesis_params_set(&p, "speech_per_text_token", -1), CHATTERBOX_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(test::contains(chatterbox_last_error(), "speech_per_text_token is -1, expected [0, 100]"));
 }

@@ -2,7 +2,8 @@
 // the synthetic rule at scaled sizes (synthetic::scaled_manifest of Turbo's checkpoint): a
 // Nano-sized T3 (GPT-2 small, 12 x 768) loads and generates; a tiny GPT-2 T3 gives the same logits
 // through step-by-step decoding as through one prefill of the whole sequence (positions, cache
-// slots and masks agree); and the hyper-parameters of both variants are valid data.
+// slots and masks agree); the hyper-parameters of both variants are valid data; and the speech
+// guards' length bound and repeat stop apply to it through its GuardHParams.
 
 #include "core/backend.h"
 #include "core/gguf_file.h"
@@ -181,4 +182,32 @@ TEST(T3Gpt2, DecodingStepByStepEqualsOnePrefill) {
         const test::Diff d = test::compare(stepped[k], logits);
         EXPECT_LE(d.max_abs, 1e-4) << "step " << k;
     }
+}
+
+// The length bound and stop rules reach the GPT-2 T3 through its hyper-parameters (Turbo/Nano's
+// rate per BPE token); the alignment analyzer does not exist for it.
+TEST(T3Gpt2, SpeechGuardsApplyThroughTheVariantsData) {
+    const HParams hp = tiny_gpt2();
+    const std::unique_ptr<WeightStore> store = gpt2_checkpoint(hp);
+    Backend backend(BackendOptions{"cpu", 2});
+    const Model model(*store, backend, hp);
+    Session session(model, backend, exact_path());
+    const CondEmbeddings cond = encode_conditioning(model, backend, voice(hp, 10));
+    SamplingParams params = SamplingParams::guarded();
+    params.max_new_tokens = 400;
+    GenerationHooks hooks; // distinct speech units, never EOS
+    for (int i = 0; i < params.max_new_tokens; ++i) hooks.forced_tokens.push_back((i * 97) % 4000);
+    const GenerationResult bounded = generate(session, cond, kText, params, hooks);
+    const int bound = length_bound(hp.guards, int(kText.size())); // Nano's text is not framed
+    EXPECT_EQ(bound, hp.guards.length_floor + int(hp.guards.speech_per_text_token) * int(kText.size()));
+    EXPECT_EQ(int(bounded.tokens.size()), bound);
+    EXPECT_EQ(bounded.end, PieceEnd::length_bound);
+
+    hooks.forced_tokens.assign(size_t(params.max_new_tokens), 123); // one unit over and over
+    const GenerationResult repeated = generate(session, cond, kText, params, hooks);
+    EXPECT_EQ(int(repeated.tokens.size()), hp.guards.max_token_repeat);
+    EXPECT_EQ(repeated.end, PieceEnd::token_repeat);
+
+    params.guards.alignment = true;
+    test::expect_error([&] { generate(session, cond, kText, params, hooks); }, "no alignment analyzer");
 }

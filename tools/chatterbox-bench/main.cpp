@@ -56,6 +56,12 @@ void run_t3(Backend &backend, const BackendOptions &backend_options, const std::
         options.weights = w;
         nlohmann::json row = bench::run_t3_bench(backend_options, options);
         print_t3_row(row);
+        if (row.contains("alignment_compare")) {
+            const nlohmann::json &a = row["alignment_compare"];
+            std::printf("alignment analyzer, %d interleaved pairs: ms/token without %s, with %s; ratio %.3f\n",
+                        a["rounds"].get<int>(), a["plain_ms_per_token"].dump().c_str(),
+                        a["alignment_ms_per_token"].dump().c_str(), a["ratio"].get<double>());
+        }
         results["t3"].push_back(row);
     }
 }
@@ -207,6 +213,9 @@ int main(int argc, char **argv) {
     t3->add_option("--cfg", t3_options.cfg_weight, "cfg_weight (0 runs one row)")->capture_default_str();
     t3->add_flag("--plain", t3_options.plain_attention, "plain attention instead of flash attention");
     t3->add_flag("--f32-cache", t3_options.f32_cache, "f32 KV cache instead of f16");
+    t3->add_option("--alignment-rounds", t3_options.alignment_rounds,
+                   "also time this many interleaved pairs of requests without and with the alignment analyzer")
+        ->capture_default_str();
     t3->add_flag("--no-bandwidth", no_bandwidth, "skip the memory bandwidth probe and the bound");
 
     CLI::App *s3gen = app.add_subcommand(

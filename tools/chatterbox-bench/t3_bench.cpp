@@ -64,20 +64,31 @@ nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions 
     hooks.on_step = [&](const t3::StepRecord &) { return ++warm_steps < 2; };
     t3::generate(session.t3(), cond_emb, text, params, hooks);
 
-    // The timed request stops after `steps` tokens, however much room max_new_tokens reserved.
-    std::vector<Clock::time_point> step_times;
-    double first_step_cpu_ms = 0;
-    hooks.on_step = [&](const t3::StepRecord &) {
-        step_times.push_back(Clock::now());
-        if (step_times.size() == 1) first_step_cpu_ms = process_cpu_ms();
-        return int(step_times.size()) < steps;
+    // A timed request stops after `steps` tokens, however much room max_new_tokens reserved.
+    struct Timed {
+        double prefill_ms = 0, decode_cpu_ms_per_token = 0;
+        std::vector<double> decode_ms; // per step after the first
     };
-    start = Clock::now();
-    t3::generate(session.t3(), cond_emb, text, params, hooks);
-    const double decode_cpu_ms = process_cpu_ms() - first_step_cpu_ms;
-    const double prefill_ms = ms_between(start, step_times.front());
-    std::vector<double> decode_ms;
-    for (size_t i = 1; i < step_times.size(); ++i) decode_ms.push_back(ms_between(step_times[i - 1], step_times[i]));
+    const auto timed_request = [&](const t3::SamplingParams &request) {
+        std::vector<Clock::time_point> step_times;
+        double first_step_cpu_ms = 0;
+        hooks.on_step = [&](const t3::StepRecord &) {
+            step_times.push_back(Clock::now());
+            if (step_times.size() == 1) first_step_cpu_ms = process_cpu_ms();
+            return int(step_times.size()) < steps;
+        };
+        const Clock::time_point begin = Clock::now();
+        t3::generate(session.t3(), cond_emb, text, request, hooks);
+        Timed timed;
+        timed.prefill_ms = ms_between(begin, step_times.front());
+        for (size_t i = 1; i < step_times.size(); ++i)
+            timed.decode_ms.push_back(ms_between(step_times[i - 1], step_times[i]));
+        timed.decode_cpu_ms_per_token = (process_cpu_ms() - first_step_cpu_ms) / double(timed.decode_ms.size());
+        return timed;
+    };
+    const Timed main_run = timed_request(params);
+    const double prefill_ms = main_run.prefill_ms;
+    const std::vector<double> &decode_ms = main_run.decode_ms;
     const Spread decode = spread_of(decode_ms);
 
     const int prefill_tokens = t3::prefill_length(hp, cond_emb, text);
@@ -99,9 +110,32 @@ nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions 
                        {"decode_tokens", decode_ms.size()},
                        {"decode_ms_per_token", decode.mean},
                        {"decode_ms_median", decode.median},
-                       {"decode_cpu_ms_per_token", decode_cpu_ms / double(decode_ms.size())},
+                       {"decode_cpu_ms_per_token", main_run.decode_cpu_ms_per_token},
                        {"graphs_built", session.t3().graphs_built()},
                        {"step_bytes", step_bytes}};
+    if (options.alignment_rounds > 0) {
+        // The alignment analyzer's cost: requests without and with it, interleaved on one session
+        // (each request's own first graphs are built by a warm-up of each kind first).
+        t3::SamplingParams analyzed = params;
+        analyzed.guards.alignment = true;
+        hooks.on_step = [&](const t3::StepRecord &) { return false; };
+        t3::generate(session.t3(), cond_emb, text, analyzed, hooks);
+        nlohmann::json plain_ms = nlohmann::json::array(), analyzed_ms = nlohmann::json::array();
+        nlohmann::json plain_cpu = nlohmann::json::array(), analyzed_cpu = nlohmann::json::array();
+        double plain_sum = 0, analyzed_sum = 0;
+        for (int round = 0; round < options.alignment_rounds; ++round) {
+            for (const bool with : {false, true}) {
+                const Timed t = timed_request(with ? analyzed : params);
+                const double mean = spread_of(t.decode_ms).mean;
+                (with ? analyzed_ms : plain_ms).push_back(mean);
+                (with ? analyzed_cpu : plain_cpu).push_back(t.decode_cpu_ms_per_token);
+                (with ? analyzed_sum : plain_sum) += mean;
+            }
+        }
+        out["alignment_compare"] = {{"rounds", options.alignment_rounds},         {"plain_ms_per_token", plain_ms},
+                                    {"alignment_ms_per_token", analyzed_ms},      {"plain_cpu_ms_per_token", plain_cpu},
+                                    {"alignment_cpu_ms_per_token", analyzed_cpu}, {"ratio", analyzed_sum / plain_sum}};
+    }
     if (options.bandwidth_gb_per_s > 0) {
         const double bound_ms = double(step_bytes) / (options.bandwidth_gb_per_s * 1e9) * 1e3;
         out["bound_ms"] = bound_ms;

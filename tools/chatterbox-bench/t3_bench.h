@@ -23,6 +23,9 @@ struct T3BenchOptions {
     bool f32_cache = false;                                 // f32 KV cache instead of f16
     int decode_bucket = t3::RuntimeOptions{}.decode_bucket; // at least the cache capacity: one graph over it all
     double bandwidth_gb_per_s = 0;                          // measured read bandwidth for the bound (0: no bound)
+    // > 0: also this many interleaved pairs of requests without and with the alignment analyzer
+    // (t3/speech_guards.h), reported as "alignment_compare".
+    int alignment_rounds = 0;
 };
 
 // Bytes a decode step reads: every backbone matrix and norm, the speech head, and the keys and
@@ -32,7 +35,9 @@ size_t decode_step_bytes(const t3::Model &model, int n_rows, double mean_positio
 // Runs the benchmark and returns its results as JSON (times in milliseconds):
 // {"weights", "matrix_type", "backend", "attention", "kv_type", "cfg_rows", "decode_bucket", "cache_capacity",
 //  "load_ms", "conditioning_ms", "prefill_tokens", "prefill_ms", "decode_tokens", "decode_ms_per_token" (mean),
-//  "decode_ms_median", "decode_cpu_ms_per_token", "graphs_built", "step_bytes", "bound_ms", "ratio_to_bound"}.
+//  "decode_ms_median", "decode_cpu_ms_per_token", "graphs_built", "step_bytes", "bound_ms", "ratio_to_bound",
+//  "alignment_compare": {"rounds", "plain_ms_per_token", "alignment_ms_per_token", "plain_cpu_ms_per_token",
+//  "alignment_cpu_ms_per_token", "ratio" (of the mean times)} with alignment_rounds}.
 nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions &options);
 
 } // namespace chatterbox::bench

@@ -53,7 +53,9 @@ GoldenRun::GoldenRun(GoldenCase golden_case, std::string inputs_dir, std::string
     std::filesystem::create_directories(out_dir_);
 }
 
-std::string GoldenRun::input_path(const std::string &file) const { return inputs_dir_ + "/" + file; }
+std::string GoldenRun::input_path(const std::string &file) const {
+    return std::filesystem::path(file).is_absolute() ? file : inputs_dir_ + "/" + file;
+}
 
 NpyArray GoldenRun::input(const std::string &array_name) const { return read_npy(input_path(array_name + ".npy")); }
 

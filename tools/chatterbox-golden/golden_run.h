@@ -21,8 +21,8 @@ namespace chatterbox::golden {
 struct GoldenCase {
     std::string name;
     std::string text;
-    std::string ref_wav;   // file name inside the inputs folder
-    std::string tokenizer; // file name inside the inputs folder
+    std::string ref_wav;   // relative to the inputs folder, or absolute
+    std::string tokenizer; // relative to the inputs folder, or absolute
     uint64_t seed = 0;
     float exaggeration = 0.5f;
     float cfg_weight = 0.5f;
@@ -39,7 +39,7 @@ class GoldenRun {
     const GoldenCase &golden_case() const { return case_; }
     const std::string &model_path() const { return model_path_; }
     int threads() const { return threads_; }
-    std::string input_path(const std::string &file) const; // inputs_dir/file
+    std::string input_path(const std::string &file) const; // inputs_dir/file; an absolute file as it is
     NpyArray input(const std::string &array_name) const;   // inputs_dir/<array_name>.npy
     void write(const std::string &array_name, const NpyArray &array);
     const std::set<std::string> &written() const { return written_; }

@@ -85,6 +85,18 @@ class PcmWriter {
     int error_ = 0;
 };
 
+// "3 pieces: eos, length_bound, eos (1 cut by the length bound)": how each text piece's speech ended.
+std::string piece_summary(const api::Audio &audio) {
+    std::string line = concat(audio.piece_ends.size(), audio.piece_ends.size() == 1 ? " piece: " : " pieces: ");
+    for (size_t i = 0; i < audio.piece_ends.size(); ++i) {
+        const char *name = chatterbox_piece_end_name(audio.piece_ends[i]);
+        line += concat(i ? ", " : "", name ? name : "?");
+    }
+    if (audio.pieces_at_length_bound > 0)
+        line += concat(" (", audio.pieces_at_length_bound, " cut by the length bound from the text)");
+    return line;
+}
+
 // Runs one synthesis or conversion with progress, Ctrl-C and the output (stream or file), then
 // prints the summary line. Returns the exit code.
 int produce(const OutputOptions &output, chatterbox_synthesis_params params, Progress &progress,
@@ -120,6 +132,7 @@ int produce(const OutputOptions &output, chatterbox_synthesis_params params, Pro
                          " s (real-time factor ",
                          audio_seconds > 0 ? fixed(audio.seconds_total / audio_seconds, 2) : std::string("-"),
                          ", first audio after ", fixed(audio.seconds_to_first_audio, 2), " s)"));
+    if (!audio.piece_ends.empty()) progress.note(piece_summary(audio));
     return kExitOk;
 }
 

@@ -66,6 +66,33 @@ void add_parameter_table(CLI::App &app, chatterbox_synthesis_params &params) {
     }
 }
 
+// --guard NAME: the speech guards by name, on top of their table flags (--guard-alignment ...).
+void add_guard_option(CLI::App &app, chatterbox_synthesis_params &params) {
+    const auto set = [&params](const char *name, double value) {
+        if (chatterbox_synthesis_params_set(&params, name, value) != CHATTERBOX_OK)
+            throw UsageError(chatterbox_last_error());
+    };
+    app.add_option_function<std::vector<std::string>>(
+           "--guard",
+           [set](const std::vector<std::string> &names) {
+               for (const std::string &name : names) {
+                   if (name == "alignment")
+                       set("alignment_guard", 1);
+                   else // "none": every guard off, the official loop
+                       for (const char *flag : {"length_bound", "stop_guards", "alignment_guard"}) set(flag, 0);
+               }
+           },
+           "speech guards: alignment (the alignment stream analyzer, English and multilingual), none (no length "
+           "bound, stop rules or analyzer)")
+        ->type_name("NAME")
+        ->check(CLI::Validator(
+            [](std::string &name) {
+                return name == "alignment" || name == "none" ? std::string()
+                                                             : "expected alignment or none, got " + name;
+            },
+            "alignment|none"));
+}
+
 void add_engine_options(CLI::App &app, EngineOptions &engine) {
     app.add_option("-m,--model", engine.model,
                    "model: the official folder (ve/t3_cfg/s3gen .safetensors, tokenizer.json, conds.pt) or a .gguf "
@@ -133,6 +160,7 @@ void add_synthesis_options(CLI::App &app, SynthesisOptions &options) {
     add_output_options(app, options.output);
     add_engine_options(app, options.engine);
     add_parameter_table(app, p);
+    add_guard_option(app, p);
     add_seed_option(app, p);
 }
 

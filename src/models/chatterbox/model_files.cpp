@@ -106,6 +106,7 @@ ModelHparams ModelHparams::from_metadata(const GgufFile &file) {
         fail(e.what(), " (a GGUF written by an older chatterbox-convert lacks newer keys: convert the model again)");
     }
     h.t3.variant = h.variant;
+    h.t3.guards = t3::GuardHParams::for_variant(h.variant); // not metadata: the variant's
     try {
         h.validate();
     } catch (const Error &e) {

@@ -62,6 +62,18 @@ std::vector<text::TextPiece> whole_text(std::string_view text) {
     return {text::TextPiece{std::string(text.substr(begin, end - begin)), text::Boundary::end}};
 }
 
+// The alignment analyzer needs the variant's aligned heads, inside this model's backbone.
+void check_alignment_guard(const t3::HParams &hp, const t3::GuardOptions &guards) {
+    if (!guards.alignment) return;
+    if (hp.guards.aligned_heads.empty())
+        throw InvalidArgument(concat("alignment_guard: the ", variant_name(hp.variant),
+                                     " model has no alignment analyzer (no aligned attention heads)"));
+    for (const t3::AttentionHead &h : hp.guards.aligned_heads)
+        if (h.layer >= hp.n_layers || h.head >= hp.n_heads)
+            throw InvalidArgument(concat("alignment_guard: this T3 has ", hp.n_layers, " layers x ", hp.n_heads,
+                                         " heads, the analyzer watches head (", h.layer, ", ", h.head, ")"));
+}
+
 } // namespace
 
 void SynthesisOptions::validate() const {
@@ -211,6 +223,7 @@ std::vector<text::TextPiece> check_synthesis(const Engine &engine, std::string_v
     if (options.params.sampling.max_new_tokens > limit)
         throw InvalidArgument(concat("max_new_tokens is ", options.params.sampling.max_new_tokens, ", expected 1 .. ",
                                      limit, " (the model's speech positions)"));
+    check_alignment_guard(engine.t3().hparams(), options.params.sampling.guards);
     std::vector<text::TextPiece> pieces = options.params.split_text ? engine.split_text(text) : whole_text(text);
     if (pieces.empty()) throw InvalidArgument("the text is empty (nothing to say)");
     return pieces;
@@ -230,7 +243,6 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
     request.progress("t3", 0.0f);
     const t3::CondEmbeddings cond = t3::encode_conditioning(model, backend_, voice.t3);
     const ChunkPlan plan = options.stream ? options.chunks : ChunkPlan::offline();
-    const int max_new_tokens = options.params.sampling.max_new_tokens;
     const int n = int(pieces.size());
     for (int i = 0; i < n; ++i) {
         request.check_cancel();
@@ -244,17 +256,26 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
         // The first piece uses the seed itself, so a one-sentence request is the plain seeded run.
         if (i > 0) sampling.seed = mix_seed(sampling.seed, uint64_t(i) << 32);
 
+        const int piece_steps = t3::step_limit(hp, framed, sampling); // max_new_tokens or the length bound
         PieceVocalizer vocalizer(stages, request, voice.s3gen, plan, sampling.seed, i, n);
+        // With the stop rules, trailing silence is trimmed to a natural pause, streaming or not.
+        std::optional<t3::TailSilenceTrimmer> trimmer;
+        if (sampling.guards.stops && !sampling.ignore_eos)
+            trimmer.emplace(hp.guards.silence_token, hp.guards.natural_pause);
+        const auto speak = [&](int32_t token) {
+            if (!trimmer) return vocalizer.add_token(token);
+            for (int32_t kept : trimmer->push(token)) vocalizer.add_token(kept);
+        };
         t3::GenerationHooks hooks;
         bool speech_ended = false;
         hooks.on_step = [&](const t3::StepRecord &step) {
-            request.progress("t3", (float(i) + float(step.step + 1) / float(max_new_tokens)) / float(n));
+            request.progress("t3", (float(i) + float(step.step + 1) / float(piece_steps)) / float(n));
             // Streaming feeds the span drop_invalid_tokens keeps as it grows: speech units up to EOS.
             if (options.stream && !speech_ended) {
                 if (step.token == hp.stop_speech_token)
                     speech_ended = true;
                 else if (step.token < hp.speech_token_limit)
-                    vocalizer.add_token(step.token);
+                    speak(step.token);
             }
             return !request.cancel_requested();
         };
@@ -262,10 +283,13 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
         request.check_cancel();
         request.result().t3_steps += int(generated.tokens.size());
         request.result().eos_steps.push_back(generated.eos_step);
-        // Streaming has fed the speech tokens already; the flow's trailing silence (Turbo) follows them.
-        std::vector<int32_t> speech =
-            options.stream ? std::vector<int32_t>{} : t3::drop_invalid_tokens(generated.tokens, hp);
-        for (int32_t token : s3gen::flow_input_tokens(std::move(speech), flow_hp)) vocalizer.add_token(token);
+        request.result().piece_ends.push_back(generated.end);
+        if (!options.stream)
+            for (int32_t token : t3::drop_invalid_tokens(generated.tokens, hp)) speak(token);
+        if (trimmer)
+            for (int32_t kept : trimmer->finish()) vocalizer.add_token(kept);
+        // The flow's trailing silence (Turbo's three S3GEN_SIL tokens) follows the speech.
+        for (int32_t token : s3gen::flow_input_tokens({}, flow_hp)) vocalizer.add_token(token);
         vocalizer.finish();
         request.result().speech_tokens += int(vocalizer.tokens()) - flow_hp.trailing_silence_tokens;
         if (i + 1 < n)

@@ -23,6 +23,7 @@
 #include "models/chatterbox/synthesis_params.h"
 #include "models/chatterbox/t3/session.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -63,6 +64,11 @@ struct SynthesisResult {
     // Per text piece: the T3 step that took end-of-speech, -1 when none did; with ignore_eos, the step
     // at which the piece would have ended (t3::GenerationResult::eos_step).
     std::vector<int> eos_steps;
+    // Per text piece: why its speech ended (eos, length_bound, ...; t3/speech_guards.h).
+    std::vector<t3::PieceEnd> piece_ends;
+    int pieces_at_length_bound() const {
+        return int(std::count(piece_ends.begin(), piece_ends.end(), t3::PieceEnd::length_bound));
+    }
 };
 
 struct SessionOptions {

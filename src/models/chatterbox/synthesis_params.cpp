@@ -36,6 +36,22 @@ const std::vector<SynthesisParameter> &synthesis_parameters() {
          1, false, true, nullptr, nullptr, [](P &p) { return &p.sampling.ignore_eos; }},
         {"speed", "speed", "speaking rate: the audio time-stretched, pitch kept (SoundTouch); 1 leaves it untouched",
          0.25, 4, false, false, [](P &p) { return &p.speed; }, nullptr},
+        // Speech guards (t3/speech_guards.h).
+        {"length_bound", "no-length-bound",
+         "1: cap each piece's speech tokens from its text (a floor + speech_per_text_token per text token); 0 "
+         "(--no-length-bound): only max_new_tokens",
+         0, 1, false, true, nullptr, nullptr, [](P &p) { return &p.sampling.guards.length_bound; }},
+        {"speech_per_text_token", "speech-per-text-token",
+         "length bound: speech tokens allowed per text token, 0 takes the model's rate (English 5)", 0, 100, false,
+         false, [](P &p) { return &p.sampling.guards.speech_per_text_token; }, nullptr},
+        {"stop_guards", "no-stop-guards",
+         "1: end a piece on a long repeat of one token or a long silence after its text, trim trailing silence; 0 "
+         "(--no-stop-guards): off",
+         0, 1, false, true, nullptr, nullptr, [](P &p) { return &p.sampling.guards.stops; }},
+        {"alignment_guard", "guard-alignment",
+         "1 (--guard-alignment): the alignment stream analyzer (English, multilingual) suppresses an early end and "
+         "ends runaway tails",
+         0, 1, false, true, nullptr, nullptr, [](P &p) { return &p.sampling.guards.alignment; }},
     };
     return table;
 }

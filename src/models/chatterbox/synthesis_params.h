@@ -15,9 +15,10 @@
 namespace chatterbox {
 
 struct SynthesisParams {
-    float exaggeration = 0.5f;    // emotion intensity of the built-in voice (a built voice keeps its own)
-    t3::SamplingParams sampling;  // temperature, top_p, min_p, repetition_penalty, cfg_weight, max_new_tokens, seed,
-                                  // ignore_eos
+    float exaggeration = 0.5f; // emotion intensity of the built-in voice (a built voice keeps its own)
+    // temperature, top_p, min_p, repetition_penalty, cfg_weight, max_new_tokens, seed, ignore_eos, and the
+    // speech guards: the length bound and stop rules on, the alignment analyzer off (t3/speech_guards.h)
+    t3::SamplingParams sampling = t3::SamplingParams::guarded();
     float sentence_pause = 0.25f; // seconds of silence after a sentence of long text
     float clause_pause = 0.12f;   // ... after a clause cut out of an over-long sentence
     // Long text is split into sentences (and an over-long sentence into clauses), one T3 pass each;

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace chatterbox::t3 {
@@ -13,6 +14,26 @@ namespace {
 ggml_tensor *cache_heads(ggml_context *ctx, const HParams &hp, ggml_tensor *cache, int n_kv) {
     return ggml_view_4d(ctx, cache, hp.head_dim, hp.n_heads, n_kv, cache->ne[2],
                         ggml_row_size(cache->type, hp.head_dim), cache->nb[1], cache->nb[2], 0);
+}
+
+// Adds the watched heads of this layer to watch.mean: softmax(scale * k_h . q_h + mask) of row 0,
+// (n_kv, n_tokens), as eager attention computes the probabilities; divided by the head count when
+// the last watched layer adds its heads.
+void add_watched_heads(ggml_context *ctx, const HParams &hp, int layer, const BackboneInputs &in, ggml_tensor *q,
+                       ggml_tensor *k_cache, AttentionWatch &watch) {
+    const float scale = 1.0f / std::sqrt(float(hp.head_dim));
+    int last_layer = -1;
+    for (const AttentionHead &h : watch.heads) last_layer = std::max(last_layer, h.layer);
+    for (const AttentionHead &h : watch.heads) {
+        if (h.layer != layer) continue;
+        ggml_tensor *q_h =
+            ggml_cont(ctx, ggml_view_2d(ctx, q, hp.head_dim, in.n_tokens, q->nb[2], size_t(h.head) * q->nb[1]));
+        ggml_tensor *k_h = ggml_cont(ctx, ggml_view_2d(ctx, k_cache, hp.head_dim, in.n_kv, k_cache->nb[1],
+                                                       size_t(h.head) * ggml_row_size(k_cache->type, hp.head_dim)));
+        ggml_tensor *probs = ggml_soft_max_ext(ctx, ggml_mul_mat(ctx, k_h, q_h), in.mask, scale, 0.0f);
+        watch.mean = watch.mean ? ggml_add(ctx, watch.mean, probs) : probs;
+    }
+    if (layer == last_layer && watch.mean) watch.mean = ggml_scale(ctx, watch.mean, 1.0f / float(watch.heads.size()));
 }
 
 } // namespace
@@ -48,6 +69,7 @@ ggml_tensor *cached_self_attention(ggml_context *ctx, const HParams &hp, const K
         ggml_set_rows(ctx, cache.k(layer), ggml_reshape_3d(ctx, k, hp.hidden, n, n_rows), in.cache_slots);
     ggml_tensor *v_cache =
         ggml_set_rows(ctx, cache.v(layer), ggml_reshape_3d(ctx, v, hp.hidden, n, n_rows), in.cache_slots);
+    if (in.watch) add_watched_heads(ctx, hp, layer, in, q, k_cache, *in.watch);
     ggml_tensor *mixed = nn::attention(ctx, q, cache_heads(ctx, hp, k_cache, in.n_kv),
                                        cache_heads(ctx, hp, v_cache, in.n_kv), attention); // (hidden, n, n_rows)
     return ggml_reshape_2d(ctx, mixed, hp.hidden, n * n_rows);

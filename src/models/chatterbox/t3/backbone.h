@@ -9,7 +9,17 @@
 #include "models/chatterbox/t3/model.h"
 #include "modules/attention.h"
 
+#include <vector>
+
 namespace chatterbox::t3 {
+
+// Heads whose attention probabilities a graph also computes (the alignment analyzer,
+// speech_guards.h), on batch row 0 (the conditional row) only, beside the fast attention of every
+// head; the graph builder sets mean to the heads' mean probabilities, ggml (n_kv, n_tokens).
+struct AttentionWatch {
+    std::vector<AttentionHead> heads;
+    ggml_tensor *mean = nullptr;
+};
 
 // The persistent inputs of one backbone graph.
 struct BackboneInputs {
@@ -19,6 +29,7 @@ struct BackboneInputs {
     ggml_tensor *positions = nullptr;   // i32 (n_tokens): sequence positions of the new tokens (RoPE / wpe)
     ggml_tensor *cache_slots = nullptr; // i64 (n_tokens): cache positions the new keys/values go to
     ggml_tensor *mask = nullptr;        // f16 (n_tokens, n_kv): 0 where a token may attend, -inf elsewhere
+    AttentionWatch *watch = nullptr;    // heads to watch, or none
 };
 
 BackboneInputs make_backbone_inputs(GraphRunner &graph, const HParams &hp, int n_rows, int n_tokens, int n_kv);

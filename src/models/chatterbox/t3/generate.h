@@ -45,14 +45,26 @@ struct GenerationResult {
     // generation would have ended; that step then took another token.
     int eos_step = -1;
     bool reached_eos() const { return eos_step >= 0; }
+    // Why generation ended, and the steps it was allowed: max_new_tokens, or the length bound from
+    // the text when params.guards asks for it and it is lower (bound_by_text).
+    PieceEnd end = PieceEnd::max_tokens;
+    int step_limit = 0;
+    bool bound_by_text = false;
 };
 
+// params.guards (speech_guards.h) adds the length bound, the stop rules and the alignment analyzer
+// (which watches the attention of hp.guards.aligned_heads through the session; Error for a model
+// without them); all off, the loop is the official one.
 // text_tokens: as the model takes them (validate_text_tokens: framed [start_text] + ids + [stop_text],
 // or Turbo's bare ids). Runs 2 CFG rows when params.cfg_weight > 0 and the recipe has guidance,
 // else one conditional row. Throws Error for invalid parameters or tokens, or a request longer
 // than the backbone's context (GPT-2's positions), before any computation.
 GenerationResult generate(Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
                           const SamplingParams &params, const GenerationHooks &hooks = {});
+
+// The steps generate() may take for this text and params: max_new_tokens, or the length bound from
+// the text when params.guards asks for it (and ignore_eos is off) and it is lower.
+int step_limit(const HParams &hp, const std::vector<int32_t> &text_tokens, const SamplingParams &params);
 
 // The same from the voice inputs: encodes the conditioning (speaker embedding, prompt tokens,
 // exaggeration), then generates. Callers that reuse one voice can encode once and call the above.

@@ -52,6 +52,7 @@ HParams HParams::for_variant(Variant variant) {
         break; // GPT2_small
     }
     hp.variant = variant;
+    hp.guards = GuardHParams::for_variant(variant);
     return hp;
 }
 

@@ -6,6 +6,7 @@
 // model, embeddings and conditioning code, so the session and generation loop are shared.
 
 #include "models/chatterbox/hparam_fields.h"
+#include "models/chatterbox/t3/speech_guards.h"
 #include "models/chatterbox/variant.h"
 
 #include <cstdint>
@@ -69,6 +70,8 @@ struct HParams {
 
     // Not a metadata field of its own: the model's chatterbox.variant.
     Variant variant = Variant::english;
+    // Length bound, stop rules and aligned heads (speech_guards.h): the variant's, not metadata.
+    GuardHParams guards = GuardHParams::for_variant(Variant::english);
 
     bool is_multilingual() const { return variant == Variant::multilingual; }
     Backbone backbone_kind() const { return Backbone(backbone); }

@@ -82,6 +82,15 @@ void SamplingParams::validate(int max_new_tokens_limit) const {
     if (max_new_tokens < 1 || max_new_tokens > max_new_tokens_limit)
         fail("max_new_tokens must be in [1, ", max_new_tokens_limit, "] (the model's speech positions), got ",
              max_new_tokens);
+    if (!(std::isfinite(guards.speech_per_text_token) && guards.speech_per_text_token >= 0))
+        fail("speech tokens per text token must be >= 0 (0: the model's rate), got ", guards.speech_per_text_token);
+}
+
+SamplingParams SamplingParams::guarded() {
+    SamplingParams p;
+    p.guards.length_bound = true;
+    p.guards.stops = true;
+    return p;
 }
 
 std::vector<float> cfg_combine(const float *cond, const float *uncond, size_t n, float cfg_weight) {

@@ -11,6 +11,7 @@
 // fixes its output sequence, and the uniform draw below uses only its raw 64-bit output, so the
 // same seed gives the same tokens on every platform and backend with the same logits.
 
+#include "models/chatterbox/t3/speech_guards.h"
 #include "models/chatterbox/variant.h"
 
 #include <cstdint>
@@ -35,6 +36,12 @@ struct SamplingParams {
     // Never end at EOS: a step that chooses EOS chooses again without it, so generation always runs
     // max_new_tokens steps (benchmarks that compare like with like). The steps before are unchanged.
     bool ignore_eos = false;
+    // Guards against runaway speech (speech_guards.h), all off here: the official loop. With
+    // ignore_eos the length bound and stop rules do not apply (the analyzer still runs).
+    GuardOptions guards;
+
+    // SynthesisParams' defaults: the length bound and stop rules on, the alignment analyzer off.
+    static SamplingParams guarded();
 
     // Throws Error naming the parameter, its value and the accepted range. max_new_tokens_limit is
     // the model's bound (HParams::max_new_tokens_limit()).

@@ -22,6 +22,7 @@ struct Session::Graph {
     BackboneInputs in;
     ggml_tensor *last_index = nullptr; // prefill only: i32 (n_rows, 1), the position whose logits are wanted
     ggml_tensor *logits = nullptr;     // (n_rows, 1, speech_vocab)
+    AttentionWatch watch;              // the watched heads' graph (empty for a plain graph)
     int visible = 0;                   // decode only: the mask lets the query see cache positions [0, visible)
 };
 
@@ -33,32 +34,38 @@ Session::Session(const Model &model, Backend &backend, RuntimeOptions options)
 
 Session::~Session() {
     // Graphs reference the cache tensors: release them first.
-    prefill_graphs_.clear();
-    decode_graphs_.clear();
+    for (int w = 0; w < 2; ++w) {
+        prefill_graphs_[w].clear();
+        decode_graphs_[w].clear();
+    }
     cache_.reset();
 }
 
 void Session::ensure_cache(int n_rows, int positions) {
     if (cache_ && cache_->n_rows() == n_rows && cache_->capacity() >= positions) return;
-    prefill_graphs_.clear();
-    decode_graphs_.clear();
+    for (int w = 0; w < 2; ++w) {
+        prefill_graphs_[w].clear();
+        decode_graphs_[w].clear();
+    }
     cache_.reset();
     cache_ = std::make_unique<KvCache>(backend_, model_.hparams(), n_rows, round_up(positions, options_.capacity_step),
                                        options_.kv_type);
 }
 
 Session::Graph &Session::prefill_graph(int bucket) {
-    auto found = prefill_graphs_.find(bucket);
-    if (found != prefill_graphs_.end()) return *found->second;
+    auto &graphs = prefill_graphs_[watched_.empty() ? 0 : 1];
+    auto found = graphs.find(bucket);
+    if (found != graphs.end()) return *found->second;
     auto g = std::make_unique<Graph>();
     g->runner = std::make_unique<GraphRunner>(backend_, kMaxGraphNodes);
     const int n_rows = cache_->n_rows();
     g->in = make_backbone_inputs(*g->runner, model_.hparams(), n_rows, bucket, bucket);
     g->last_index = g->runner->input("t3.last_index", GGML_TYPE_I32, {n_rows, 1});
     ggml_context *ctx = g->runner->ctx();
+    watch(*g);
     ggml_tensor *hidden = build_decoder_layers(ctx, model_, *cache_, g->in, options_.attention);
     g->logits = build_speech_logits(ctx, model_, ggml_get_rows(ctx, hidden, g->last_index));
-    g->runner->build({g->logits});
+    build(*g);
     // Positions, cache slots and the causal mask depend on the bucket alone: written once here.
     std::vector<int32_t> positions(static_cast<size_t>(bucket));
     std::iota(positions.begin(), positions.end(), 0);
@@ -72,20 +79,51 @@ Session::Graph &Session::prefill_graph(int bucket) {
     g->runner->set_input(g->in.cache_slots, slots.data(), slots.size() * sizeof(int64_t));
     g->runner->set_input(g->in.mask, mask.data(), mask.size() * sizeof(ggml_fp16_t));
     ++graphs_built_;
-    return *prefill_graphs_.emplace(bucket, std::move(g)).first->second;
+    return *graphs.emplace(bucket, std::move(g)).first->second;
 }
 
 Session::Graph &Session::decode_graph(int n_kv) {
-    auto found = decode_graphs_.find(n_kv);
-    if (found != decode_graphs_.end()) return *found->second;
+    auto &graphs = decode_graphs_[watched_.empty() ? 0 : 1];
+    auto found = graphs.find(n_kv);
+    if (found != graphs.end()) return *found->second;
     auto g = std::make_unique<Graph>();
     g->runner = std::make_unique<GraphRunner>(backend_, kMaxGraphNodes);
     g->in = make_backbone_inputs(*g->runner, model_.hparams(), cache_->n_rows(), 1, n_kv);
     ggml_context *ctx = g->runner->ctx();
+    watch(*g);
     g->logits = build_speech_logits(ctx, model_, build_decoder_layers(ctx, model_, *cache_, g->in, options_.attention));
-    g->runner->build({g->logits});
+    build(*g);
     ++graphs_built_;
-    return *decode_graphs_.emplace(n_kv, std::move(g)).first->second;
+    return *graphs.emplace(n_kv, std::move(g)).first->second;
+}
+
+void Session::watch(Graph &graph) const {
+    if (watched_.empty()) return;
+    graph.watch.heads = watched_;
+    graph.in.watch = &graph.watch;
+}
+
+void Session::build(Graph &graph) const {
+    if (graph.watch.mean)
+        graph.runner->build({graph.logits, graph.watch.mean});
+    else
+        graph.runner->build({graph.logits});
+}
+
+void Session::watch_heads(const std::vector<AttentionHead> &heads) {
+    const HParams &hp = model_.hparams();
+    for (const AttentionHead &h : heads)
+        if (h.layer < 0 || h.layer >= hp.n_layers || h.head < 0 || h.head >= hp.n_heads)
+            fail("T3 session: attention head (", h.layer, ", ", h.head, ") is outside the backbone's ", hp.n_layers,
+                 " layers x ", hp.n_heads, " heads");
+    const bool same = heads.size() == watched_.size() &&
+                      std::equal(heads.begin(), heads.end(), watched_.begin(),
+                                 [](const auto &a, const auto &b) { return a.layer == b.layer && a.head == b.head; });
+    if (same) return;
+    prefill_graphs_[1].clear(); // built for other heads
+    decode_graphs_[1].clear();
+    watched_ = heads;
+    attention_ = {};
 }
 
 // Lets a decode graph's query see cache positions [0, visible). The mask still shows what the
@@ -104,6 +142,13 @@ void Session::show_positions(Graph &decode, int visible) {
 
 std::vector<float> Session::run(Graph &graph) {
     graph.runner->compute();
+    if (graph.watch.mean) {
+        attention_.row_length = int(graph.watch.mean->ne[0]);
+        attention_.rows = int(graph.watch.mean->ne[1]);
+        attention_.values = graph.runner->read_f32(graph.watch.mean);
+    } else {
+        attention_ = {};
+    }
     return graph.runner->read_f32(graph.logits);
 }
 

@@ -41,6 +41,21 @@ class Session {
     // Feeds one token embedding (hidden) to every row at the next position; returns (n_rows, speech_vocab).
     std::vector<float> decode(const std::vector<float> &embed);
 
+    // Alignment analyzer support: from the next prefill on, every step also computes the mean
+    // attention probabilities of these heads on row 0 (graphs of their own, built once; the other
+    // heads and the graphs without watched heads keep the fast path). Empty: watch nothing.
+    // Throws Error for a head outside the backbone.
+    void watch_heads(const std::vector<AttentionHead> &heads);
+    // The watched heads' mean attention of the last prefill or decode, rows of row_length key
+    // positions (the prefill's rows 0 .. length - 1 over its keys; a decode step's one row over
+    // the attended positions, zeros past the sequence). Empty when nothing is watched.
+    struct AttentionRows {
+        int rows = 0, row_length = 0;
+        std::vector<float> values;
+        const float *row(int r) const { return values.data() + size_t(r) * size_t(row_length); }
+    };
+    const AttentionRows &watched_attention() const { return attention_; }
+
     int length() const { return length_; } // positions in the cache
     int capacity() const { return cache_ ? cache_->capacity() : 0; }
     int n_rows() const { return cache_ ? cache_->n_rows() : 0; }
@@ -56,14 +71,19 @@ class Session {
     Graph &prefill_graph(int bucket);
     Graph &decode_graph(int n_kv);
     void show_positions(Graph &decode, int visible);
+    void watch(Graph &graph) const; // before the layers are built: the watched heads join the graph
+    void build(Graph &graph) const;
     std::vector<float> run(Graph &graph);
 
     const Model &model_;
     Backend &backend_;
     RuntimeOptions options_;
     std::unique_ptr<KvCache> cache_;
-    std::map<int, std::unique_ptr<Graph>> prefill_graphs_; // by bucket length
-    std::map<int, std::unique_ptr<Graph>> decode_graphs_;  // by attended positions
+    // [0]: plain graphs, [1]: with the watched heads.
+    std::map<int, std::unique_ptr<Graph>> prefill_graphs_[2]; // by bucket length
+    std::map<int, std::unique_ptr<Graph>> decode_graphs_[2];  // by attended positions
+    std::vector<AttentionHead> watched_;
+    AttentionRows attention_;
     int length_ = 0;
     int graphs_built_ = 0;
 };
