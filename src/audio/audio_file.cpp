@@ -48,7 +48,13 @@ void append_mono(const std::vector<float> &interleaved, sf_count_t frames, int c
         const float *frame = interleaved.data() + f * channels;
         float sum = 0.0f;
         for (int c = 0; c < channels; ++c) sum += frame[c];
-        out.push_back(sum / float(channels));
+        float mean = sum / float(channels);
+        if (!std::isfinite(mean)) { // finite samples near FLT_MAX overflow a float sum (found by fuzz_audio)
+            double wide = 0.0;
+            for (int c = 0; c < channels; ++c) wide += frame[c];
+            mean = float(wide / channels);
+        }
+        out.push_back(mean);
     }
 }
 
@@ -69,6 +75,9 @@ Audio read_audio(const std::string &path, const ReadOptions &options) {
              "' is not an audio file libsndfile can decode (wav, flac, ogg, opus, mp3 ...): ", sf_strerror(nullptr));
     if (info.samplerate <= 0 || info.channels <= 0)
         fail("read_audio: '", path, "' reports ", info.samplerate, " Hz and ", info.channels, " channels");
+    if (info.samplerate > options.max_sample_rate)
+        fail("read_audio: '", path, "' has a sample rate of ", info.samplerate, " Hz; the limit is ",
+             options.max_sample_rate, " Hz");
 
     const double max_frames = options.max_seconds * info.samplerate;
     if (info.frames > max_frames && info.frames != SF_COUNT_MAX)
@@ -78,7 +87,10 @@ Audio read_audio(const std::string &path, const ReadOptions &options) {
     Audio audio;
     audio.sample_rate = info.samplerate;
     const int channels = info.channels;
-    const sf_count_t block_frames = std::max<sf_count_t>(1, (1 << 18) / channels); // ~1 MB per block
+    // ~1 MB per block, or the whole file when libsndfile says it is shorter (the loop reads on
+    // until the decoder stops either way, so a wrong count only costs more blocks).
+    sf_count_t block_frames = std::max<sf_count_t>(1, (1 << 18) / channels);
+    if (info.frames > 0 && info.frames < block_frames) block_frames = info.frames;
     std::vector<float> block(static_cast<size_t>(block_frames) * channels);
     for (;;) {
         const sf_count_t got = sf_readf_float(file.get(), block.data(), block_frames);

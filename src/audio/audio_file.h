@@ -15,13 +15,14 @@ struct Audio {
 };
 
 struct ReadOptions {
-    double max_seconds = 600.0; // longer files are rejected (a reference voice is seconds long)
+    double max_seconds = 600.0;   // longer files are rejected (a reference voice is seconds long)
+    int max_sample_rate = 384000; // higher rates are rejected before decoding (studio masters go to 384 kHz)
 };
 
 // Decodes the file and averages its channels, as librosa.load(path, sr=None) does: integer PCM
 // maps to floats exactly as soundfile does (int16 / 32768). Throws Error when the file cannot be
-// opened, is not audio libsndfile understands, has no samples, is longer than max_seconds or
-// holds non-finite samples.
+// opened, is not audio libsndfile understands, has no samples, has a sample rate above
+// max_sample_rate, is longer than max_seconds or holds non-finite samples.
 Audio read_audio(const std::string &path, const ReadOptions &options = {});
 
 enum class WavEncoding { pcm16, float32 };

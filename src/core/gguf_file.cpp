@@ -108,6 +108,25 @@ int64_t integer_at(const void *p, gguf_type t, size_t i, const std::string &what
     }
 }
 
+// ggml's reader checks a tensor's element count only after multiplying its dimensions, which wraps
+// for a hostile shape; the count and the byte size are checked here again, without overflow, so a
+// view never claims more elements than its bytes hold.
+void check_tensor_size(const std::string &path, const std::string &name, ggml_type type, const int64_t *ne,
+                       size_t nbytes) {
+    int64_t numel = 1;
+    bool overflow = false;
+    for (int d = 0; d < GGML_MAX_DIMS; ++d)
+        overflow = overflow || ne[d] < 0 || __builtin_mul_overflow(numel, ne[d], &numel);
+    uint64_t expected = 0;
+    overflow = overflow || __builtin_mul_overflow(uint64_t(numel / ggml_blck_size(type)),
+                                                  uint64_t(ggml_type_size(type)), &expected);
+    if (overflow || expected != nbytes)
+        fail(path, ": tensor ", name, " has ggml shape ne = [", ne[0], ", ", ne[1], ", ", ne[2], ", ", ne[3], "] of ",
+             ggml_type_name(type),
+             overflow ? std::string(", whose size overflows 64 bits")
+                      : concat(", which is ", expected, " bytes, but the header gives it ", nbytes));
+}
+
 } // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -179,6 +198,7 @@ GgufFile::GgufFile(const std::string &path) {
         view.type = gguf_get_tensor_type(ctx_, i);
         for (int d = rank - 1; d >= 0; --d) view.shape.push_back(ne[d]);
         view.nbytes = gguf_get_tensor_size(ctx_, i);
+        check_tensor_size(path, name, view.type, ne, view.nbytes);
         const size_t offset = gguf_get_tensor_offset(ctx_, i);
         if (offset > size || data_offset > size - offset || view.nbytes > size - offset - data_offset)
             fail(path, ": tensor ", name, " (", ggml_type_name(view.type), " ", shape_str(view.shape), ", ",

@@ -1,9 +1,12 @@
 #include "io/http_download.h"
 
 #include "core/error.h"
+#include "io/file_digest.h"
 
 #include <curl/curl.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -123,20 +126,48 @@ CURLcode transfer_into(const std::string &url, const std::string &part, int64_t 
     return code;
 }
 
+// The hub's LFS digest: `X-Linked-Etag: "<64 hex>"` on the response that redirects to the storage.
+// Any other value (a git blob's SHA-1 for a file outside LFS, a weak W/ tag) is no SHA-256 and is ignored.
+size_t read_linked_etag(char *data, size_t size, size_t count, void *user) {
+    const std::string line(data, size * count);
+    const std::string name = "x-linked-etag:";
+    const auto same_letter = [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); };
+    if (line.size() <= name.size() || !std::equal(name.begin(), name.end(), line.begin(), same_letter))
+        return size * count;
+    std::string value;
+    for (const char c : line.substr(name.size())) {
+        if (std::isxdigit(static_cast<unsigned char>(c)))
+            value += char(std::tolower(static_cast<unsigned char>(c)));
+        else if (c != ' ' && c != '"' && c != '\r' && c != '\n' && c != '\t')
+            return size * count;
+    }
+    if (value.size() == 64) *static_cast<std::string *>(user) = value;
+    return size * count;
+}
+
 } // namespace
 
-int64_t remote_file_size(const std::string &url, const DownloadOptions &options) {
+RemoteFile remote_file_info(const std::string &url, const DownloadOptions &options) {
+    RemoteFile remote;
     CurlRequest request(url, options);
     request.set(CURLOPT_NOBODY, 1L);
+    request.set(CURLOPT_HEADERFUNCTION, read_linked_etag);
+    request.set(CURLOPT_HEADERDATA, &remote.sha256);
     const CURLcode code = request.perform();
     if (code != CURLE_OK) request.fail_with(code);
     curl_off_t length = -1;
     curl_easy_getinfo(request.handle(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
-    return length >= 0 ? static_cast<int64_t>(length) : kUnknownSize;
+    remote.bytes = length >= 0 ? static_cast<int64_t>(length) : kUnknownSize;
+    return remote;
+}
+
+int64_t remote_file_size(const std::string &url, const DownloadOptions &options) {
+    return remote_file_info(url, options).bytes;
 }
 
 void download_file(const std::string &url, const std::string &dest, const DownloadOptions &options) {
-    const int64_t remote_bytes = remote_file_size(url, options);
+    const RemoteFile remote = remote_file_info(url, options);
+    const int64_t remote_bytes = remote.bytes;
     const std::string part = dest + ".part";
     const int64_t part_bytes = file_size_or_zero(part);
 
@@ -158,6 +189,17 @@ void download_file(const std::string &url, const std::string &dest, const Downlo
     if (remote_bytes != kUnknownSize && received != remote_bytes)
         fail("download of ", url, " is incomplete: ", received, " of ", remote_bytes, " bytes in ", part,
              " (run again to resume)");
+    if (!remote.sha256.empty()) {
+        const std::string received_sha256 = file_sha256(part);
+        if (received_sha256 != remote.sha256) {
+            std::error_code ignored;
+            fs::remove(part, ignored);
+            fail("download of ", url, " is damaged: its SHA-256 is ", received_sha256, ", the server publishes ",
+                 remote.sha256, "; the received copy was deleted and ",
+                 fs::exists(dest, ignored) ? dest + " is kept as it was" : dest + " was not created",
+                 " (run again to download it anew)");
+        }
+    }
     std::error_code ec;
     fs::rename(part, dest, ec);
     if (ec) fail("cannot rename ", part, " to ", dest, ": ", ec.message());

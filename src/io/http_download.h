@@ -4,7 +4,9 @@
 // The transfer goes into "<dest>.part"; an interrupted run leaves it there and the next run asks the
 // server for the rest (HTTP Range) instead of starting over. The expected size comes from a HEAD
 // request (Content-Length after redirects); the finished file must have exactly that size before it
-// is renamed to <dest>, so a cut-off transfer never passes for a complete file.
+// is renamed to <dest>, so a cut-off transfer never passes for a complete file. When the server
+// publishes the file's SHA-256 (the model hub's X-Linked-Etag header on an LFS file, seen on the
+// redirect to its storage), the finished file must also have that digest.
 
 #include <cstdint>
 #include <functional>
@@ -33,13 +35,20 @@ struct DownloadOptions {
     long stall_timeout_s = 60;   // give up when no byte arrives for this long
 };
 
-// Size of the remote file from a HEAD request (following redirects); kUnknownSize when the server
-// does not say. Throws Error when the server cannot be reached or answers with an error status.
+// What a HEAD request (following redirects) tells about the remote file.
+struct RemoteFile {
+    int64_t bytes = kUnknownSize; // Content-Length of the last response
+    std::string sha256;           // lower-case hex from X-Linked-Etag; "" when no response carried one
+};
+// Throws Error when the server cannot be reached or answers with an error status.
+RemoteFile remote_file_info(const std::string &url, const DownloadOptions &options = {});
+// remote_file_info(...).bytes
 int64_t remote_file_size(const std::string &url, const DownloadOptions &options = {});
 
 // Downloads `url` to `dest` through "<dest>.part" as described above. Throws Error naming the URL
 // and the cause (no network, HTTP status, size mismatch, local write failure); the .part file is
-// kept so that the next call resumes.
+// kept so that the next call resumes. A SHA-256 mismatch deletes the .part file (resuming it could
+// not help) and leaves an existing `dest` as it was; the message gives both digests.
 void download_file(const std::string &url, const std::string &dest, const DownloadOptions &options = {});
 
 } // namespace chatterbox::io

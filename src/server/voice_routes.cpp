@@ -4,6 +4,7 @@
 #include "audio/audio_file.h"
 #include "core/error.h"
 #include "server/api_error.h"
+#include "server/multipart_form.h"
 #include "server/speech_handler.h"
 
 #include <httplib.h>
@@ -12,7 +13,6 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <initializer_list>
 #include <optional>
 
 namespace chatterbox::server {
@@ -21,60 +21,6 @@ namespace {
 using nlohmann::json;
 
 ApiError invalid(const std::string &param, const std::string &message) { return ApiError(400, message, param); }
-
-// The fields of a multipart/form-data upload, checked against those the route takes: a field it
-// does not take, or one given twice, is refused by name.
-class Form {
-  public:
-    Form(const httplib::Request &request, std::initializer_list<const char *> accepted, size_t max_bytes)
-        : request_(request) {
-        if (!request.is_multipart_form_data())
-            throw invalid("", concat("the request must be multipart/form-data (got '",
-                                     request.get_header_value("Content-Type"), "')"));
-        size_t bytes = request.body.size();
-        for (const auto &[name, part] : request.files) bytes += part.content.size();
-        check_body_size(bytes, max_bytes);
-        for (const auto &[name, part] : request.files) {
-            if (std::none_of(accepted.begin(), accepted.end(), [&](const char *a) { return name == a; }))
-                throw invalid(name, concat("unknown field '", name, "'"));
-            if (request.files.count(name) > 1) throw invalid(name, concat("field '", name, "' is given twice"));
-        }
-    }
-
-    const httplib::MultipartFormData *part(const char *name) const {
-        const auto it = request_.files.find(name);
-        return it == request_.files.end() ? nullptr : &it->second;
-    }
-    std::optional<std::string> text(const char *name) const {
-        const httplib::MultipartFormData *found = part(name);
-        if (!found) return std::nullopt;
-        return found->content;
-    }
-    const httplib::MultipartFormData &required(const char *name, const char *what) const {
-        const httplib::MultipartFormData *found = part(name);
-        if (!found) throw invalid(name, concat("'", name, "' is required: ", what));
-        return *found;
-    }
-
-  private:
-    const httplib::Request &request_;
-};
-
-bool parse_flag(const Form &form, const char *name) {
-    const std::optional<std::string> value = form.text(name);
-    if (!value || *value == "false") return false;
-    if (*value == "true") return true;
-    throw invalid(name, concat("'", name, "' must be true or false, got '", *value, "'"));
-}
-
-uint64_t parse_seed(const Form &form) {
-    const std::optional<std::string> value = form.text("seed");
-    if (!value) return SynthesisParams{}.sampling.seed;
-    const bool digits = !value->empty() && value->size() <= 19 &&
-                        std::all_of(value->begin(), value->end(), [](unsigned char c) { return std::isdigit(c); });
-    if (!digits) throw invalid("seed", concat("'seed' must be a non-negative integer, got '", *value, "'"));
-    return std::stoull(*value);
-}
 
 std::string checked_name(const std::string &name, const char *param) {
     if (const std::string problem = voice_name_problem(name); !problem.empty())
@@ -150,7 +96,7 @@ ApiError voice_exists(const std::string &name) {
                     "name", "invalid_request_error", "voice_exists");
 }
 
-void create_voice(const Form &form, SessionPool &pool, VoiceLibrary &voices, const ServerOptions &options,
+void create_voice(const MultipartForm &form, SessionPool &pool, VoiceLibrary &voices, const ServerOptions &options,
                   httplib::Response &response) {
     const std::string name = checked_name(form.required("name", "the voice's name").content, "name");
     const bool overwrite = parse_flag(form, "overwrite");
@@ -164,7 +110,7 @@ void create_voice(const Form &form, SessionPool &pool, VoiceLibrary &voices, con
     send_json(response, 201, voices.info(name)->json());
 }
 
-void convert_voice(const Form &form, const Engine &engine, SessionPool &pool, const VoiceLibrary &voices,
+void convert_voice(const MultipartForm &form, const Engine &engine, SessionPool &pool, const VoiceLibrary &voices,
                    const ServerOptions &options, httplib::Response &response) {
     const httplib::MultipartFormData &source_part = form.required("file", "the recording to convert");
     const httplib::MultipartFormData *voice_name = form.part("voice");
@@ -215,8 +161,8 @@ void add_voice_routes(httplib::Server &http, const Engine &engine, SessionPool &
         send_json(response, 200, {{"object", "list"}, {"data", data}});
     });
     http.Post("/v1/audio/voices", [&](const httplib::Request &request, httplib::Response &response) {
-        create_voice(Form(request, {"name", "file", "overwrite"}, options.max_upload_bytes), pool, voices, options,
-                     response);
+        create_voice(MultipartForm(request, {"name", "file", "overwrite"}, options.max_upload_bytes), pool, voices,
+                     options, response);
     });
     // (.*), not ([^/]+): a name with a slash (decoded from %2F) is refused as a name, not a route.
     http.Get("/v1/audio/voices/(.*)", [&voices](const httplib::Request &request, httplib::Response &response) {
@@ -231,9 +177,9 @@ void add_voice_routes(httplib::Server &http, const Engine &engine, SessionPool &
         send_json(response, 200, {{"object", "voice"}, {"name", name}, {"deleted", true}});
     });
     http.Post("/v1/audio/voice-conversion", [&](const httplib::Request &request, httplib::Response &response) {
-        convert_voice(
-            Form(request, {"file", "voice", "voice_file", "response_format", "seed"}, options.max_upload_bytes), engine,
-            pool, voices, options, response);
+        convert_voice(MultipartForm(request, {"file", "voice", "voice_file", "response_format", "seed"},
+                                    options.max_upload_bytes),
+                      engine, pool, voices, options, response);
     });
 }
 

@@ -89,6 +89,18 @@ TEST(CliErrors, TextMissingOrEmpty) {
     expect_exit(chatterbox_cli({"-f", (dir / "blank.txt").string(), "Hello."}), kUsage, "not both");
 }
 
+TEST(CliErrors, TextOverTheLimit) {
+    const fs::path dir = temp_dir("cli");
+    const fs::path big = dir / "big.txt";
+    std::ofstream(big).close();
+    fs::resize_file(big, (size_t(8) << 20) + 1); // one byte over 8 MiB (sparse: nothing is written)
+    expect_exit(chatterbox_cli({"-f", big.string()}), kUsage,
+                "the text from " + big.string() + " is longer than the limit of 8388608 bytes (8 MiB)");
+    ToolInput input;
+    input.stdin_path = big.string();
+    expect_exit(chatterbox_cli({"-f", "-"}, input), kUsage, "the text from stdin is longer than the limit");
+}
+
 TEST(CliErrors, OutputChecks) {
     const fs::path dir = temp_dir("cli");
     expect_exit(chatterbox_cli({"-o", (dir / "out.aiff").string(), "Hello."}), kUsage,

@@ -134,6 +134,17 @@ TEST(AudioFile, ChannelsAreAveragedInFloat) {
     }
 }
 
+// Found by tests/fuzz/fuzz_audio: finite samples near FLT_MAX overflowed the float channel sum to inf.
+TEST(AudioFile, ChannelMeanOfHugeSamplesStaysFinite) {
+    const std::string path = temp_dir("audio") + "/loud.wav";
+    write_raw(path, {3e38f, 3e38f, -3e38f, -3e38f, 1.0f, 3.0f}, 2, 8000, SF_FORMAT_WAV | SF_FORMAT_FLOAT);
+    const Audio audio = read_audio(path);
+    ASSERT_EQ(audio.samples.size(), 3u);
+    EXPECT_EQ(audio.samples[0], 3e38f);
+    EXPECT_EQ(audio.samples[1], -3e38f);
+    EXPECT_EQ(audio.samples[2], 2.0f); // ordinary frames keep the float mean
+}
+
 TEST(AudioFile, ReadsSilenceShortFilesAndLowRates) {
     const std::string dir = temp_dir("audio");
     write_audio(dir + "/silent.wav", std::vector<float>(16000, 0.0f), 16000);
@@ -207,6 +218,16 @@ TEST(AudioFile, LengthLimitIsEnforced) {
     // The default limit (10 minutes) at a tiny sample rate keeps the file small.
     write_audio(dir + "/long.wav", std::vector<float>(601 * 1000, 0.1f), 1000);
     expect_error([&] { read_audio(dir + "/long.wav"); }, "the limit is 600 s");
+}
+
+TEST(AudioFile, SampleRateLimitIsEnforcedBeforeDecoding) {
+    const std::string dir = temp_dir("audio");
+    write_audio(dir + "/fast.wav", std::vector<float>(500, 0.1f), 500000);
+    expect_error([&] { read_audio(dir + "/fast.wav"); },
+                 {dir + "/fast.wav", "sample rate of 500000 Hz; the limit is 384000 Hz"});
+    ReadOptions options;
+    options.max_sample_rate = 500000;
+    EXPECT_EQ(read_audio(dir + "/fast.wav", options).sample_rate, 500000);
 }
 
 TEST(AudioFile, WriteClipsAndRejectsBadRequests) {

@@ -236,6 +236,31 @@ TEST(Gguf, CorruptFilesGiveClearErrors) {
     expect_error([&] { GgufFile f(dir + "/absent.gguf"); }, {dir + "/absent.gguf"});
 }
 
+// Found by tests/fuzz/fuzz_gguf: ggml multiplies a tensor's dimensions before its overflow guard, so
+// ne = [2^32, 2^32] wraps to 0 elements and 0 bytes there; the view must not claim that shape.
+TEST(Gguf, ShapesWhoseSizeOverflowsAreRejected) {
+    std::vector<uint8_t> bytes;
+    const auto put = [&](auto value) {
+        const auto *p = reinterpret_cast<const uint8_t *>(&value);
+        bytes.insert(bytes.end(), p, p + sizeof value);
+    };
+    bytes = {'G', 'G', 'U', 'F'};
+    put(uint32_t(3));      // version
+    put(int64_t(1));       // tensors
+    put(int64_t(0));       // metadata keys
+    put(uint64_t(1));      // name length
+    bytes.push_back('w');  // name
+    put(uint32_t(2));      // dimensions
+    put(int64_t(1) << 32); // ne[0]
+    put(int64_t(1) << 32); // ne[1]
+    put(uint32_t(GGML_TYPE_F32));
+    put(uint64_t(0)); // data offset
+    bytes.resize(GGML_PAD(bytes.size(), 32) + 64, 0);
+    const std::string path = test::temp_dir("gguf") + "/overflow.gguf";
+    write_bytes(path, bytes);
+    expect_error([&] { GgufFile f(path); }, {path, "tensor w", "4294967296, 4294967296", "overflows 64 bits"});
+}
+
 TEST(Gguf, InconsistentNameOrRankArraysAreRejected) {
     const std::string dir = test::temp_dir("gguf");
     for (const char *key : {"chatterbox.tensor_names", "chatterbox.tensor_ranks"}) {

@@ -1,16 +1,21 @@
 // Model location and download, offline: URL building, the default folder, the resume decision, and
-// real transfers through libcurl from file:// URLs (a local folder laid out like the model hub).
+// real transfers through libcurl from file:// URLs (a local folder laid out like the model hub) and
+// from a loopback fake hub that publishes SHA-256 digests as the real one does (X-Linked-Etag).
 
 #include "core/error.h"
+#include "io/file_digest.h"
 #include "io/http_download.h"
 #include "models/chatterbox/model_download.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <thread>
 
 namespace fs = std::filesystem;
 using namespace chatterbox;
@@ -44,6 +49,56 @@ std::string error_of(const std::function<void()> &action) {
     }
     return "(no error)";
 }
+
+// The model hub's HTTP side on loopback: GET/HEAD <repo>/resolve/main/<file> answers 302 to
+// /storage/<file> with the file's digest in X-Linked-Etag (as for an LFS file), or with only a git
+// blob ETag for the files listed as outside LFS; the storage serves the bytes (ranges included).
+class FakeHub {
+  public:
+    explicit FakeHub(std::map<std::string, std::string> files) : files_(std::move(files)) {
+        const fs::path scratch = fs::path(test::temp_dir("fake-hub")) / "digest";
+        for (const auto &[file, bytes] : files_) {
+            write_bytes(scratch, bytes);
+            published_[file] = io::file_sha256(scratch.string());
+        }
+        http_.Get("/(.*)/resolve/main/(.*)", [this](const httplib::Request &request, httplib::Response &response) {
+            const std::string file = request.matches[2];
+            if (!files_.count(file)) return void(response.status = 404);
+            response.set_redirect("/storage/" + file);
+            if (outside_lfs_.count(file))
+                response.set_header("ETag", "\"0123456789abcdef0123456789abcdef01234567\"");
+            else
+                response.set_header("X-Linked-Etag", "\"" + published_.at(file) + "\"");
+        });
+        http_.Get("/storage/(.*)", [this](const httplib::Request &request, httplib::Response &response) {
+            const auto found = files_.find(request.matches[1]);
+            if (found == files_.end()) return void(response.status = 404);
+            response.set_content(found->second, "application/octet-stream");
+        });
+        port_ = http_.bind_to_any_port("127.0.0.1");
+        thread_ = std::thread([this] { http_.listen_after_bind(); });
+        // bind_to_any_port listens already: connections wait in the backlog until the loop accepts them.
+    }
+    ~FakeHub() {
+        http_.stop();
+        thread_.join();
+    }
+
+    std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    std::string url(const std::string &file) const {
+        return endpoint() + "/" + kOfficialRepo + "/resolve/main/" + file;
+    }
+    // Serves `bytes` for `file` while still publishing the digest of what it had at construction.
+    void corrupt(const std::string &file, const std::string &bytes) { files_.at(file) = bytes; }
+    void outside_lfs(const std::string &file) { outside_lfs_[file] = true; }
+
+  private:
+    std::map<std::string, std::string> files_, published_;
+    std::map<std::string, bool> outside_lfs_;
+    httplib::Server http_;
+    int port_ = 0;
+    std::thread thread_;
+};
 
 } // namespace
 
@@ -198,4 +253,80 @@ TEST(ModelDownload, FailureSaysWhatToDoOffline) {
     EXPECT_TRUE(test::contains(message, "http://127.0.0.1:9/ResembleAI/chatterbox/tree/main"));
     EXPECT_TRUE(test::contains(message, "copy them into " + (dir / "model").string()));
     EXPECT_TRUE(test::contains(message, "t3_cfg.safetensors"));
+}
+
+TEST(ModelDownload, FileSha256) {
+    const fs::path dir = test::temp_dir("model-download");
+    write_bytes(dir / "abc", "abc");
+    write_bytes(dir / "empty", "");
+    // FIPS 180-2's test vector, and the digest of nothing.
+    EXPECT_EQ(io::file_sha256((dir / "abc").string()),
+              "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    EXPECT_EQ(io::file_sha256((dir / "empty").string()),
+              "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    EXPECT_TRUE(test::contains(error_of([&] { io::file_sha256((dir / "absent").string()); }), "absent"));
+}
+
+TEST(ModelDownload, RemoteInfoReadsTheHubsLinkedEtag) {
+    FakeHub hub({{"ve.safetensors", sample_content()}, {"tokenizer.json", "{}"}});
+    hub.outside_lfs("tokenizer.json");
+    const io::RemoteFile lfs = io::remote_file_info(hub.url("ve.safetensors"));
+    EXPECT_EQ(lfs.bytes, 100000);
+    const fs::path dir = test::temp_dir("model-download");
+    write_bytes(dir / "expected", sample_content());
+    EXPECT_EQ(lfs.sha256, io::file_sha256((dir / "expected").string()));
+    const io::RemoteFile plain = io::remote_file_info(hub.url("tokenizer.json"));
+    EXPECT_EQ(plain.bytes, 2);
+    EXPECT_EQ(plain.sha256, ""); // a git blob's SHA-1 is not taken for a SHA-256
+}
+
+TEST(ModelDownload, VerifiedDownloadFromAFakeHub) {
+    FakeHub hub({{"ve.safetensors", sample_content()}});
+    const fs::path dir = test::temp_dir("model-download");
+    io::download_file(hub.url("ve.safetensors"), (dir / "ve.safetensors").string());
+    EXPECT_EQ(read_bytes(dir / "ve.safetensors"), sample_content());
+    EXPECT_FALSE(fs::exists(dir / "ve.safetensors.part"));
+}
+
+TEST(ModelDownload, DigestMismatchKeepsTheOldFileAndSaysSo) {
+    FakeHub hub({{"ve.safetensors", sample_content()}});
+    std::string damaged = sample_content();
+    damaged[5000] ^= 1; // same size: only the digest can tell
+    hub.corrupt("ve.safetensors", damaged);
+    const fs::path dir = test::temp_dir("model-download");
+    const fs::path dest = dir / "ve.safetensors";
+    write_bytes(dest, "the old file");
+
+    const std::string message = error_of([&] { io::download_file(hub.url("ve.safetensors"), dest.string()); });
+    write_bytes(dir / "damaged", damaged);
+    write_bytes(dir / "published", sample_content());
+    EXPECT_TRUE(test::contains(message, "SHA-256 is " + io::file_sha256((dir / "damaged").string()))) << message;
+    EXPECT_TRUE(test::contains(message, "publishes " + io::file_sha256((dir / "published").string()))) << message;
+    EXPECT_TRUE(test::contains(message, dest.string() + " is kept as it was")) << message;
+    EXPECT_EQ(read_bytes(dest), "the old file");
+    EXPECT_FALSE(fs::exists(dir / "ve.safetensors.part")); // resuming a damaged copy cannot help
+
+    // A damaged .part left complete by an earlier run is caught the same way, not renamed.
+    write_bytes(dir / "fresh.bin.part", damaged);
+    EXPECT_TRUE(
+        test::contains(error_of([&] { io::download_file(hub.url("ve.safetensors"), (dir / "fresh.bin").string()); }),
+                       "fresh.bin was not created"));
+    EXPECT_FALSE(fs::exists(dir / "fresh.bin"));
+}
+
+TEST(ModelDownload, OfficialModelFromAFakeHubIsVerified) {
+    std::map<std::string, std::string> files;
+    for (const std::string &file : official_model_files()) files[file] = "content of " + file;
+    FakeHub hub(files);
+    hub.outside_lfs("tokenizer.json");
+    hub.corrupt("s3gen.safetensors", "CONTENT OF s3gen.safetensors");
+    const fs::path model = fs::path(test::temp_dir("model-download")) / "model";
+    ModelDownloadOptions options;
+    options.endpoint = hub.endpoint();
+    const std::string message = error_of([&] { download_official_model(model.string(), options); });
+    EXPECT_TRUE(test::contains(message, "s3gen.safetensors is damaged")) << message;
+    EXPECT_TRUE(test::contains(message, "Without network access")) << message;
+    EXPECT_EQ(missing_model_files(model.string()),
+              (std::vector<std::string>{"s3gen.safetensors", "t3_cfg.safetensors"}));
+    EXPECT_EQ(read_bytes(model / "tokenizer.json"), "content of tokenizer.json"); // size-checked only
 }

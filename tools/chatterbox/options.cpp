@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <sstream>
 #include <unistd.h>
 
@@ -182,6 +181,22 @@ void add_download_options(CLI::App &app, DownloadOptions &options) {
     app.add_flag("-q,--quiet", options.quiet, "no progress on stderr");
 }
 
+namespace {
+
+// At most kMaxTextBytes from `in`; one byte more is refused before it is kept.
+std::string read_text(std::istream &in, const std::string &source) {
+    std::string text;
+    char block[1 << 16];
+    while (text.size() <= kMaxTextBytes && in.read(block, sizeof block).gcount() > 0)
+        text.append(block, size_t(in.gcount()));
+    if (text.size() > kMaxTextBytes)
+        throw UsageError(concat("the text from ", source, " is longer than the limit of ", kMaxTextBytes,
+                                " bytes (8 MiB); split it into several runs"));
+    return text;
+}
+
+} // namespace
+
 std::string gather_text(const SynthesisOptions &options) {
     if (!options.words.empty() && !options.text_file.empty())
         throw UsageError("give the text either as arguments or with -f, not both");
@@ -191,11 +206,11 @@ std::string gather_text(const SynthesisOptions &options) {
     if (!options.words.empty()) {
         for (const std::string &word : options.words) text += (text.empty() ? "" : " ") + word;
     } else if (from_stdin) {
-        text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+        text = read_text(std::cin, "stdin");
     } else if (!options.text_file.empty()) {
         std::ifstream in(options.text_file, std::ios::binary);
         if (!in) fail("cannot read the text file ", options.text_file, ": ", std::strerror(errno));
-        text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        text = read_text(in, options.text_file);
     } else if (!options.save_voice.empty()) {
         return ""; // only the voice is saved
     } else {

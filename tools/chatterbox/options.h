@@ -64,7 +64,9 @@ void add_download_options(CLI::App &app, DownloadOptions &options);
 
 // The text to speak: the arguments, -f FILE, or stdin (with "-f -", or when stdin is not a terminal).
 // Returns "" when there is nothing to speak because only --save-voice was asked for. Throws UsageError
-// for conflicting or missing text and for text that is only blanks, Error when a file cannot be read.
+// for conflicting or missing text, text that is only blanks or longer than kMaxTextBytes (read no
+// further than that), Error when a file cannot be read.
+constexpr size_t kMaxTextBytes = size_t(8) << 20; // 8 MiB: a long novel; synthesis takes hours before then
 std::string gather_text(const SynthesisOptions &options);
 
 // Checks that need no model: the output's format and folder (or stdout for --stream). Throws

@@ -1,0 +1,36 @@
+#pragma once
+// The fields of a multipart/form-data upload (voice_routes.h), checked against those the route
+// takes before anything reads them: a request that is not multipart, is over the upload limit, or
+// has a field the route does not take or one given twice is an ApiError (400 / 413) naming it.
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+
+namespace httplib {
+struct Request;
+struct MultipartFormData;
+} // namespace httplib
+
+namespace chatterbox::server {
+
+class MultipartForm {
+  public:
+    MultipartForm(const httplib::Request &request, std::initializer_list<const char *> accepted, size_t max_bytes);
+
+    const httplib::MultipartFormData *part(const char *name) const; // nullptr when absent
+    std::optional<std::string> text(const char *name) const;
+    // Throws ApiError 400 "'name' is required: what" when absent.
+    const httplib::MultipartFormData &required(const char *name, const char *what) const;
+
+  private:
+    const httplib::Request &request_;
+};
+
+// "true" / "false" (absent: false); anything else is a 400 naming the field.
+bool parse_flag(const MultipartForm &form, const char *name);
+// The "seed" field: up to 19 decimal digits (absent: the default seed); anything else is a 400.
+uint64_t parse_seed(const MultipartForm &form);
+
+} // namespace chatterbox::server
