@@ -244,6 +244,32 @@ TEST(ModelDownload, OfficialModelFromALocalHub) {
     EXPECT_EQ(announced.size(), official_model_files().size() - 1);
 }
 
+TEST(ModelDownload, TurboAndNanoComeFromTheirOwnRepositories) {
+    const fs::path dir = test::temp_dir("model-download");
+    const fs::path hub = dir / "hub";
+    const std::vector<std::string> files = official_model_files(Variant::turbo);
+    EXPECT_EQ(files,
+              (std::vector<std::string>{"vocab.json", "merges.txt", "added_tokens.json", "special_tokens_map.json",
+                                        "tokenizer_config.json", "conds.pt", "ve.safetensors",
+                                        "s3gen_meanflow.safetensors", "t3_turbo_v1.safetensors"}));
+    EXPECT_EQ(official_model_files(Variant::nano).back(), "t3_nano_v1.safetensors");
+    EXPECT_EQ(default_model_path({"/models/cb.gguf", "", "/home/u", ""}, Variant::turbo),
+              "/home/u/.cache/chatterbox/models/chatterbox-turbo");
+    for (const std::string &file : files)
+        write_bytes(hub / "ResembleAI/chatterbox-turbo" / "resolve" / kOfficialRevision / file, "content of " + file);
+    const fs::path model = dir / "cache" / "chatterbox-turbo";
+    ModelDownloadOptions options;
+    options.endpoint = file_url(hub);
+    options.variant = Variant::turbo;
+    download_official_model(model.string(), options);
+    EXPECT_TRUE(missing_model_files(model.string(), Variant::turbo).empty());
+    EXPECT_EQ(read_bytes(model / "t3_turbo_v1.safetensors"), "content of t3_turbo_v1.safetensors");
+    // Nano's repository is another one: its T3 file is not on this hub, and the message names the repository.
+    options.variant = Variant::nano;
+    EXPECT_TRUE(test::contains(error_of([&] { download_official_model((dir / "nano").string(), options); }),
+                               "ResembleAI/chatterbox-nano"));
+}
+
 TEST(ModelDownload, FailureSaysWhatToDoOffline) {
     const fs::path dir = test::temp_dir("model-download");
     ModelDownloadOptions options;

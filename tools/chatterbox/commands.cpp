@@ -170,11 +170,12 @@ int run_conversion(const ConversionOptions &options) {
 }
 
 int run_download(const DownloadOptions &options) {
+    const chatterbox::Variant variant = chatterbox::parse_variant(options.variant);
     const std::string dir = options.model.empty()
-                                ? chatterbox::default_model_path(chatterbox::ModelEnvironment::from_process())
+                                ? chatterbox::default_model_path(chatterbox::ModelEnvironment::from_process(), variant)
                                 : options.model;
     Progress progress(options.quiet);
-    download_model(dir, progress);
+    download_model(dir, progress, variant);
     return kExitOk;
 }
 

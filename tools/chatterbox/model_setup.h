@@ -4,6 +4,7 @@
 // folder with files missing is downloaded with --download, after a yes on a terminal, and otherwise
 // the command stops with a message that lists the ways forward.
 
+#include "models/chatterbox/variant.h"
 #include "options.h"
 #include "progress.h"
 
@@ -15,6 +16,7 @@ std::string locate_model(const EngineOptions &engine, Progress &progress);
 
 // Downloads the missing official files into `dir` with a progress bar; the error of a failed
 // download also says how to go on without network access.
-void download_model(const std::string &dir, Progress &progress);
+void download_model(const std::string &dir, Progress &progress,
+                    chatterbox::Variant variant = chatterbox::Variant::english);
 
 } // namespace cli

@@ -177,7 +177,13 @@ void add_conversion_options(CLI::App &app, ConversionOptions &options) {
 void add_download_options(CLI::App &app, DownloadOptions &options) {
     app.add_option("-m,--model", options.model,
                    "folder to download into (default: $CHATTERBOX_MODEL, else "
-                   "$XDG_CACHE_HOME/chatterbox/models/chatterbox or ~/.cache/chatterbox/models/chatterbox)");
+                   "$XDG_CACHE_HOME/chatterbox/models/chatterbox or ~/.cache/chatterbox/models/chatterbox; "
+                   "for turbo and nano chatterbox-turbo, chatterbox-nano beside it)");
+    app.add_option("--variant", options.variant,
+                   "the official model to fetch: english (ResembleAI/chatterbox), turbo (ResembleAI/chatterbox-turbo) "
+                   "or nano (ResembleAI/chatterbox-nano)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"english", "turbo", "nano"}));
     app.add_flag("-q,--quiet", options.quiet, "no progress on stderr");
 }
 

@@ -54,7 +54,8 @@ struct ConversionOptions {
 };
 
 struct DownloadOptions {
-    std::string model; // "" : the default model location
+    std::string model;               // "" : the default model location of the variant
+    std::string variant = "english"; // which official repository: english, turbo, nano
     bool quiet = false;
 };
 

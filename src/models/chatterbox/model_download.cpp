@@ -23,9 +23,10 @@ ModelEnvironment ModelEnvironment::from_process() {
             env_or_empty("HF_ENDPOINT")};
 }
 
-std::string default_model_path(const ModelEnvironment &env) {
-    if (!env.chatterbox_model.empty()) return env.chatterbox_model;
-    const fs::path tail = fs::path("chatterbox") / "models" / "chatterbox";
+std::string default_model_path(const ModelEnvironment &env, Variant variant) {
+    if (variant == Variant::english && !env.chatterbox_model.empty()) return env.chatterbox_model;
+    const std::string repo = official_folder(variant).repo;
+    const fs::path tail = fs::path("chatterbox") / "models" / repo.substr(repo.find('/') + 1);
     // The XDG base-directory spec ignores relative values.
     if (!env.xdg_cache_home.empty() && fs::path(env.xdg_cache_home).is_absolute())
         return (fs::path(env.xdg_cache_home) / tail).string();
@@ -33,11 +34,7 @@ std::string default_model_path(const ModelEnvironment &env) {
     fail("no default model folder: neither CHATTERBOX_MODEL, XDG_CACHE_HOME nor HOME is set");
 }
 
-const std::vector<std::string> &official_model_files() {
-    static const std::vector<std::string> files = {"tokenizer.json", "conds.pt", "ve.safetensors", "s3gen.safetensors",
-                                                   "t3_cfg.safetensors"};
-    return files;
-}
+std::vector<std::string> official_model_files(Variant variant) { return official_folder(variant).all_files(); }
 
 namespace {
 std::string endpoint_or_default(const std::string &endpoint) {
@@ -62,9 +59,9 @@ std::string file_list(const std::vector<std::string> &files) {
     return out;
 }
 
-std::vector<std::string> missing_model_files(const std::string &dir) {
+std::vector<std::string> missing_model_files(const std::string &dir, Variant variant) {
     std::vector<std::string> missing;
-    for (const std::string &file : official_model_files()) {
+    for (const std::string &file : official_model_files(variant)) {
         std::error_code ec;
         if (!fs::is_regular_file(fs::path(dir) / file, ec)) missing.push_back(file);
     }
@@ -72,19 +69,20 @@ std::vector<std::string> missing_model_files(const std::string &dir) {
 }
 
 void download_official_model(const std::string &dir, const ModelDownloadOptions &options) {
-    const std::vector<std::string> missing = missing_model_files(dir);
+    const std::vector<std::string> missing = missing_model_files(dir, options.variant);
+    const char *repo = official_folder(options.variant).repo;
     try {
         std::error_code ec;
         fs::create_directories(dir, ec);
         if (ec) fail("cannot create the model folder ", dir, ": ", ec.message());
         for (size_t i = 0; i < missing.size(); ++i) {
             if (options.on_file) options.on_file(i, missing.size(), missing[i]);
-            io::download_file(hub_file_url(options.endpoint, kOfficialRepo, kOfficialRevision, missing[i]),
+            io::download_file(hub_file_url(options.endpoint, repo, kOfficialRevision, missing[i]),
                               (fs::path(dir) / missing[i]).string(), options.transfer);
         }
     } catch (const Error &e) {
-        fail(e.what(), "\nWithout network access here, download ", file_list(missing_model_files(dir)), " from ",
-             hub_repo_page(options.endpoint, kOfficialRepo, kOfficialRevision),
+        fail(e.what(), "\nWithout network access here, download ", file_list(missing_model_files(dir, options.variant)),
+             " from ", hub_repo_page(options.endpoint, repo, kOfficialRevision),
              " on another machine and copy them into ", dir, " (a run with network access resumes partial files).");
     }
 }

@@ -7,6 +7,7 @@
 // $HF_ENDPOINT replaces https://huggingface.co as huggingface_hub allows (a mirror, or a file:// folder).
 
 #include "io/http_download.h"
+#include "models/chatterbox/model_files.h"
 
 #include <string>
 #include <vector>
@@ -23,14 +24,17 @@ struct ModelEnvironment {
     static ModelEnvironment from_process();
 };
 
-// The default model path for `env`; throws Error when no variable gives one.
-std::string default_model_path(const ModelEnvironment &env);
+// The default model path for `env`; throws Error when no variable gives one. Other variants than
+// English have their own folder beside it, named after their repository (models/chatterbox-turbo);
+// CHATTERBOX_MODEL names the English one.
+std::string default_model_path(const ModelEnvironment &env, Variant variant = Variant::english);
 
-// The official repository and its files, in download order (small ones first).
+// The official English repository (each variant's is in official_folders()) and a variant's files,
+// in download order (small ones first).
 constexpr const char *kOfficialRepo = "ResembleAI/chatterbox";
 constexpr const char *kOfficialRevision = "main";
 constexpr const char *kDefaultHubEndpoint = "https://huggingface.co";
-const std::vector<std::string> &official_model_files();
+std::vector<std::string> official_model_files(Variant variant = Variant::english);
 
 // "<endpoint>/<repo>/resolve/<revision>/<file>"; endpoint "" means kDefaultHubEndpoint.
 std::string hub_file_url(const std::string &endpoint, const std::string &repo, const std::string &revision,
@@ -38,13 +42,14 @@ std::string hub_file_url(const std::string &endpoint, const std::string &repo, c
 // The repository's page, for messages ("<endpoint>/<repo>/tree/<revision>").
 std::string hub_repo_page(const std::string &endpoint, const std::string &repo, const std::string &revision);
 
-// The official files missing from `dir` (all of them when it does not exist).
-std::vector<std::string> missing_model_files(const std::string &dir);
+// The variant's official files missing from `dir` (all of them when it does not exist).
+std::vector<std::string> missing_model_files(const std::string &dir, Variant variant = Variant::english);
 // "a, b, c", for messages.
 std::string file_list(const std::vector<std::string> &files);
 
 struct ModelDownloadOptions {
-    std::string endpoint; // "" : kDefaultHubEndpoint
+    Variant variant = Variant::english; // which repository (official_folder(variant).repo)
+    std::string endpoint;               // "" : kDefaultHubEndpoint
     // Called before each file starts (index into the files being fetched, their count, name).
     std::function<void(size_t index, size_t count, const std::string &file)> on_file;
     io::DownloadOptions transfer; // progress of the current file, timeouts
