@@ -11,8 +11,6 @@
 
 #include <gtest/gtest.h>
 
-#include <memory>
-
 using namespace chatterbox;
 using namespace chatterbox::test;
 
@@ -20,63 +18,47 @@ namespace {
 
 std::vector<int32_t> golden_tokens(const std::string &name) { return read_token_ids(turbo_golden_path(name + ".npy")); }
 
-class TurboVoiceGolden : public ::testing::Test {
-  protected:
-    static void SetUpTestSuite() {
-        files_ = std::make_unique<ModelFiles>(ModelFiles::open(turbo_model_dir()));
-        backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
-        builder_ = std::make_unique<VoiceBuilder>(*files_, *backend_);
-        taps_ = std::make_unique<VoiceTaps>();
-        voice_ = std::make_unique<Voice>(
-            builder_->from_file(*backend_, turbo_golden_path("ref_voice.wav"), 0.5f, taps_.get()));
-    }
-    static void TearDownTestSuite() {
-        voice_.reset();
-        taps_.reset();
-        builder_.reset();
-        backend_.reset();
-        files_.reset();
-    }
-    static std::unique_ptr<ModelFiles> files_;
-    static std::unique_ptr<Backend> backend_;
-    static std::unique_ptr<VoiceBuilder> builder_;
-    static std::unique_ptr<VoiceTaps> taps_;
-    static std::unique_ptr<Voice> voice_;
+// The folder's voice models and the golden reference's voice, built once for every test (gigabytes).
+struct TurboVoice {
+    ModelFiles files = ModelFiles::open(turbo_model_dir());
+    Backend backend{BackendOptions{"cpu", 2}};
+    VoiceBuilder builder{files, backend};
+    VoiceTaps taps;
+    Voice voice = builder.from_file(backend, turbo_golden_path("ref_voice.wav"), 0.5f, &taps);
 };
 
-std::unique_ptr<ModelFiles> TurboVoiceGolden::files_;
-std::unique_ptr<Backend> TurboVoiceGolden::backend_;
-std::unique_ptr<VoiceBuilder> TurboVoiceGolden::builder_;
-std::unique_ptr<VoiceTaps> TurboVoiceGolden::taps_;
-std::unique_ptr<Voice> TurboVoiceGolden::voice_;
-
-TEST_F(TurboVoiceGolden, TheOfficialFolderIsTurbo) {
-    EXPECT_EQ(files_->hparams().variant, Variant::turbo);
-    EXPECT_EQ(files_->hparams().t3.speech_cond_prompt_len, 375);
-    EXPECT_EQ(files_->hparams().flow.mean_flow, 1);
-    EXPECT_EQ(files_->hparams().flow.trailing_silence_tokens, 3);
-    EXPECT_TRUE(files_->has_tokenizer());
-    EXPECT_EQ(voice_->variant, Variant::turbo);
+const TurboVoice &turbo() {
+    static const TurboVoice built;
+    return built;
 }
 
-TEST_F(TurboVoiceGolden, ReferenceIsLoudnessNormalised) {
-    expect_matches_turbo_golden(taps_->ref_wav_24k, "ref_wav_24k_loudnorm");
+TEST(TurboVoiceGolden, TheOfficialFolderIsTurbo) {
+    EXPECT_EQ(turbo().files.hparams().variant, Variant::turbo);
+    EXPECT_EQ(turbo().files.hparams().t3.speech_cond_prompt_len, 375);
+    EXPECT_EQ(turbo().files.hparams().flow.mean_flow, 1);
+    EXPECT_EQ(turbo().files.hparams().flow.trailing_silence_tokens, 3);
+    EXPECT_TRUE(turbo().files.has_tokenizer());
+    EXPECT_EQ(turbo().voice.variant, Variant::turbo);
 }
 
-TEST_F(TurboVoiceGolden, T3ConditioningMatches) {
-    EXPECT_EQ(voice_->t3.prompt_tokens, golden_tokens("t3_cond_prompt_tokens"));
-    expect_matches_turbo_golden(voice_->t3.speaker_emb, "ve_speaker_emb");
+TEST(TurboVoiceGolden, ReferenceIsLoudnessNormalised) {
+    expect_matches_turbo_golden(turbo().taps.ref_wav_24k, "ref_wav_24k_loudnorm");
 }
 
-TEST_F(TurboVoiceGolden, S3GenReferenceMatches) {
-    EXPECT_EQ(voice_->s3gen.prompt_tokens, golden_tokens("s3gen_prompt_tokens"));
-    expect_matches_turbo_golden(voice_->s3gen.prompt_mel, "s3gen_prompt_feat");
-    expect_matches_turbo_golden(voice_->s3gen.xvector, "campplus_xvector");
+TEST(TurboVoiceGolden, T3ConditioningMatches) {
+    EXPECT_EQ(turbo().voice.t3.prompt_tokens, golden_tokens("t3_cond_prompt_tokens"));
+    expect_matches_turbo_golden(turbo().voice.t3.speaker_emb, "ve_speaker_emb");
 }
 
-TEST_F(TurboVoiceGolden, BuiltinVoiceIsTheGoldenCasesVoice) {
+TEST(TurboVoiceGolden, S3GenReferenceMatches) {
+    EXPECT_EQ(turbo().voice.s3gen.prompt_tokens, golden_tokens("s3gen_prompt_tokens"));
+    expect_matches_turbo_golden(turbo().voice.s3gen.prompt_mel, "s3gen_prompt_feat");
+    expect_matches_turbo_golden(turbo().voice.s3gen.xvector, "campplus_xvector");
+}
+
+TEST(TurboVoiceGolden, BuiltinVoiceIsTheGoldenCasesVoice) {
     // conds.pt was made by the official prepare_conditionals from the same reference.
-    const Voice builtin = builtin_voice(*files_);
+    const Voice builtin = builtin_voice(turbo().files);
     EXPECT_EQ(builtin.variant, Variant::turbo);
     EXPECT_EQ(builtin.t3.prompt_tokens, golden_tokens("t3_cond_prompt_tokens"));
     EXPECT_EQ(builtin.s3gen.prompt_tokens, golden_tokens("s3gen_prompt_tokens"));
