@@ -312,8 +312,7 @@ std::vector<BlockRule> block_rules(const ModelHparams &official, const ModelHpar
     };
 }
 
-bool kept(const std::string &file, const std::string &name, const std::vector<BlockRule> &rules) {
-    const std::string component = checkpoint_component(file);
+bool kept(const std::string &component, const std::string &name, const std::vector<BlockRule> &rules) {
     for (const BlockRule &rule : rules) {
         std::smatch block;
         if (rule.component == component && std::regex_search(name, block, rule.numbered) &&
@@ -323,8 +322,8 @@ bool kept(const std::string &file, const std::string &name, const std::vector<Bl
     return true;
 }
 
-Shape scaled_shape(const std::string &file, const std::string &name, Shape shape, const std::vector<WidthRule> &rules) {
-    const std::string component = checkpoint_component(file);
+Shape scaled_shape(const std::string &component, const std::string &name, Shape shape,
+                   const std::vector<WidthRule> &rules) {
     for (int64_t &dim : shape)
         for (const WidthRule &rule : rules)
             if (rule.component == component && starts_with(name, rule.name_prefix) && dim == rule.official) {
@@ -382,10 +381,11 @@ std::vector<ManifestCheckpoint> scaled_manifest(const ModelHparams &hp) {
     std::vector<ManifestCheckpoint> scaled;
     for (const ManifestCheckpoint &checkpoint : official_manifest(manifest_variant)) {
         scaled.push_back({checkpoint.file, {}});
+        const std::string component = checkpoint_component(checkpoint.file); // the rules' key
         for (const ManifestTensor &tensor : checkpoint.tensors) {
-            if (!tensor.stored || !kept(checkpoint.file, tensor.name, blocks)) continue;
+            if (!tensor.stored || !kept(component, tensor.name, blocks)) continue;
             ManifestTensor t = tensor;
-            t.shape = scaled_shape(checkpoint.file, tensor.name, tensor.shape, widths);
+            t.shape = scaled_shape(component, tensor.name, tensor.shape, widths);
             scaled.back().tensors.push_back(std::move(t));
         }
     }
