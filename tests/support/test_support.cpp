@@ -146,9 +146,6 @@ std::string Tolerance::str() const {
     return std::to_string(value) + (kind == Kind::Abs ? " abs" : " rel");
 }
 
-namespace {
-
-// The tolerance of array_name in the index.json at index_path (each index read once).
 Tolerance tolerance_in_index(const std::string &index_path, const std::string &array_name) {
     static std::map<std::string, nlohmann::json> indexes;
     static std::mutex indexes_mutex;
@@ -176,8 +173,6 @@ Tolerance tolerance_in_index(const std::string &index_path, const std::string &a
         throw std::runtime_error("unreadable tolerance '" + text + "' for " + array_name);
     return t;
 }
-
-} // namespace
 
 Tolerance golden_tolerance(const std::string &array_name) {
     return tolerance_in_index(golden_path("index.json"), array_name);

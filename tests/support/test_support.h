@@ -54,6 +54,8 @@ struct Tolerance {
     bool accepts(const Diff &diff, double reference_max_abs) const;
     std::string str() const;
 };
+// The tolerance of array_name in the index.json at index_path (each index read once).
+Tolerance tolerance_in_index(const std::string &index_path, const std::string &array_name);
 Tolerance golden_tolerance(const std::string &array_name);       // from tests/data/golden/index.json
 Tolerance turbo_golden_tolerance(const std::string &array_name); // from tests/data/turbo/index.json
 
