@@ -90,3 +90,33 @@ TEST(GoldenRunner, MainCaseStagesMatchTheOfficialImplementation) {
 TEST(GoldenRunner, TurboCaseStagesMatchTheOfficialImplementation) {
     expect_case_matches(turbo_golden_path(""), turbo_model_dir(), "turbo");
 }
+
+TEST(GoldenRunner, CaseMistakesAreNamed) {
+    const std::string dir = temp_dir("golden-case-errors");
+    const auto run_case = [&](const nlohmann::json &golden_case) {
+        const std::string path = dir + "/case.json";
+        std::ofstream(path) << golden_case.dump();
+        return run_tool("chatterbox-golden", {"--case", path, "--inputs", golden_path(""), "--model", synthetic_dir(),
+                                              "--out", dir + "/arrays", "--only", "voice"});
+    };
+    std::ifstream index_file(golden_path("index.json"));
+    const nlohmann::json english = nlohmann::json::parse(index_file).at("case");
+
+    nlohmann::json misspelt = english;
+    misspelt["generate_kwargs"] = {{"temprature", 0.7}};
+    ToolRun run = run_case(misspelt);
+    EXPECT_NE(run.exit_code, 0);
+    EXPECT_NE(run.err.find("unknown generation parameter 'temprature'"), std::string::npos) << run.err;
+
+    nlohmann::json out_of_range = english;
+    out_of_range["cfg_weight"] = 7;
+    run = run_case(out_of_range);
+    EXPECT_NE(run.exit_code, 0);
+    EXPECT_NE(run.err.find("cfg_weight"), std::string::npos) << run.err;
+
+    nlohmann::json other_variant = english;
+    other_variant["variant"] = "turbo";
+    run = run_case(other_variant);
+    EXPECT_NE(run.exit_code, 0);
+    EXPECT_NE(run.err.find("the case is for the turbo variant"), std::string::npos) << run.err;
+}
