@@ -128,6 +128,11 @@ void Metrics::count_synthesis(SynthesisOutcome outcome) {
     ++syntheses_[outcome];
 }
 
+std::map<SynthesisOutcome, uint64_t> Metrics::syntheses() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return syntheses_;
+}
+
 void Metrics::observe_audio(const SynthesisResult &result) {
     const double audio_seconds = double(result.wave.size()) / result.sample_rate;
     std::lock_guard<std::mutex> lock(mutex_);

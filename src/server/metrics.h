@@ -60,6 +60,7 @@ class Metrics {
     void count_request(const std::string &method, const std::string &path, int status,
                        std::optional<std::chrono::steady_clock::duration> duration); // nullopt: unknown
     void count_synthesis(SynthesisOutcome outcome);
+    std::map<SynthesisOutcome, uint64_t> syntheses() const; // the counts so far, by outcome
     // A completed synthesis: its time to first audio, real-time factor, audio and tokens.
     void observe_audio(const SynthesisResult &result);
 

@@ -173,6 +173,7 @@ void run_server(const BackendOptions &backend_options, const bench::ServerBenchO
                     r["wall_s"].get<double>(), r["cpu_s"].get<double>(), r["audio_s"].get<double>(),
                     r["audio_s_per_s"].get<double>(), r["requests_per_s"].get<double>(), ttfb("min"), ttfb("median"),
                     ttfb("max"), r["peak_rss_mib"].get<double>());
+        if (r["failed"].get<int>() > 0) std::printf("        server side: %s\n", r["syntheses"].dump().c_str());
     }
     results["server"] = rows;
 }
