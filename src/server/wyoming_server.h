@@ -22,10 +22,15 @@
 // Errors are an error event {text, code}, and then the connection is closed: malformed or
 // oversized events (no resynchronising on a broken stream), a refused or failed synthesis (an
 // unknown voice, text over the limit, all sessions busy, draining, past the deadline). An event of
-// an unknown type is answered with an error and the connection goes on. A client that hangs up
-// cancels its synthesis (the request watch, request_watch.h); a client that half-closes its side
-// counts as gone, as on the HTTP side. At most max_connections are open; the next one gets an
-// error event (too_many_connections) and is closed. A connection idle for idle_seconds is closed.
+// an unknown type is answered with an error and the connection goes on. At most max_connections
+// are open; the next one gets an error event (too_many_connections) and is closed. A connection
+// idle for idle_seconds is closed (idle_timeout).
+//
+// Operations, as for an HTTP request (request_watch.h): a synthesize, or a streamed synthesis from
+// synthesize-start to synthesize-stopped, is one request in flight under the server's deadline; a
+// client that hangs up cancels it within one poll and one graph node (one that half-closes its side
+// counts as gone, as on the HTTP side); a drain (SIGTERM) lets it finish and answers new ones with
+// error server_draining.
 
 #include "server/server.h"
 #include "server/wyoming_event.h"

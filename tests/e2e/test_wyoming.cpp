@@ -304,6 +304,9 @@ TEST_F(WyomingTest, MalformedAndOversizedEventsAreRefused) {
 
     expect_refused(port, "this is not JSON\n", "bad_header");
     expect_refused(port, "[1, 2]\n", "bad_header");
+    // Deep nesting within the line limit: refused, no stack overflow.
+    expect_refused(port, std::string(30000, '[') + std::string(30000, ']') + "\n", "bad_header");
+    expect_refused(port, std::string(60000, '[') + "\n", "bad_header");
     expect_refused(port, header_line({{"data", {{"text", "no type"}}}}), "bad_header");
     expect_refused(port, header_line({{"type", "describe"}, {"data_length", -3}}), "bad_header");
     expect_refused(port, header_line({{"type", "describe"}, {"data_length", "12"}}), "bad_header");
@@ -408,6 +411,40 @@ TEST_F(WyomingTest, ConnectionsBeyondTheLimitAreRefused) {
         if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     EXPECT_TRUE(served);
+}
+
+TEST_F(WyomingTest, BusySessionsAndIdleConnectionsAreErrorEvents) {
+    server::ServerOptions options = test::small_server();
+    options.queue = 0; // the one session, and no waiting for it
+    test::RunningServer http(*engine_, options);
+    server::WyomingOptions wyoming_options;
+    wyoming_options.idle_seconds = 0.5;
+    RunningWyoming wyoming(http, wyoming_options);
+
+    json long_parameters = parameters(5, 400);
+    long_parameters["ignore_eos"] = true;
+    Client holder(wyoming.port());
+    holder.send("synthesize", {{"text", "Holding the only session."}, {"chatterbox", long_parameters}});
+    const std::optional<WyomingEvent> start = holder.read();
+    ASSERT_TRUE(start);
+    ASSERT_EQ(start->type, "audio-start");
+    expect_refused(wyoming.port(), header_line({{"type", "synthesize"}, {"data", {{"text", "Me too."}}}}),
+                   "server_busy");
+    holder.hang_up();
+
+    // A connection that sends nothing is told so and closed once idle_seconds pass.
+    const auto connected = Clock::now();
+    expect_refused(wyoming.port(), "", "idle_timeout");
+    EXPECT_GE(test::seconds_since(connected), 0.45);
+}
+
+TEST(WyomingCommandLine, BadAddressesAreExit2) {
+    for (const std::vector<std::string> &args : std::vector<std::vector<std::string>>{
+             {"--wyoming", "10200"}, {"--wyoming", "localhost:70000"}, {"--no-http"}}) {
+        const test::ToolRun run = test::run_tool("chatterbox-server", args);
+        EXPECT_EQ(run.exit_code, 2) << args[0] << ": " << run.err;
+        EXPECT_NE(run.err.find(args[0]), std::string::npos) << run.err;
+    }
 }
 
 // The real chatterbox-server with --wyoming: SIGTERM lets the synthesis in flight finish, refuses
