@@ -6,7 +6,8 @@
 // chunk concatenated, the HTTP API's PCM for the same request; streamed text is spoken sentence by
 // sentence (the first audio arrives before the last text is sent); malformed and oversized events
 // get an error event and a closed connection while the server goes on serving; a client that drops
-// mid-stream cancels its synthesis; connections beyond the limit are refused; SIGTERM drains.
+// mid-stream cancels its synthesis; connections beyond the limit are refused; SIGTERM drains;
+// chatterbox-bench wyoming runs.
 
 #include "server/voice_library.h"
 #include "server/wyoming_server.h"
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <fstream>
 #include <regex>
 
 using namespace chatterbox;
@@ -480,6 +482,22 @@ TEST(WyomingProcess, SigtermDrainsWyoming) {
     EXPECT_EQ(rest.back().type, "audio-stop") << "the synthesis in flight completes";
     EXPECT_GT(audio_of(rest).size(), size_t(2 * 24000)) << "more than a second: 120 tokens' audio";
     EXPECT_EQ(process.wait_exit(std::chrono::seconds(60)), 0) << process.log();
+}
+
+// chatterbox-bench wyoming at the smallest size: every figure bench/README.md quotes is in its JSON.
+TEST(WyomingBench, MeasuresTheFirstSentencesLatency) {
+    const std::string json_path = test::temp_dir("wyoming_bench") + "/wyoming.json";
+    const test::ToolRun run =
+        test::run_tool("chatterbox-bench", {"wyoming", "--weights", test::tiny_model_path(), "--repeats", "1",
+                                            "--max-tokens", "10", "--session-threads", "1", "--json", json_path});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    std::ifstream in(json_path);
+    const json row = json::parse(in)["wyoming"];
+    for (const char *name : {"sentence_to_first_audio_ms", "synthesize_to_first_audio_ms", "stream_total_ms"})
+        EXPECT_GT(row[name]["median"].get<double>(), 0) << name;
+    EXPECT_LT(row["sentence_to_first_audio_ms"]["max"].get<double>(), row["stream_total_ms"]["min"].get<double>());
+    EXPECT_GT(row["audio_s"].get<double>(), 0.5) << "three sentences of 10 tokens and two pauses";
+    EXPECT_NE(run.out.find("first complete sentence -> first audio-chunk"), std::string::npos) << run.out;
 }
 
 TEST(WyomingAddress, ParsesHostAndPort) {
