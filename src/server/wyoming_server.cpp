@@ -132,7 +132,12 @@ void WyomingServer::run() {
         if (stopping_ || (waits[1].revents & POLLIN)) break;
         if (!(waits[0].revents & POLLIN)) continue;
         const int socket = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (socket < 0) continue; // the peer gave up already, or out of descriptors for now
+        if (socket < 0) {
+            // Out of descriptors or memory: the listener stays readable, so wait instead of spinning.
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            continue; // or the peer gave up already
+        }
         std::lock_guard<std::mutex> lock(mutex_);
         if (stopping_) {
             close(socket);

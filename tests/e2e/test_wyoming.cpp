@@ -254,11 +254,7 @@ TEST_F(WyomingTest, StreamedTextIsSpokenSentenceBySentence) {
     client.send("synthesize-chunk", {{"text", "The first sentence "}});
     client.send("synthesize-chunk", {{"text", "is here. The second "}});
     // The first sentence is complete once the second has begun: its audio comes before more text.
-    std::vector<WyomingEvent> events;
-    while (std::optional<WyomingEvent> event = client.read()) {
-        events.push_back(*event);
-        if (event->type == "audio-chunk" || event->type == "error") break;
-    }
+    std::vector<WyomingEvent> events = client.read_until("audio-chunk");
     ASSERT_EQ(types_of(events), (std::vector<std::string>{"audio-start", "audio-chunk"}));
     client.send("synthesize-chunk", {{"text", "one follows it. And the third ends it."}});
     // Home Assistant sends the whole text once more for servers that do not stream: ignored.
@@ -282,16 +278,21 @@ TEST_F(WyomingTest, StreamedTextIsSpokenSentenceBySentence) {
     EXPECT_EQ(info->type, "info");
 }
 
-// What the server answers to `bytes` on a fresh connection: one error event, then the connection's end.
-void expect_refused(int port, const std::string &bytes, const std::string &code) {
-    SCOPED_TRACE(code);
-    Client client(port);
-    client.send_raw(bytes);
+// The next event is an error event with `code` and a text.
+void expect_error_event(Client &client, const std::string &code) {
     const std::optional<WyomingEvent> error = client.read();
     ASSERT_TRUE(error) << "no answer";
     EXPECT_EQ(error->type, "error");
     EXPECT_EQ(error->data.value("code", ""), code) << error->data.dump();
     EXPECT_FALSE(error->data.value("text", "").empty());
+}
+
+// What the server answers to `bytes` on a fresh connection: one error event, then the connection's end.
+void expect_refused(int port, const std::string &bytes, const std::string &code) {
+    SCOPED_TRACE(code);
+    Client client(port);
+    client.send_raw(bytes);
+    expect_error_event(client, code);
     EXPECT_FALSE(client.read()) << "the connection stays open after a refusal";
 }
 
@@ -350,10 +351,7 @@ TEST_F(WyomingTest, MalformedAndOversizedEventsAreRefused) {
     // An unknown type is answered and the connection goes on.
     Client client(port);
     client.send("transcribe", {{"language", "en"}});
-    const std::optional<WyomingEvent> error = client.read();
-    ASSERT_TRUE(error);
-    EXPECT_EQ(error->type, "error");
-    EXPECT_EQ(error->data.value("code", ""), "unknown_event");
+    expect_error_event(client, "unknown_event");
     client.send("synthesize", {{"text", "Still here."}, {"chatterbox", parameters(3, 20)}});
     const std::vector<WyomingEvent> events = client.read_until("audio-stop");
     EXPECT_EQ(types_of(events), (std::vector<std::string>{"audio-start", "audio-chunk", "audio-stop"}));
@@ -368,11 +366,7 @@ TEST_F(WyomingTest, AClientThatDropsMidStreamCancelsItsSynthesis) {
     {
         Client client(wyoming.port());
         client.send("synthesize", {{"text", "This one is long on purpose."}, {"chatterbox", long_parameters}});
-        std::vector<WyomingEvent> events;
-        while (std::optional<WyomingEvent> event = client.read()) {
-            events.push_back(*event);
-            if (event->type == "audio-chunk" || event->type == "error") break;
-        }
+        const std::vector<WyomingEvent> events = client.read_until("audio-chunk");
         ASSERT_EQ(types_of(events), (std::vector<std::string>{"audio-start", "audio-chunk"}));
     } // hangs up
     const auto dropped = Clock::now();
@@ -472,10 +466,7 @@ TEST(WyomingProcess, SigtermDrainsWyoming) {
 
     Client late(port);
     late.send("synthesize", {{"text", "Too late."}});
-    const std::optional<WyomingEvent> refusal = late.read();
-    ASSERT_TRUE(refusal);
-    EXPECT_EQ(refusal->type, "error");
-    EXPECT_EQ(refusal->data.value("code", ""), "server_draining");
+    expect_error_event(late, "server_draining");
 
     const std::vector<WyomingEvent> rest = client.read_until("audio-stop");
     ASSERT_FALSE(rest.empty());
