@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
             if (tiny)
                 chatterbox::synthetic::write_tiny_model(
                     output, seed, variant,
-                    tokenizer_dir.empty() ? std::string() : chatterbox::text::BpeTokenizer::folder_json(tokenizer_dir));
+                    tokenizer_dir.empty() ? std::string() : chatterbox::text::BpeTokenizer::json_document(tokenizer_dir));
             else
                 chatterbox::synthetic::write_synthetic_model(output, seed, variant);
             return 0;

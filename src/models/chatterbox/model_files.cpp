@@ -245,7 +245,7 @@ void ModelFiles::open_folder(const std::string &dir) {
         store_.add_safetensors((fs::path(dir) / layout.component_file(c.name)).string(), c.prefix);
         components_.push_back(c.name);
     }
-    if (fs::exists(fs::path(dir) / layout.tokenizer.front())) tokenizer_json_ = text::BpeTokenizer::folder_json(dir);
+    if (fs::exists(fs::path(dir) / layout.tokenizer.front())) tokenizer_json_ = text::BpeTokenizer::json_document(dir);
 
     const fs::path conds = fs::path(dir) / "conds.pt";
     if (fs::exists(conds)) {
