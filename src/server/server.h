@@ -74,6 +74,11 @@ class Server {
 
     const VoiceLibrary &voices() const { return voices_; }
 
+    // What the Wyoming side (wyoming_server.h) shares with the HTTP side.
+    const Engine &engine() const { return engine_; }
+    SessionPool &pool() { return pool_; }
+    const ServerOptions &options() const { return options_; }
+
   private:
     void add_routes();
 
