@@ -5,34 +5,17 @@
 // Turbo voice serves Nano. (Determinism, streaming and voice files: e2e.test_turbo_model, tiny Nano.)
 
 #include "models/chatterbox/session.h"
+#include "support/speech_checks.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 namespace chatterbox {
 namespace {
 
-SynthesisOptions short_request() {
-    SynthesisOptions options;
-    options.params.sampling.max_new_tokens = 25; // random weights rarely stop on their own
-    options.params.sampling.seed = 11;
-    return options;
-}
+SynthesisOptions short_request() { return test::bounded_request(25, 11); }
 
-void expect_speech(const SynthesisResult &result) {
-    ASSERT_GT(result.wave.size(), 0u);
-    EXPECT_EQ(result.sample_rate, 24000);
-    EXPECT_GT(result.speech_tokens, 0);
-    EXPECT_LE(result.speech_tokens, result.t3_steps);
-    double energy = 0;
-    for (size_t i = 0; i < result.wave.size(); ++i) {
-        ASSERT_TRUE(std::isfinite(result.wave[i])) << i;
-        energy += double(result.wave[i]) * result.wave[i];
-    }
-    EXPECT_GT(energy, 0.0); // not silence
-}
+using test::expect_speech;
 
 TEST(NanoModel, OfficialFolderLoadsAndSpeaksEndToEnd) {
     const Engine engine({test::nano_model_dir(), BackendOptions{"cpu", 2}});

@@ -9,6 +9,7 @@
 #include "chatterbox/chatterbox.h"
 #include "models/chatterbox/convert.h"
 #include "models/chatterbox/session.h"
+#include "support/speech_checks.h"
 #include "support/test_support.h"
 #include "text/punc_norm.h"
 
@@ -26,20 +27,9 @@ nlohmann::json golden_index() {
     return nlohmann::json::parse(in);
 }
 
-SynthesisOptions short_request() {
-    SynthesisOptions options;
-    options.params.sampling.max_new_tokens = 30; // random weights rarely stop on their own
-    options.params.sampling.seed = 7;
-    return options;
-}
+SynthesisOptions short_request() { return test::bounded_request(30, 7); }
 
-void expect_speech(const SynthesisResult &result) {
-    ASSERT_GT(result.wave.size(), 0u);
-    EXPECT_EQ(result.sample_rate, 24000);
-    EXPECT_GT(result.speech_tokens, 0);
-    EXPECT_LE(result.speech_tokens, result.t3_steps); // the three trailing silence tokens are not counted
-    for (size_t i = 0; i < result.wave.size(); ++i) ASSERT_TRUE(std::isfinite(result.wave[i])) << i;
-}
+using test::expect_speech;
 
 TEST(TurboModel, TextFrontEndGivesTheGoldenTokens) {
     const Engine engine({test::tiny_turbo_model_path(), BackendOptions{"cpu", 1}, components(Component::text)});
