@@ -292,8 +292,8 @@ BpeTokenizer BpeTokenizer::from_folder(const std::string &folder) {
     return from_document(gpt2_document(folder), folder + " (GPT-2 vocab.json + merges.txt)");
 }
 
-std::string BpeTokenizer::folder_json(const std::string &folder) {
-    if (const std::string path = folder + "/tokenizer.json"; is_file(path)) return read_text_file(path);
+std::string BpeTokenizer::folder_json(const std::string &folder, const std::string &json_name) {
+    if (const std::string path = folder + "/" + json_name; is_file(path)) return read_text_file(path);
     return gpt2_document(folder).dump();
 }
 

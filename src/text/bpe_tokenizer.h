@@ -38,7 +38,9 @@ class BpeTokenizer {
     // ByteLevel pre-tokenizer (add_prefix_space from tokenizer_config.json, false by default).
     static BpeTokenizer from_folder(const std::string &folder);
     // The tokenizer.json text from_folder reads or builds (what a GGUF stores); throws as from_folder.
-    static std::string folder_json(const std::string &folder);
+    // json_name: the folder's tokenizer.json under another name (multilingual's
+    // grapheme_mtl_merged_expanded_v1.json), read as it is when present.
+    static std::string folder_json(const std::string &folder, const std::string &json_name = "tokenizer.json");
 
     BpeTokenizer(BpeTokenizer &&) noexcept;
     BpeTokenizer &operator=(BpeTokenizer &&) noexcept;
