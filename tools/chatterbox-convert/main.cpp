@@ -49,10 +49,11 @@ void report_progress(size_t index, size_t count, const std::string &name) {
 } // namespace
 
 int main(int argc, char **argv) {
-    CLI::App app{"Convert a Chatterbox model (official folder or GGUF) into one GGUF file.\n"
-                 "  chatterbox-convert MODEL_DIR -o model.gguf [--type f32|f16|q8_0|q4_k] [--components ve,t3,s3gen]\n"
-                 "  chatterbox-convert --synthetic [--variant english|multilingual|turbo|nano] [--tiny [--tokenizer DIR]] "
-                 "[--seed 0x5EEDC0DE] --out DIR"};
+    CLI::App app{
+        "Convert a Chatterbox model (official folder or GGUF) into one GGUF file.\n"
+        "  chatterbox-convert MODEL_DIR -o model.gguf [--type f32|f16|q8_0|q4_k] [--components ve,t3,s3gen]\n"
+        "  chatterbox-convert --synthetic [--variant english|multilingual|turbo|nano] [--tiny [--tokenizer DIR]] "
+        "[--seed 0x5EEDC0DE] --out DIR"};
     std::string input, output, type_name = "f32", seed_text = "0x5EEDC0DE", variant_name = "english", tokenizer_dir;
     std::vector<std::string> components;
     bool synthetic = false, tiny = false;
@@ -98,7 +99,8 @@ int main(int argc, char **argv) {
                 chatterbox::synthetic::write_tiny_model(
                     output, seed, variant,
                     tokenizer_dir.empty() ? std::string() : chatterbox::official_tokenizer_json(tokenizer_dir, variant),
-                    tokenizer_dir.empty() ? std::string() : chatterbox::folder_cangjie_json(tokenizer_dir).value_or(""));
+                    tokenizer_dir.empty() ? std::string()
+                                          : chatterbox::folder_cangjie_json(tokenizer_dir).value_or(""));
             else
                 chatterbox::synthetic::write_synthetic_model(output, seed, variant);
             return 0;

@@ -50,8 +50,8 @@ Engine::Engine(const EngineOptions &options)
     : options_(options), files_(open_model(options)), weights_backend_(std::make_unique<Backend>(options.backend)) {
     const WeightStore &store = files_.weights();
     if (has(Component::text))
-        text_ = std::make_unique<TextFrontEnd>(files_.tokenizer_json(), files_.path() + " tokenizer", files_.hparams().t3,
-                                               files_.cangjie_json());
+        text_ = std::make_unique<TextFrontEnd>(files_.tokenizer_json(), files_.path() + " tokenizer",
+                                               files_.hparams().t3, files_.cangjie_json());
     if (has(Component::t3)) t3_ = std::make_unique<t3::Model>(store, *weights_backend_, files_.hparams().t3);
     if (has(Component::flow))
         flow_ = std::make_unique<s3gen::FlowModel>(store, *weights_backend_, files_.hparams().flow);

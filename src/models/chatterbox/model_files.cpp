@@ -158,6 +158,12 @@ const char *OfficialFolder::component_file(const std::string &component) const {
     fail("unknown model component \"", component, "\" (known: ve, t3, s3gen)");
 }
 
+std::string OfficialFolder::local_folder_name() const {
+    if (local_folder) return local_folder;
+    const std::string name = repo;
+    return name.substr(name.find('/') + 1);
+}
+
 std::vector<std::string> OfficialFolder::all_files() const {
     std::vector<std::string> out(tokenizer.begin(), tokenizer.end());
     out.push_back("conds.pt");
@@ -180,12 +186,14 @@ const std::vector<OfficialFolder> &official_folders() {
          "ResembleAI/chatterbox",
          {"ve.pt", "t3_mtl23ls_v2.safetensors", "s3gen.pt"},
          {"grapheme_mtl_merged_expanded_v1.json"},
-         {"Cangjie5_TC.json"}},
+         {"Cangjie5_TC.json"},
+         "chatterbox-multilingual"},
         {Variant::multilingual,
          "ResembleAI/chatterbox",
          {"ve.pt", "t3_mtl23ls_v3.safetensors", "s3gen.pt"},
          {"grapheme_mtl_merged_expanded_v1.json"},
-         {"Cangjie5_TC.json"}},
+         {"Cangjie5_TC.json"},
+         "chatterbox-multilingual"},
         {Variant::turbo,
          "ResembleAI/chatterbox-turbo",
          {"ve.safetensors", "t3_turbo_v1.safetensors", "s3gen_meanflow.safetensors"},
@@ -208,8 +216,8 @@ namespace {
 
 std::string folder_tokenizer_json(const std::string &dir, const OfficialFolder &folder) {
     // One JSON file is the tokenizer.json document under its own name; several are GPT-2's files.
-    return text::BpeTokenizer::folder_json(dir, folder.tokenizer.size() == 1 ? folder.tokenizer.front()
-                                                                             : "tokenizer.json");
+    return text::BpeTokenizer::folder_json(dir,
+                                           folder.tokenizer.size() == 1 ? folder.tokenizer.front() : "tokenizer.json");
 }
 
 } // namespace

@@ -85,10 +85,14 @@ const std::vector<ModelComponent> &model_components(); // ve, t3, s3gen
 // The official folder of a variant, as its loader (tts.py, tts_turbo.py) reads it from the hub.
 struct OfficialFolder {
     Variant variant;
-    const char *repo;                    // hub repository, e.g. "ResembleAI/chatterbox-turbo"
-    std::vector<const char *> files;     // component files, in model_components() order
-    std::vector<const char *> tokenizer; // tokenizer.json, or GPT-2's files (BpeTokenizer::from_folder)
+    const char *repo;                              // hub repository, e.g. "ResembleAI/chatterbox-turbo"
+    std::vector<const char *> files;               // component files, in model_components() order
+    std::vector<const char *> tokenizer;           // tokenizer.json, or GPT-2's files (BpeTokenizer::from_folder)
     std::vector<const char *> optional_files = {}; // read when present (multilingual: Cangjie5_TC.json)
+    // The default local folder's name (model_download.h); nullptr: the repository's name. Multilingual
+    // shares English's repository, not its folder, whose T3 file would be taken for English.
+    const char *local_folder = nullptr;
+    std::string local_folder_name() const;
     const char *component_file(const std::string &component) const; // throws for an unknown component
     // Every file, small ones first (tokenizer, optional files, conds.pt, then the checkpoints): what a
     // download fetches.
