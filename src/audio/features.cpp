@@ -91,7 +91,7 @@ Matrix s3tokenizer_log_mel(const std::vector<float> &wav16k) {
     return mel.transposed();
 }
 
-std::vector<float> trim_silence(const std::vector<float> &wav, double top_db, int frame_length, int hop_length) {
+SampleSpan non_silent_span(const std::vector<float> &wav, double top_db, int frame_length, int hop_length) {
     require_finite(wav, "trim_silence");
     if (frame_length <= 0 || hop_length <= 0)
         fail("trim_silence: frame_length and hop_length must be positive, got ", frame_length, " and ", hop_length);
@@ -123,9 +123,12 @@ std::vector<float> trim_silence(const std::vector<float> &wav, double top_db, in
         }
     }
     if (first < 0) return {};
-    const int64_t start = first * hop_length;
-    const int64_t stop = std::min(n, (last + 1) * hop_length);
-    return std::vector<float>(wav.begin() + start, wav.begin() + stop);
+    return {first * hop_length, std::min(n, (last + 1) * hop_length)};
+}
+
+std::vector<float> trim_silence(const std::vector<float> &wav, double top_db, int frame_length, int hop_length) {
+    const SampleSpan span = non_silent_span(wav, top_db, frame_length, hop_length);
+    return std::vector<float>(wav.begin() + span.begin, wav.begin() + span.end);
 }
 
 Matrix voice_encoder_mel(const std::vector<float> &wav16k) {

@@ -4,6 +4,7 @@
 
 #include "audio/matrix.h"
 
+#include <cstdint>
 #include <vector>
 
 namespace chatterbox::audio {
@@ -23,8 +24,16 @@ Matrix s3tokenizer_log_mel(const std::vector<float> &wav16k);
 Matrix s3tokenizer_mel_filters();
 std::vector<float> s3tokenizer_window();
 
-// librosa.effects.trim(wav, top_db, frame_length, hop_length): keeps the span of frames whose
-// RMS (centred, zero-padded frames) is within top_db of the loudest frame.
+// Samples [begin, end) of a signal.
+struct SampleSpan {
+    int64_t begin = 0, end = 0;
+};
+
+// librosa.effects.trim(wav, top_db, frame_length, hop_length): the span of the frames whose RMS
+// (centred, zero-padded frames) is within top_db of the loudest frame (its returned index), and
+// trim_silence those samples. An empty signal gives an empty span.
+SampleSpan non_silent_span(const std::vector<float> &wav, double top_db = 20.0, int frame_length = 2048,
+                           int hop_length = 512);
 std::vector<float> trim_silence(const std::vector<float> &wav, double top_db = 20.0, int frame_length = 2048,
                                 int hop_length = 512);
 

@@ -292,9 +292,10 @@ BpeTokenizer BpeTokenizer::from_folder(const std::string &folder) {
     return from_document(gpt2_document(folder), folder + " (GPT-2 vocab.json + merges.txt)");
 }
 
-std::string BpeTokenizer::folder_json(const std::string &folder, const std::string &json_name) {
-    if (const std::string path = folder + "/" + json_name; is_file(path)) return read_text_file(path);
-    return gpt2_document(folder).dump();
+std::string BpeTokenizer::json_document(const std::string &file_or_folder) {
+    if (is_file(file_or_folder)) return read_text_file(file_or_folder);
+    if (const std::string path = file_or_folder + "/tokenizer.json"; is_file(path)) return read_text_file(path);
+    return gpt2_document(file_or_folder).dump();
 }
 
 BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, const std::string &source) {

@@ -37,10 +37,9 @@ class BpeTokenizer {
     // added_tokens.json and special_tokens_map.json when there is no tokenizer_config.json), with the
     // ByteLevel pre-tokenizer (add_prefix_space from tokenizer_config.json, false by default).
     static BpeTokenizer from_folder(const std::string &folder);
-    // The tokenizer.json text from_folder reads or builds (what a GGUF stores); throws as from_folder.
-    // json_name: the folder's tokenizer.json under another name (multilingual's
-    // grapheme_mtl_merged_expanded_v1.json), read as it is when present.
-    static std::string folder_json(const std::string &folder, const std::string &json_name = "tokenizer.json");
+    // The tokenizer.json text of a tokenizer.json file, or the one from_folder reads or builds from
+    // a folder (what a GGUF stores); throws as from_file / from_folder.
+    static std::string json_document(const std::string &file_or_folder);
 
     BpeTokenizer(BpeTokenizer &&) noexcept;
     BpeTokenizer &operator=(BpeTokenizer &&) noexcept;

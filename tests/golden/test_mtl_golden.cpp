@@ -4,10 +4,12 @@
 // (safetensors twins of ve.pt / s3gen.pt, t3_mtl23ls_v3, the golden tokenizer and conds.pt): the case's
 // text tokens, the voice (speaker embedding, T3 and S3Gen prompts, x-vector), the T3 conditioning,
 // 20 teacher-forced steps (raw / CFG / penalised logits), 60 greedy steps (tokens, penalised logits),
-// the speech tokens handed to the flow (the flow-embeddable filter) and the flow's mel.
+// the speech tokens handed to the flow (the flow-embeddable filter), the flow's mel, HiFT's wave and
+// the final wave after trim_fade and the last-token trim.
 
 #include "core/backend.h"
 #include "core/npy.h"
+#include "models/chatterbox/hift/vocoder.h"
 #include "models/chatterbox/model_files.h"
 #include "models/chatterbox/s3gen/flow.h"
 #include "models/chatterbox/s3gen/flow_cfm.h"
@@ -158,4 +160,19 @@ TEST(MtlGolden, FlowMelFromTheGoldenInputs) {
         s3gen::generated_part(full, bins, encoding.frames, int64_t(inputs.reference.prompt_mel.size()) / bins);
     EXPECT_EQ(mel.frames, 2 * int64_t(inputs.tokens.size()));
     expect_matches_mtl_golden(mel.values, "flow_mel");
+}
+
+TEST(MtlGolden, WaveAfterTheLastTokenTrim) {
+    const hift::VocoderModel model(mtl().files.weights(), mtl().backend, mtl().files.hparams().hift);
+    hift::Vocoder vocoder(model, mtl().backend);
+    std::vector<float> wave = vocoder.decode(golden_f32("flow_mel"), golden_f32("hift_source"));
+    expect_matches_mtl_golden(wave, "hift_wav_raw");
+    hift::apply_trim_fade(wave, model.hparams().fade_samples);
+    // mtl_tts.py: wav[: max(1, n - 1) * 960] for the n tokens the flow spoke; the session cuts the
+    // same samples (StageGeometry::trim_final_samples, e2e.test_multilingual_model checks the length).
+    const size_t tokens = golden_tokens("s3gen_input_tokens").size();
+    const size_t per_token = size_t(mtl().files.hparams().flow.token_mel_ratio * model.hparams().samples_per_frame());
+    ASSERT_TRUE(mtl().files.hparams().flow.trim_last_token);
+    wave.resize(std::max<size_t>(1, tokens - 1) * per_token);
+    expect_matches_mtl_golden(wave, "pipeline_wav");
 }

@@ -27,6 +27,7 @@ std::string turbo_golden_path(const std::string &name) { return data_path("turbo
 std::string synthetic_dir() { return CHATTERBOX_SYNTHETIC_DIR; }
 std::string turbo_synthetic_dir() { return CHATTERBOX_TURBO_SYNTHETIC_DIR; }
 std::string mtl_synthetic_dir() { return CHATTERBOX_MTL_SYNTHETIC_DIR; }
+std::string nano_synthetic_dir() { return CHATTERBOX_NANO_SYNTHETIC_DIR; }
 namespace {
 
 // A fresh folder (one per test process) of the checkpoint files of weights_dir, linked (they are
@@ -42,6 +43,14 @@ std::string linked_model_dir(const std::string &tag, const std::string &weights_
     return d.string();
 }
 
+// A GPT-2 variant's official folder: its checkpoints and the Turbo golden set's tokenizer and conds.pt.
+std::string gpt2_model_dir(const std::string &tag, const std::string &weights_dir, const char *t3_file) {
+    std::vector<std::string> copies = {turbo_golden_path("conds.pt")};
+    for (const auto &entry : std::filesystem::directory_iterator(turbo_golden_path("tokenizer")))
+        copies.push_back(entry.path().string());
+    return linked_model_dir(tag, weights_dir, {"ve.safetensors", t3_file, "s3gen_meanflow.safetensors"}, copies);
+}
+
 } // namespace
 
 std::string synthetic_model_dir() {
@@ -52,13 +61,12 @@ std::string synthetic_model_dir() {
 }
 
 std::string turbo_model_dir() {
-    static const std::string dir = [] {
-        std::vector<std::string> copies = {turbo_golden_path("conds.pt")};
-        for (const auto &entry : std::filesystem::directory_iterator(turbo_golden_path("tokenizer")))
-            copies.push_back(entry.path().string());
-        return linked_model_dir("turbo-model", turbo_synthetic_dir(),
-                                {"ve.safetensors", "t3_turbo_v1.safetensors", "s3gen_meanflow.safetensors"}, copies);
-    }();
+    static const std::string dir = gpt2_model_dir("turbo-model", turbo_synthetic_dir(), "t3_turbo_v1.safetensors");
+    return dir;
+}
+
+std::string nano_model_dir() {
+    static const std::string dir = gpt2_model_dir("nano-model", nano_synthetic_dir(), "t3_nano_v1.safetensors");
     return dir;
 }
 
@@ -156,9 +164,6 @@ std::string Tolerance::str() const {
     return std::to_string(value) + (kind == Kind::Abs ? " abs" : " rel");
 }
 
-namespace {
-
-// The tolerance of array_name in the index.json at index_path (each index read once).
 Tolerance tolerance_in_index(const std::string &index_path, const std::string &array_name) {
     static std::map<std::string, nlohmann::json> indexes;
     static std::mutex indexes_mutex;
@@ -186,8 +191,6 @@ Tolerance tolerance_in_index(const std::string &index_path, const std::string &a
         throw std::runtime_error("unreadable tolerance '" + text + "' for " + array_name);
     return t;
 }
-
-} // namespace
 
 Tolerance golden_tolerance(const std::string &array_name) {
     return tolerance_in_index(golden_path("index.json"), array_name);

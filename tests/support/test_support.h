@@ -17,11 +17,13 @@ std::string golden_path(const std::string &name);       // tests/data/golden/<na
 std::string turbo_golden_path(const std::string &name); // tests/data/turbo/<name> (the Turbo golden set)
 std::string synthetic_dir();                            // full-size synthetic weights (ctest fixture)
 std::string turbo_synthetic_dir();                      // full-size synthetic Turbo weights (ctest fixture)
-std::string mtl_synthetic_dir(); // full-size synthetic multilingual weights (fixture multilingual_synthetic_weights)
+std::string mtl_synthetic_dir();  // full-size synthetic multilingual weights (fixture multilingual_synthetic_weights)
+std::string nano_synthetic_dir(); // full-size synthetic Nano weights (ctest fixture)
 // A model folder of the synthetic weights (linked) and the golden tokenizer.json, no built-in voice.
 std::string synthetic_model_dir();
 // The same for Turbo: the synthetic checkpoints (linked), the golden GPT-2 tokenizer files and conds.pt.
 std::string turbo_model_dir();
+std::string nano_model_dir(); // ... and for Nano (Turbo's tokenizer files and conds.pt)
 // The same for multilingual: ve, t3_mtl23ls_v3 and s3gen as safetensors (linked), the golden tokenizer,
 // conds.pt.
 std::string mtl_model_dir();
@@ -60,6 +62,8 @@ struct Tolerance {
     bool accepts(const Diff &diff, double reference_max_abs) const;
     std::string str() const;
 };
+// The tolerance of array_name in the index.json at index_path (each index read once).
+Tolerance tolerance_in_index(const std::string &index_path, const std::string &array_name);
 Tolerance golden_tolerance(const std::string &array_name);       // from tests/data/golden/index.json
 Tolerance turbo_golden_tolerance(const std::string &array_name); // from tests/data/turbo/index.json
 Tolerance mtl_golden_tolerance(const std::string &array_name);   // from tests/data/mtl/index.json

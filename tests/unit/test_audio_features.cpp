@@ -67,6 +67,14 @@ TEST(Features, TrimSilenceMatchesLibrosaTrim) {
     EXPECT_EQ(compare(trimmed, expected).max_abs, 0.0); // a slice of the same input
 }
 
+TEST(Features, NonSilentSpanIsLibrosaTrimsIndex) {
+    // The Turbo set records the index librosa.effects.trim returned for its own reference.
+    const std::vector<float> wav = read_npy(turbo_golden_path("ref_wav_16k_librosa.npy")).f32();
+    const SampleSpan span = non_silent_span(wav);
+    EXPECT_EQ(std::vector<int64_t>({span.begin, span.end}), read_npy(turbo_golden_path("ve_trim_interval.npy")).i64());
+    EXPECT_EQ(trim_silence(wav).size(), size_t(span.end - span.begin));
+}
+
 TEST(Features, VoiceEncoderMelMatchesGolden) {
     expect_golden(voice_encoder_mel(golden("ref_wav_16k_librosa")), "ve_mel", 697, 40);
 }

@@ -20,6 +20,36 @@ template <class T> T field(const nlohmann::json &j, const std::string &key, cons
     }
 }
 
+// The variant's generate() defaults with the case's overrides.
+SynthesisParams case_params(const nlohmann::json &j, Variant variant, const std::string &path) {
+    SynthesisParams params;
+    params.sampling = t3::sampler_recipe(variant).defaults;
+    nlohmann::json overrides = j.value("generate_kwargs", nlohmann::json::object());
+    if (!overrides.is_object()) fail(path, ": case field 'generate_kwargs' must be an object");
+    for (const char *name : {"exaggeration", "cfg_weight"})
+        if (j.contains(name)) overrides[name] = j[name];
+    for (const auto &[name, value] : overrides.items()) {
+        const SynthesisParameter *parameter = find_synthesis_parameter(name);
+        if (!parameter) fail(path, ": unknown generation parameter '", name, "'");
+        if (!value.is_number()) fail(path, ": generation parameter '", name, "' must be a number");
+        try {
+            parameter->check(value.get<double>());
+        } catch (const Error &e) {
+            fail(path, ": ", e.what());
+        }
+        parameter->set(params, value.get<double>());
+    }
+    return params;
+}
+
+// The path part of the tokenizer field: "tokenizer/ (vocab.json, ...)" names tokenizer/.
+std::string tokenizer_path(const std::string &field) {
+    const size_t description = field.find(" (");
+    std::string path = field.substr(0, description);
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    return path;
+}
+
 } // namespace
 
 GoldenCase GoldenCase::load(const std::string &path) {
@@ -34,12 +64,18 @@ GoldenCase GoldenCase::load(const std::string &path) {
     if (j.contains("case") && j["case"].is_object()) j = j["case"]; // a whole index.json works too
     GoldenCase c;
     c.name = j.value("name", "case");
+    if (j.contains("variant")) {
+        try {
+            c.variant = parse_variant(field<std::string>(j, "variant", path));
+        } catch (const Error &e) {
+            fail(path, ": ", e.what());
+        }
+    }
     c.text = field<std::string>(j, "text", path);
     c.ref_wav = field<std::string>(j, "ref_wav", path);
-    c.tokenizer = field<std::string>(j, "tokenizer", path);
+    c.tokenizer = tokenizer_path(field<std::string>(j, "tokenizer", path));
+    c.params = case_params(j, c.variant, path);
     c.seed = field<uint64_t>(j, "seed", path);
-    c.exaggeration = field<float>(j, "exaggeration", path);
-    c.cfg_weight = field<float>(j, "cfg_weight", path);
     c.n_teacher_forced = field<int>(j, "n_teacher_forced", path);
     c.n_greedy = field<int>(j, "n_greedy", path);
     if (c.n_teacher_forced < 0 || c.n_greedy < 0) fail(path, ": n_teacher_forced and n_greedy must be >= 0");
@@ -71,6 +107,16 @@ const NpyArray &GoldenRun::computed(const std::string &array_name) const {
         fail("needs ", array_name,
              ", which no earlier stage of this run computed (its stage failed or was left out by --only)");
     return it->second;
+}
+
+std::unique_ptr<Engine> load_engine(const GoldenRun &run, Components components) {
+    auto engine =
+        std::make_unique<Engine>(EngineOptions{run.model_path(), BackendOptions{"cpu", run.threads()}, components});
+    const Variant model = engine->files().hparams().variant;
+    if (model != run.golden_case().variant)
+        fail("the case is for the ", variant_name(run.golden_case().variant), " variant, the model ", run.model_path(),
+             " is ", variant_name(model));
+    return engine;
 }
 
 } // namespace chatterbox::golden

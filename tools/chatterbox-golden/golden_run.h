@@ -6,6 +6,9 @@
 // come from the inputs folder (input()).
 
 #include "core/npy.h"
+#include "models/chatterbox/engine.h"
+#include "models/chatterbox/synthesis_params.h"
+#include "models/chatterbox/variant.h"
 
 #include <cstdint>
 #include <functional>
@@ -20,12 +23,16 @@ namespace chatterbox::golden {
 // The "case" object of index.json.
 struct GoldenCase {
     std::string name;
+    Variant variant = Variant::english; // "variant" (absent: english)
     std::string text;
-    std::string ref_wav;   // relative to the inputs folder, or absolute
-    std::string tokenizer; // relative to the inputs folder, or absolute
+    std::string ref_wav; // relative to the inputs folder, or absolute
+    // tokenizer.json, or a folder of GPT-2 tokenizer files; relative to the inputs folder, or
+    // absolute. The case may follow the path with a description: "tokenizer/ (vocab.json, ...)".
+    std::string tokenizer;
+    // The variant's generate() defaults, then the case's exaggeration and cfg_weight and its
+    // "generate_kwargs" (names of the synthesis parameter table), each checked against the table.
+    SynthesisParams params;
     uint64_t seed = 0;
-    float exaggeration = 0.5f;
-    float cfg_weight = 0.5f;
     int n_teacher_forced = 0;
     int n_greedy = 0;
 
@@ -62,6 +69,10 @@ class GoldenRun {
     std::map<std::string, NpyArray> computed_;
     std::map<std::string, std::shared_ptr<void>> shared_;
 };
+
+// The engine a stage computes with, on the run's model and threads; throws Error when the model is
+// not of the case's variant.
+std::unique_ptr<Engine> load_engine(const GoldenRun &run, Components components);
 
 // One stage: the arrays it produces and how.
 struct Stage {

@@ -44,7 +44,9 @@ int main(int argc, char **argv) {
     app.add_option("--inputs", inputs_dir, "folder with the case's input files and recorded random inputs")
         ->required()
         ->check(CLI::ExistingDirectory);
-    app.add_option("--model", model_path, "model: official folder (safetensors) or GGUF")->required()->check(CLI::ExistingPath);
+    app.add_option("--model", model_path, "model: official folder (safetensors) or GGUF")
+        ->required()
+        ->check(CLI::ExistingPath);
     app.add_option("--out", out_dir, "output folder for <name>.npy")->required();
     app.add_option("--only", only, "run only the stages whose name contains this text");
     app.add_option("-t,--threads", threads, "CPU threads")->check(CLI::Range(1, 1024));

@@ -10,8 +10,8 @@ namespace chatterbox::golden {
 namespace {
 
 void run_hift(GoldenRun &run) {
-    const Engine engine({run.model_path(), BackendOptions{"cpu", run.threads()}, components(Component::vocoder)});
-    Session session(engine);
+    const std::unique_ptr<Engine> engine = load_engine(run, components(Component::vocoder));
+    Session session(*engine);
     hift::Vocoder &vocoder = session.vocoder();
 
     const NpyArray &mel_array = run.computed("flow_mel"); // (1, 80, T)

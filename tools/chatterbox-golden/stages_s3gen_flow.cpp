@@ -29,11 +29,11 @@ std::vector<int32_t> token_ids(const NpyArray &array, const char *name) {
 
 void run_flow(GoldenRun &run) {
     using namespace s3gen;
-    const Engine engine({run.model_path(), BackendOptions{"cpu", run.threads()}, components(Component::flow)});
-    Session session_of_run(engine);
+    const std::unique_ptr<Engine> engine = load_engine(run, components(Component::flow));
+    Session session_of_run(*engine);
     FlowSession &session = session_of_run.flow();
-    const ModelFiles &files = engine.files();
-    const FlowHParams &hp = engine.flow().hparams();
+    const ModelFiles &files = engine->files();
+    const FlowHParams &hp = engine->flow().hparams();
 
     FlowReference reference;
     reference.prompt_tokens = token_ids(run.computed("s3gen_prompt_tokens"), "s3gen_prompt_tokens");

@@ -3,8 +3,8 @@
 
 #include "stages.h"
 
-#include "models/chatterbox/session.h"
 #include "models/chatterbox/s3tokenizer/s3tokenizer.h"
+#include "models/chatterbox/session.h"
 #include "models/chatterbox/voice.h"
 
 #include <utility>
@@ -24,14 +24,15 @@ NpyArray projection_array(const std::vector<float> &projection) {
 }
 
 void run_voice(GoldenRun &run) {
-    const Engine engine({run.model_path(), BackendOptions{"cpu", run.threads()}, components(Component::voice)});
-    Session session(engine);
+    const std::unique_ptr<Engine> engine = load_engine(run, components(Component::voice));
+    Session session(*engine);
     VoiceTaps taps;
-    const Voice voice =
-        session.voice_from_file(run.input_path(run.golden_case().ref_wav), run.golden_case().exaggeration, &taps);
+    const Voice voice = session.voice_from_file(run.input_path(run.golden_case().ref_wav),
+                                                run.golden_case().params.exaggeration, &taps);
 
-    // Front end.
-    run.write("ref_wav_24k", vector_array(taps.ref_wav_24k));
+    // Front end. A variant that normalises the reference's loudness records the normalised wave.
+    const bool loudness_normalised = ReferencePolicy::for_variant(run.golden_case().variant).loudness_lufs.has_value();
+    run.write(loudness_normalised ? "ref_wav_24k_loudnorm" : "ref_wav_24k", vector_array(taps.ref_wav_24k));
     run.write("ref_wav_16k_librosa", vector_array(taps.ref_wav_16k_librosa));
     run.write("ref_wav_16k_torchaudio", vector_array(taps.ref_wav_16k_torchaudio));
     const audio::Matrix &mel24 = taps.s3gen_ref_mel_24k;
@@ -39,6 +40,7 @@ void run_voice(GoldenRun &run) {
     run.write("s3tok_logmel_s3genprompt", matrix_array(taps.s3tok_logmel_s3genprompt));
     run.write("s3tok_logmel_t3prompt", matrix_array(taps.s3tok_logmel_t3prompt));
     run.write("ve_trimmed_wav16k", vector_array(taps.ve_trimmed_wav16k));
+    run.write("ve_trim_interval", NpyArray::from_i64({2}, {taps.ve_trim_interval.begin, taps.ve_trim_interval.end}));
     run.write("ve_mel", matrix_array(taps.ve_mel));
     run.write("campplus_fbank", matrix_array(taps.campplus_fbank));
 
@@ -68,11 +70,27 @@ void run_voice(GoldenRun &run) {
 
 void add_voice_stages(std::vector<Stage> &stages) {
     stages.push_back({"voice",
-                      {"ref_wav_24k", "ref_wav_16k_librosa", "ref_wav_16k_torchaudio", "s3gen_ref_mel_24k",
-                       "s3tok_logmel_s3genprompt", "s3tok_logmel_t3prompt", "ve_trimmed_wav16k", "ve_mel",
-                       "campplus_fbank", "ve_partial_embeds", "ve_speaker_emb", "campplus_xvector",
-                       "s3tok_fsq_projection_t3prompt", "s3tok_tokens_t3prompt", "s3tok_fsq_projection_s3genprompt",
-                       "s3tok_tokens_s3genprompt", "t3_cond_prompt_tokens", "s3gen_prompt_tokens", "s3gen_prompt_feat"},
+                      {"ref_wav_24k",
+                       "ref_wav_24k_loudnorm",
+                       "ref_wav_16k_librosa",
+                       "ref_wav_16k_torchaudio",
+                       "s3gen_ref_mel_24k",
+                       "s3tok_logmel_s3genprompt",
+                       "s3tok_logmel_t3prompt",
+                       "ve_trimmed_wav16k",
+                       "ve_trim_interval",
+                       "ve_mel",
+                       "campplus_fbank",
+                       "ve_partial_embeds",
+                       "ve_speaker_emb",
+                       "campplus_xvector",
+                       "s3tok_fsq_projection_t3prompt",
+                       "s3tok_tokens_t3prompt",
+                       "s3tok_fsq_projection_s3genprompt",
+                       "s3tok_tokens_s3genprompt",
+                       "t3_cond_prompt_tokens",
+                       "s3gen_prompt_tokens",
+                       "s3gen_prompt_feat"},
                       run_voice});
 }
 

@@ -216,8 +216,7 @@ namespace {
 
 std::string folder_tokenizer_json(const std::string &dir, const OfficialFolder &folder) {
     // One JSON file is the tokenizer.json document under its own name; several are GPT-2's files.
-    return text::BpeTokenizer::folder_json(dir,
-                                           folder.tokenizer.size() == 1 ? folder.tokenizer.front() : "tokenizer.json");
+    return text::BpeTokenizer::json_document(folder.tokenizer.size() == 1 ? dir + "/" + folder.tokenizer.front() : dir);
 }
 
 } // namespace

@@ -179,7 +179,9 @@ Voice VoiceBuilder::from_audio(Backend &backend, const audio::Audio &reference, 
         taps->s3gen_ref_mel_24k = mel24;
         taps->s3tok_logmel_s3genprompt = logmel_s3gen;
         taps->s3tok_logmel_t3prompt = logmel_t3;
-        taps->ve_trimmed_wav16k = audio::trim_silence(ref16);
+        taps->ve_trim_interval = audio::non_silent_span(ref16);
+        taps->ve_trimmed_wav16k.assign(ref16.begin() + taps->ve_trim_interval.begin,
+                                       ref16.begin() + taps->ve_trim_interval.end);
         taps->ve_mel = ve_mel;
         taps->campplus_fbank = fbank;
         taps->ve_partial_embeds = ve.partial_embeds;

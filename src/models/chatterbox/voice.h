@@ -12,6 +12,7 @@
 //   Voice builtin = builtin_voice(files);                  // conds.pt / the GGUF's conds.*
 
 #include "audio/audio_file.h"
+#include "audio/features.h"
 #include "audio/matrix.h"
 #include "core/backend.h"
 #include "models/chatterbox/model_files.h"
@@ -68,6 +69,7 @@ struct VoiceTaps {
     audio::Matrix s3tok_logmel_s3genprompt;    // (128, T)
     audio::Matrix s3tok_logmel_t3prompt;       // (128, T) of the first 6 s, before the max_len cut
     std::vector<float> ve_trimmed_wav16k;      // the VoiceEncoder's silence-trimmed input
+    audio::SampleSpan ve_trim_interval;        // ... as the span of ref_wav_16k_librosa it keeps
     audio::Matrix ve_mel;                      // (T, 40)
     audio::Matrix campplus_fbank;              // (T, 80), mean-subtracted
 
