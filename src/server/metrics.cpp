@@ -84,6 +84,14 @@ std::string route_label(const std::string &path) {
     return "other";
 }
 
+std::string wyoming_event_label(const std::string &type) {
+    static const char *const kTypes[] = {"describe",         "synthesize",      "synthesize-start",
+                                         "synthesize-chunk", "synthesize-stop", "ping"};
+    for (const char *known : kTypes)
+        if (type == known) return type;
+    return "other";
+}
+
 Histogram::Histogram(std::vector<double> upper_bounds)
     : upper_bounds_(std::move(upper_bounds)), counts_(upper_bounds_.size() + 1, 0) {}
 
@@ -128,6 +136,11 @@ void Metrics::count_synthesis(SynthesisOutcome outcome) {
     ++syntheses_[outcome];
 }
 
+std::map<SynthesisOutcome, uint64_t> Metrics::syntheses() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return syntheses_;
+}
+
 void Metrics::observe_audio(const SynthesisResult &result) {
     const double audio_seconds = double(result.wave.size()) / result.sample_rate;
     std::lock_guard<std::mutex> lock(mutex_);
@@ -135,6 +148,16 @@ void Metrics::observe_audio(const SynthesisResult &result) {
     if (audio_seconds > 0) real_time_factor_.observe(result.seconds_total / audio_seconds);
     audio_seconds_ += audio_seconds;
     speech_tokens_ += uint64_t(std::max(result.speech_tokens, 0));
+}
+
+void Metrics::count_wyoming_event(const std::string &type) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++wyoming_events_[wyoming_event_label(type)];
+}
+
+void Metrics::set_wyoming_connections(int open) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    wyoming_connections_ = open;
 }
 
 std::string Metrics::exposition(const ServerGauges &gauges) const {
@@ -182,6 +205,15 @@ std::string Metrics::exposition(const ServerGauges &gauges) const {
     write_sample(out, "chatterbox_requests_in_flight", "", gauges.in_flight);
     write_header(out, "chatterbox_draining", "gauge", "1 while the server drains before it stops (SIGTERM).");
     write_sample(out, "chatterbox_draining", "", gauges.draining ? 1 : 0);
+
+    // --- Wyoming
+    write_header(out, "chatterbox_wyoming_events_total", "counter",
+                 "Wyoming events received, by type (unknown types as other).");
+    for (const auto &[type, count] : wyoming_events_)
+        write_sample(out, "chatterbox_wyoming_events_total", label("type", type), double(count));
+    write_header(out, "chatterbox_wyoming_connections", "gauge", "Wyoming connections open now.");
+    write_sample(out, "chatterbox_wyoming_connections", "", wyoming_connections_);
+    // ---
     return out;
 }
 

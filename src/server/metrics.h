@@ -10,6 +10,8 @@
 //   chatterbox_real_time_factor                             histogram  synthesis seconds / audio seconds
 //   chatterbox_audio_seconds_total, chatterbox_speech_tokens_total      counters of completed syntheses
 //   chatterbox_sessions, _sessions_busy, _queue_depth, _requests_in_flight, _draining     gauges
+//   chatterbox_wyoming_events_total{type}                   counter    Wyoming events received (wyoming_server.h)
+//   chatterbox_wyoming_connections                          gauge      Wyoming connections open now
 //
 // Routes are labelled by their pattern (voice names folded into {name}); paths that are no route
 // of the API share route="other", so a client cannot grow the label set without bound.
@@ -53,6 +55,9 @@ struct ServerGauges {
     bool draining = false;
 };
 
+// The Wyoming event types the server answers; any other type is counted as "other".
+std::string wyoming_event_label(const std::string &type);
+
 class Metrics {
   public:
     Metrics();
@@ -60,8 +65,13 @@ class Metrics {
     void count_request(const std::string &method, const std::string &path, int status,
                        std::optional<std::chrono::steady_clock::duration> duration); // nullopt: unknown
     void count_synthesis(SynthesisOutcome outcome);
+    std::map<SynthesisOutcome, uint64_t> syntheses() const; // the counts so far, by outcome
     // A completed synthesis: its time to first audio, real-time factor, audio and tokens.
     void observe_audio(const SynthesisResult &result);
+    // --- Wyoming (wyoming_server.h)
+    void count_wyoming_event(const std::string &type);
+    void set_wyoming_connections(int open);
+    // ---
 
     std::string exposition(const ServerGauges &gauges) const;
 
@@ -73,6 +83,8 @@ class Metrics {
     Histogram first_audio_seconds_, real_time_factor_;
     double audio_seconds_ = 0;
     uint64_t speech_tokens_ = 0;
+    std::map<std::string, uint64_t> wyoming_events_; // by wyoming_event_label
+    int wyoming_connections_ = 0;
 };
 
 // The route label of a request path (see above).

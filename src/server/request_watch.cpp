@@ -94,12 +94,15 @@ RequestWatch::~RequestWatch() {
 }
 
 std::unique_ptr<WatchedRequest> RequestWatch::begin(const httplib::Request &http_request) {
+    return begin(find_connection_socket(http_request.local_addr, http_request.local_port, http_request.remote_addr,
+                                        http_request.remote_port));
+}
+
+std::unique_ptr<WatchedRequest> RequestWatch::begin(int socket) {
     const auto now = std::chrono::steady_clock::now();
     const auto deadline = deadline_seconds_ > 0 ? now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                             std::chrono::duration<double>(deadline_seconds_))
                                                 : std::chrono::steady_clock::time_point::max();
-    const int socket = find_connection_socket(http_request.local_addr, http_request.local_port,
-                                              http_request.remote_addr, http_request.remote_port);
     std::lock_guard<std::mutex> lock(mutex_);
     // Checked under the lock that start_draining() takes: a request either is refused or is in
     // flight when the drain begins, and so is waited for.

@@ -65,6 +65,8 @@ class RequestWatch {
 
     // Watches a request from now on; nullptr while draining (the caller answers 503).
     std::unique_ptr<WatchedRequest> begin(const httplib::Request &http_request);
+    // The same for a connection whose socket the caller holds (Wyoming); -1: watch no connection.
+    std::unique_ptr<WatchedRequest> begin(int socket);
 
     // From now on begin() refuses; requests already begun run on.
     void start_draining();

@@ -74,6 +74,11 @@ class Server {
 
     const VoiceLibrary &voices() const { return voices_; }
 
+    // What the Wyoming side (wyoming_server.h) shares with the HTTP side.
+    const Engine &engine() const { return engine_; }
+    SessionPool &pool() { return pool_; }
+    const ServerOptions &options() const { return options_; }
+
   private:
     void add_routes();
 
@@ -84,6 +89,7 @@ class Server {
     Metrics metrics_;
     RequestWatch watch_;
     std::unique_ptr<httplib::Server> http_;
+    int listen_socket_ = -1; // httplib's listening socket, once bound
     std::atomic<bool> stopping_{false}, entered_run_{false}, left_run_{false};
 };
 

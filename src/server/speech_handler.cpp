@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 
+#include <cstdio>
+
 namespace chatterbox::server {
 namespace {
 
@@ -75,11 +77,13 @@ struct StreamJob {
             });
             if (sse) write(sink, sse_event({{"type", "speech.audio.done"}, {"usage", usage(result)}}));
         } catch (const ApiError &e) { // cancelled: past the deadline, drained, or the client is gone
+            log_stream_end(e);
             complete = sse && write(sink, sse_event({{"type", "error"}, {"error", e.fields()}}));
         } catch (const std::exception &e) {
             // The status line is sent already: SSE says what went wrong as an event; an audio stream
             // can only end early.
             const ApiError error(500, e.what(), "", "server_error");
+            log_stream_end(error);
             complete = sse && write(sink, sse_event({{"type", "error"}, {"error", error.fields()}}));
         }
         session.reset(); // free for the next request before the connection winds down
@@ -90,6 +94,12 @@ struct StreamJob {
 
     static bool write(httplib::DataSink &sink, const std::string &bytes) {
         return sink.write(bytes.data(), bytes.size());
+    }
+
+    // A stream that ends early has sent its 200 already: the log is where the operator sees why.
+    static void log_stream_end(const ApiError &error) {
+        std::fprintf(stderr, "chatterbox-server: a streamed synthesis ended early (%d): %s\n", error.status,
+                     error.what());
     }
 };
 

@@ -30,11 +30,11 @@ std::string string_field(const json &body, const char *name, bool required) {
     return it->get<std::string>();
 }
 
+} // namespace
+
 size_t code_points(const std::string &utf8) {
     return size_t(std::count_if(utf8.begin(), utf8.end(), [](char c) { return (c & 0xC0) != 0x80; }));
 }
-
-} // namespace
 
 ResponseFormat parse_response_format(const std::string &name) {
     if (name.empty()) return ResponseFormat::wav;

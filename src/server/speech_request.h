@@ -31,6 +31,9 @@ struct SpeechRequest {
     SynthesisParams params;
 };
 
+// Unicode code points of UTF-8 text (what max_input_chars counts).
+size_t code_points(const std::string &utf8);
+
 // The names of the model's built-in voice: "default" and OpenAI's voice names.
 bool is_builtin_voice_name(const std::string &voice);
 

@@ -4,7 +4,8 @@
 // deadline is answered 504 (whole) or ends with an SSE error event; a client that hangs up during a
 // whole (not streamed) synthesis cancels it long before it would have ended; SIGTERM drains the real
 // chatterbox-server (the request in flight completes, new ones get 503, /ready 503, exit 0) and a
-// drain that runs out of time cancels what is left.
+// drain that runs out of time cancels what is left; clients connecting faster than the accept loop
+// takes them are all served.
 
 #include "support/server_test_support.h"
 #include "support/test_support.h"
@@ -191,6 +192,37 @@ TEST_F(ServerOps, AClientThatHangsUpDuringAWholeSynthesisCancelsIt) {
     auto next = post(client, speech("Next, please.", 2, 10));
     ASSERT_TRUE(next);
     EXPECT_EQ(next->status, 200);
+}
+
+// Many clients connecting at once, faster than the accept loop takes them (a loaded machine): each
+// connection waits in the listen queue and is served. With a short queue (httplib's 5) the kernel
+// drops the connections beyond it and their clients fail to read an answer.
+TEST_F(ServerOps, ClientsConnectingBeforeTheAcceptLoopRunsAreAllServed) {
+    server::Server server(*engine_, test::small_server());
+    const int port = server.bind();
+    constexpr int kClients = 32;
+    std::vector<std::future<int>> statuses;
+    for (int i = 0; i < kClients; ++i)
+        statuses.push_back(std::async(std::launch::async, [port] {
+            httplib::Client client("127.0.0.1", port);
+            client.set_connection_timeout(20, 0);
+            client.set_read_timeout(20, 0);
+            // A body, sent as a second write after the headers as speech requests are; refused at
+            // once, so no synthesis runs.
+            const auto result = client.Post("/v1/audio/speech", "{\"model\": ", "application/json");
+            return result ? result->status : -int(result.error());
+        }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500)); // every client has connected
+    std::thread serving([&] { server.run(); });
+    int served = 0;
+    for (auto &status : statuses) {
+        const int got = status.get();
+        EXPECT_EQ(got, 400) << "a client got " << (got < 0 ? httplib::to_string(httplib::Error(-got)) : "HTTP status");
+        served += got == 400;
+    }
+    server.stop();
+    serving.join();
+    EXPECT_EQ(served, kClients);
 }
 
 TEST(ServerProcessOps, SigtermDrainsTheRequestInFlightRefusesNewOnesAndExitsZero) {

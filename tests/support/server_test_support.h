@@ -35,7 +35,8 @@ class RunningServer {
     RunningServer &operator=(const RunningServer &) = delete;
 
     int port() const { return port_; }
-    httplib::Client client() const; // 60 s read timeout
+    httplib::Client client() const;              // 60 s read timeout
+    server::Server &server() { return server_; } // for a Wyoming side on the same sessions
 
   private:
     server::Server server_;

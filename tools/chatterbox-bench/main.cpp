@@ -14,6 +14,7 @@
 #include "s3gen_bench.h"
 #include "server_bench.h"
 #include "t3_bench.h"
+#include "wyoming_bench.h"
 
 #include <CLI/CLI.hpp>
 
@@ -173,8 +174,31 @@ void run_server(const BackendOptions &backend_options, const bench::ServerBenchO
                     r["wall_s"].get<double>(), r["cpu_s"].get<double>(), r["audio_s"].get<double>(),
                     r["audio_s_per_s"].get<double>(), r["requests_per_s"].get<double>(), ttfb("min"), ttfb("median"),
                     ttfb("max"), r["peak_rss_mib"].get<double>());
+        if (r["failed"].get<int>() > 0) std::printf("        server side: %s\n", r["syntheses"].dump().c_str());
     }
     results["server"] = rows;
+}
+
+void run_wyoming(const BackendOptions &backend_options, const bench::WyomingBenchOptions &options,
+                 nlohmann::json &results) {
+    std::printf("wyoming, %d thread(s), one session, max_new_tokens %d%s per sentence, %d repeat(s)\n",
+                options.session_threads, options.max_new_tokens, options.ignore_eos ? " (EOS ignored)" : "",
+                options.repeats);
+    const nlohmann::json row = bench::run_wyoming_bench(backend_options, options);
+    const auto spread = [&](const char *name) {
+        const nlohmann::json &s = row[name];
+        char text[96];
+        std::snprintf(text, sizeof text, "%.0f / %.0f / %.0f", s["min"].get<double>(), s["median"].get<double>(),
+                      s["max"].get<double>());
+        return std::string(text);
+    };
+    std::printf("first complete sentence -> first audio-chunk, ms (min / median / max): %s\n",
+                spread("sentence_to_first_audio_ms").c_str());
+    std::printf("synthesize of that sentence -> first audio-chunk, ms:                 %s\n",
+                spread("synthesize_to_first_audio_ms").c_str());
+    std::printf("whole stream, ms: %s; audio %.2f s; CPU %.1f s over %.1f s wall\n", spread("stream_total_ms").c_str(),
+                row["audio_s"].get<double>(), row["cpu_s"].get<double>(), row["wall_s"].get<double>());
+    results["wyoming"] = row;
 }
 
 } // namespace
@@ -293,7 +317,21 @@ int main(int argc, char **argv) {
     server->add_flag("--stop-at-eos", server_stop_at_eos,
                      "let T3 stop at end-of-speech (default: --max-tokens tokens)");
     server->add_option("--text", server_options.text, "what every request says")->capture_default_str();
+    CLI::App *wyoming = app.add_subcommand(
+        "wyoming",
+        "chatterbox-server's Wyoming side, text streamed word by word: first complete sentence -> first audio");
+    bench::WyomingBenchOptions wyoming_options;
+    wyoming->add_option("--weights", wyoming_options.weights, "official folder or GGUF")->required();
+    wyoming->add_option("--repeats", wyoming_options.repeats, "streams (and plain synthesize events) measured")
+        ->capture_default_str();
+    wyoming->add_option("--session-threads", wyoming_options.session_threads, "CPU threads of the session")
+        ->capture_default_str();
+    wyoming->add_option("--max-tokens", wyoming_options.max_new_tokens, "T3 max_new_tokens per sentence")
+        ->capture_default_str();
+    bool wyoming_stop_at_eos = false;
+    wyoming->add_flag("--stop-at-eos", wyoming_stop_at_eos, "let T3 stop at end-of-speech (default: --max-tokens)");
     CLI11_PARSE(app, argc, argv);
+    wyoming_options.ignore_eos = !wyoming_stop_at_eos;
     server_options.ignore_eos = !server_stop_at_eos;
     backend_options.repack_weights = !no_repack;
     backend_options.adapt_threads = !fixed_threads;
@@ -310,6 +348,7 @@ int main(int argc, char **argv) {
         if (*pipeline)
             run_pipeline(backend, backend_options, pipeline_weights, pipeline_options, !no_bandwidth, results);
         if (*server) run_server(backend_options, server_options, results);
+        if (*wyoming) run_wyoming(backend_options, wyoming_options, results);
         if (!json_path.empty()) {
             std::ofstream out(json_path);
             if (!out) fail("cannot write ", json_path);

@@ -40,7 +40,7 @@ void send_request(httplib::Client &client, const std::string &body, ClientTally 
     if (!result || result->status != 200 || first) {
         // Say why once per client: a failed request is counted, not timed, and all failing means a setup problem.
         if (tally.failed++ == 0)
-            std::fprintf(stderr, "chatterbox-bench server: a request failed: %s\n",
+            std::fprintf(stderr, "chatterbox-bench server: a request failed after %.0f ms: %s\n", ms_since(sent),
                          !result ? httplib::to_string(result.error()).c_str()
                                  : concat("HTTP ", result->status, " ", result->body.substr(0, 300)).c_str());
     } else {
@@ -78,6 +78,9 @@ nlohmann::json run_level(const Engine &engine, const ServerBenchOptions &options
     for (std::thread &t : threads) t.join();
     const double wall_s = ms_since(start) / 1e3;
     const double cpu_s = (process_cpu_ms() - cpu_start) / 1e3;
+    // The server's side of every request: completed, or why not (client_gone, failed, ...).
+    nlohmann::json syntheses = nlohmann::json::object();
+    for (const auto &[outcome, count] : server.metrics().syntheses()) syntheses[server::outcome_name(outcome)] = count;
     server.stop();
     serving.join();
 
@@ -98,7 +101,8 @@ nlohmann::json run_level(const Engine &engine, const ServerBenchOptions &options
                        {"audio_s", audio_s},
                        {"audio_s_per_s", audio_s / wall_s},
                        {"requests_per_s", requests / wall_s},
-                       {"peak_rss_mib", peak_rss_mib()}};
+                       {"peak_rss_mib", peak_rss_mib()},
+                       {"syntheses", syntheses}};
     if (!all.ttfb_ms.empty()) {
         const Spread ttfb = spread_of(all.ttfb_ms);
         row["ttfb_ms"] = {{"min", ttfb.min},

@@ -2,6 +2,11 @@
 //
 //   chatterbox-server [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--sessions N] [--queue N] [-t N]
 //                     [--voices DIR] [--max-upload-mb N] [--deadline-seconds S] [--drain-seconds S]
+//                     [--wyoming HOST:PORT [--no-http] [--wyoming-connections N]]
+//
+// --wyoming also serves the Wyoming protocol (Home Assistant's local voice services;
+// src/server/wyoming_server.h) on the same model, sessions, queue, voice library and metrics;
+// --no-http serves Wyoming only.
 //
 // SIGTERM or SIGINT drains: new API requests get 503, those in flight finish (for at most
 // --drain-seconds, then they are cancelled; a second signal cancels them at once), then the process
@@ -9,6 +14,7 @@
 
 #include "models/chatterbox/model_download.h"
 #include "server/server.h"
+#include "server/wyoming_server.h"
 
 #include <CLI/CLI.hpp>
 
@@ -18,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 namespace {
@@ -96,8 +103,29 @@ int main(int argc, char **argv) {
                    "on SIGTERM/SIGINT, how long requests in flight may run on before they are cancelled")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 1e7));
+    // --- Wyoming
+    std::string wyoming_address;
+    bool no_http = false;
+    chatterbox::server::WyomingOptions wyoming_options;
+    app.add_option("--wyoming", wyoming_address,
+                   "also serve the Wyoming protocol (Home Assistant) on HOST:PORT, e.g. 0.0.0.0:10200; port 0 = any "
+                   "free one");
+    app.add_flag("--no-http", no_http, "serve no HTTP: Wyoming only (needs --wyoming)");
+    app.add_option("--wyoming-connections", wyoming_options.max_connections,
+                   "Wyoming connections open at the same time; more are refused")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 4096));
+    // ---
     try {
         app.parse(argc, argv);
+        if (no_http && wyoming_address.empty()) throw CLI::ValidationError("--no-http", "needs --wyoming HOST:PORT");
+        if (!wyoming_address.empty()) {
+            try {
+                chatterbox::server::parse_wyoming_address(wyoming_address, wyoming_options);
+            } catch (const chatterbox::InvalidArgument &e) {
+                throw CLI::ValidationError("--wyoming", e.what());
+            }
+        }
     } catch (const CLI::ParseError &e) {
         return app.exit(e) == 0 ? 0 : 2; // --help is a ParseError with code 0; 2: bad command line, as chatterbox
     }
@@ -112,7 +140,10 @@ int main(int argc, char **argv) {
         engine_options.backend.threads = options.threads;
         const chatterbox::Engine engine(engine_options);
         chatterbox::server::Server server(engine, options);
-        const int port = server.bind();
+        std::optional<chatterbox::server::WyomingServer> wyoming;
+        if (!wyoming_address.empty()) wyoming.emplace(server, wyoming_options);
+        const int port = no_http ? -1 : server.bind();
+        const int wyoming_port = wyoming ? wyoming->bind() : -1;
         std::atomic<bool> served{false};
         std::thread drainer([&] {
             while (!served && !wait_for_stop_signal(std::chrono::milliseconds(200))) {
@@ -122,14 +153,37 @@ int main(int argc, char **argv) {
                          server.watch().in_flight(), drain_seconds);
             const int cancelled =
                 server.drain(drain_seconds, [] { return wait_for_stop_signal(std::chrono::milliseconds(100)) != 0; });
+            if (wyoming) wyoming->stop(); // the drain has let its syntheses finish
             std::fprintf(stderr, "chatterbox-server: stopped (%d request(s) cancelled)\n", cancelled);
         });
-        std::fprintf(stderr, "chatterbox-server: %s; %d session(s), queue %d; listening on http://%s:%d%s\n",
-                     engine.description().c_str(), options.sessions, options.queue, options.host.c_str(), port,
-                     options.api_key.empty() ? "" : " (API key required)");
+        std::fprintf(stderr, "chatterbox-server: %s; %d session(s), queue %d\n", engine.description().c_str(),
+                     options.sessions, options.queue);
+        if (!no_http)
+            std::fprintf(stderr, "chatterbox-server: listening on http://%s:%d%s\n", options.host.c_str(), port,
+                         options.api_key.empty() ? "" : " (API key required)");
+        if (wyoming)
+            std::fprintf(stderr,
+                         "chatterbox-server: Wyoming on tcp://%s:%d (no API key: keep it on a trusted network)\n",
+                         wyoming_options.host.c_str(), wyoming_port);
         std::fprintf(stderr, "chatterbox-server: voice library %s (%zu voices)\n", server.voices().dir().c_str(),
                      server.voices().list().size());
-        server.run();
+        if (no_http) {
+            wyoming->run(); // until the drainer's stop()
+        } else {
+            std::thread wyoming_thread;
+            if (wyoming)
+                wyoming_thread = std::thread([&] {
+                    try {
+                        wyoming->run();
+                    } catch (const std::exception &e) {
+                        std::fprintf(stderr, "chatterbox-server: Wyoming stopped: %s\n", e.what());
+                        server.stop();
+                    }
+                });
+            server.run();
+            if (wyoming) wyoming->stop();
+            if (wyoming_thread.joinable()) wyoming_thread.join();
+        }
         served = true;
         drainer.join();
     } catch (const std::exception &e) {
