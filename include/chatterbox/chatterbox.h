@@ -76,7 +76,7 @@ void chatterbox_engine_free(chatterbox_engine *engine);
 int chatterbox_engine_sample_rate(const chatterbox_engine *engine); /* 24000 */
 /* A one-line description: variant, weight type, backend. Valid while the engine lives. */
 const char *chatterbox_engine_description(const chatterbox_engine *engine);
-/* The model's variant, read from the model: "english", "turbo" or "nano" ("" for a null engine). Voices
+/* The model's variant, read from the model: "english", "multilingual", "turbo" or "nano" ("" for a null engine). Voices
  * built with one variant serve the variants that build them the same way (english; turbo and nano);
  * synthesis with another's fails with CHATTERBOX_ERROR_INVALID_ARGUMENT. */
 const char *chatterbox_engine_variant(const chatterbox_engine *engine);
@@ -135,7 +135,17 @@ typedef struct chatterbox_synthesis_params {
     float speech_per_text_token; /* the length bound's rate per text token; 0: the model's (English 5) */
     int stop_guards;     /* 1: a long repeat of one token or a long silence after the text ends a piece (default on) */
     int alignment_guard; /* 1: the alignment stream analyzer of English/multilingual T3 (default off) */
+    /* The language of the text, for the multilingual model (required there): a code of
+     * chatterbox_language_code ("fr", "ja", ...; any case). NULL or "" for the other variants, which take
+     * none; otherwise CHATTERBOX_ERROR_INVALID_ARGUMENT with the supported codes in the message. */
+    const char *language;
 } chatterbox_synthesis_params;
+
+/* The multilingual model's languages: code ("ar") and English name ("Arabic") of language `index`
+ * (0 .. chatterbox_language_count() - 1); NULL past the end. */
+size_t chatterbox_language_count(void);
+const char *chatterbox_language_code(size_t index);
+const char *chatterbox_language_name(size_t index);
 
 chatterbox_synthesis_params chatterbox_synthesis_default_params(void);
 

@@ -10,6 +10,7 @@
 #include "models/chatterbox/engine.h"
 #include "models/chatterbox/session.h"
 #include "models/chatterbox/voice.h"
+#include "text/languages.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -170,6 +171,7 @@ chatterbox::SynthesisParams synthesis_params(const chatterbox_synthesis_params &
         parameter.set(params, value);
     }
     params.sampling.seed = p.seed;
+    params.language = p.language ? p.language : "";
     return params;
 }
 
@@ -445,6 +447,18 @@ const char *chatterbox_piece_end_name(int end) {
 }
 
 size_t chatterbox_synthesis_param_count(void) { return chatterbox::synthesis_parameters().size(); }
+
+size_t chatterbox_language_count(void) { return chatterbox::text::supported_languages().size(); }
+
+const char *chatterbox_language_code(size_t index) {
+    const auto &languages = chatterbox::text::supported_languages();
+    return index < languages.size() ? languages[index].code : nullptr;
+}
+
+const char *chatterbox_language_name(size_t index) {
+    const auto &languages = chatterbox::text::supported_languages();
+    return index < languages.size() ? languages[index].name : nullptr;
+}
 
 const chatterbox_param_info *chatterbox_synthesis_param_info(size_t index) {
     static const std::vector<chatterbox_param_info> infos = [] {

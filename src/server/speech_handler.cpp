@@ -112,6 +112,11 @@ void answer_speech(const Engine &engine, SessionPool &pool, const VoiceLibrary &
     SynthesisOptions synthesis;
     synthesis.params = request.params;
     try {
+        engine.text().check_language(request.params.language);
+    } catch (const InvalidArgument &e) {
+        throw ApiError(400, e.what(), "language");
+    }
+    try {
         check_synthesis(engine, request.input, synthesis);
     } catch (const InvalidArgument &e) {
         throw ApiError(400, e.what());

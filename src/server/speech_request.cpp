@@ -108,9 +108,11 @@ SpeechRequest parse_speech_request(const std::string &body_text, const RequestLi
     request.voice = string_field(body, "voice", true); // resolved with the voice library (voice_routes.h)
     request.format = parse_response_format(string_field(body, "response_format", false));
     request.stream = parse_stream_format(string_field(body, "stream_format", false));
+    // The multilingual model's language ("fr"); checked against the model in answer_speech.
+    request.params.language = string_field(body, "language", false);
 
     for (const auto &[name, value] : body.items()) {
-        if (is_openai_field(name)) continue;
+        if (is_openai_field(name) || name == "language") continue;
         if (name == "seed") {
             parse_seed(value, request.params);
         } else if (const SynthesisParameter *parameter = find_synthesis_parameter(name)) {

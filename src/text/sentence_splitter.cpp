@@ -13,20 +13,31 @@ namespace chatterbox::text {
 
 namespace {
 
-// Sentence enders: a run of them ends a sentence when whitespace or the end of the text follows.
+// Full stops of scripts written without spaces between sentences (CJK, full-width and half-width
+// forms): they end a sentence whatever follows.
+bool is_spaceless_terminal(char32_t c) {
+    return c == U'\u3002' || c == U'\uFF01' || c == U'\uFF1F' || c == U'\uFF0E' || c == U'\uFF61';
+}
+
+// Sentence enders: a run of them ends a sentence when whitespace or the end of the text follows
+// (or, for the spaceless ones, anything). Besides . ! ? and the ellipsis: the Devanagari danda and
+// double danda (Hindi), the Arabic question mark and full stop, the Greek question mark (U+037E; the
+// ASCII ';' Greek text often uses instead stays a clause mark).
 bool is_terminal(char32_t c) {
-    return c == U'.' || c == U'!' || c == U'?' || c == U'\u2026' || c == U'\u3002' || c == U'\uFF01' || c == U'\uFF1F';
+    return c == U'.' || c == U'!' || c == U'?' || c == U'\u2026' || c == U'\u0964' || c == U'\u0965' ||
+           c == U'\u061F' || c == U'\u06D4' || c == U'\u037E' || is_spaceless_terminal(c);
 }
 
 // Closing quotes and brackets that belong to the sentence before them: He said "Go." She went.
+// 」』）】: the CJK ones.
 bool is_closing(char32_t c) {
     return c == U'"' || c == U'\'' || c == U')' || c == U']' || c == U'}' || c == U'\u201D' || c == U'\u2019' ||
-           c == U'\u00BB';
+           c == U'\u00BB' || c == U'\u300D' || c == U'\u300F' || c == U'\uFF09' || c == U'\u3011';
 }
 
 bool is_opening(char32_t c) {
     return c == U'"' || c == U'\'' || c == U'(' || c == U'[' || c == U'{' || c == U'\u201C' || c == U'\u2018' ||
-           c == U'\u00AB';
+           c == U'\u00AB' || c == U'\u300C' || c == U'\u300E' || c == U'\uFF08' || c == U'\u3010';
 }
 
 // Abbreviations that usually precede a name or number, so the period after them is no sentence end.
@@ -86,7 +97,7 @@ std::string word_before(const Decoded &d, size_t end) {
 // space at chars[after], ends a sentence.
 bool ends_sentence(const Decoded &d, size_t run_begin, size_t run_end, size_t after) {
     if (after == d.chars.size()) return true;
-    if (d.chars[after] != U' ') return false; // 3.14, e.g.x, "a.b"
+    if (d.chars[after] != U' ') return is_spaceless_terminal(d.chars[run_end - 1]); // 3.14, e.g.x, "a.b"
     // A lower-case word after it continues the sentence: "e.g. this", "wait... no", "Why?" she asked.
     if (is_lower(d.chars[after + 1])) return false;
     if (run_end - run_begin == 1 && d.chars[run_begin] == U'.') {
@@ -115,7 +126,7 @@ std::vector<std::pair<size_t, size_t>> sentence_ranges(const Decoded &d) {
         while (after < n && is_closing(d.chars[after])) ++after;
         if (ends_sentence(d, i, run_end, after)) {
             ranges.emplace_back(start, after);
-            start = after + 1; // skip the space
+            start = after < n && d.chars[after] == U' ' ? after + 1 : after; // skip the space, if any
         }
         i = after;
     }

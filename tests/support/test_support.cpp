@@ -26,6 +26,7 @@ std::string golden_path(const std::string &name) { return data_path("golden/" + 
 std::string turbo_golden_path(const std::string &name) { return data_path("turbo/" + name); }
 std::string synthetic_dir() { return CHATTERBOX_SYNTHETIC_DIR; }
 std::string turbo_synthetic_dir() { return CHATTERBOX_TURBO_SYNTHETIC_DIR; }
+std::string mtl_synthetic_dir() { return CHATTERBOX_MTL_SYNTHETIC_DIR; }
 std::string nano_synthetic_dir() { return CHATTERBOX_NANO_SYNTHETIC_DIR; }
 namespace {
 
@@ -69,9 +70,18 @@ std::string nano_model_dir() {
     return dir;
 }
 
+std::string mtl_model_dir() {
+    static const std::string dir = linked_model_dir(
+        "mtl-model", mtl_synthetic_dir(), {"ve.safetensors", "t3_mtl23ls_v3.safetensors", "s3gen.safetensors"},
+        {mtl_golden_path("grapheme_mtl_merged_expanded_v1.json"), mtl_golden_path("conds.pt")});
+    return dir;
+}
+
 std::string tiny_model_path() { return CHATTERBOX_TINY_MODEL; }
 std::string tiny_turbo_model_path() { return CHATTERBOX_TINY_TURBO_MODEL; }
 std::string tiny_nano_model_path() { return CHATTERBOX_TINY_NANO_MODEL; }
+std::string tiny_multilingual_model_path() { return CHATTERBOX_TINY_MULTILINGUAL_MODEL; }
+std::string mtl_golden_path(const std::string &name) { return data_path("mtl/" + name); }
 
 std::string tool_path(const std::string &tool) { return std::string(CHATTERBOX_TOOLS_DIR) + "/" + tool; }
 
@@ -188,6 +198,10 @@ Tolerance golden_tolerance(const std::string &array_name) {
 
 Tolerance turbo_golden_tolerance(const std::string &array_name) {
     return tolerance_in_index(turbo_golden_path("index.json"), array_name);
+}
+
+Tolerance mtl_golden_tolerance(const std::string &array_name) {
+    return tolerance_in_index(mtl_golden_path("index.json"), array_name);
 }
 
 double max_magnitude(const std::vector<float> &values) {

@@ -17,17 +17,23 @@ std::string golden_path(const std::string &name);       // tests/data/golden/<na
 std::string turbo_golden_path(const std::string &name); // tests/data/turbo/<name> (the Turbo golden set)
 std::string synthetic_dir();                            // full-size synthetic weights (ctest fixture)
 std::string turbo_synthetic_dir();                      // full-size synthetic Turbo weights (ctest fixture)
-std::string nano_synthetic_dir();                       // full-size synthetic Nano weights (ctest fixture)
+std::string mtl_synthetic_dir();  // full-size synthetic multilingual weights (fixture multilingual_synthetic_weights)
+std::string nano_synthetic_dir(); // full-size synthetic Nano weights (ctest fixture)
 // A model folder of the synthetic weights (linked) and the golden tokenizer.json, no built-in voice.
 std::string synthetic_model_dir();
 // The same for Turbo: the synthetic checkpoints (linked), the golden GPT-2 tokenizer files and conds.pt.
 std::string turbo_model_dir();
 std::string nano_model_dir(); // ... and for Nano (Turbo's tokenizer files and conds.pt)
-std::string tiny_model_path();       // the tiny synthetic model.gguf (ctest fixture tiny_model, seed 0x5EEDC0DE)
-std::string tiny_turbo_model_path(); // tiny Turbo (GPT-2 T3, mean flow; fixture tiny_turbo_model)
-std::string tiny_nano_model_path();  // the same architecture as variant nano (fixture tiny_nano_model)
-std::string tool_path(const std::string &tool); // a built tool executable
-std::string temp_dir(const std::string &tag);   // a fresh empty folder for this test
+// The same for multilingual: ve, t3_mtl23ls_v3 and s3gen as safetensors (linked), the golden tokenizer,
+// conds.pt.
+std::string mtl_model_dir();
+std::string tiny_model_path();              // the tiny synthetic model.gguf (ctest fixture tiny_model, seed 0x5EEDC0DE)
+std::string tiny_turbo_model_path();        // tiny Turbo (GPT-2 T3, mean flow; fixture tiny_turbo_model)
+std::string tiny_nano_model_path();         // the same architecture as variant nano (fixture tiny_nano_model)
+std::string tiny_multilingual_model_path(); // tiny multilingual (fixture tiny_multilingual_model)
+std::string mtl_golden_path(const std::string &name); // tests/data/mtl/<name> (the multilingual test data)
+std::string tool_path(const std::string &tool);       // a built tool executable
+std::string temp_dir(const std::string &tag);         // a fresh empty folder for this test
 
 // Runs a built tool through the shell with stdin from a file (not a terminal), capturing its output.
 struct ToolRun {
@@ -60,6 +66,7 @@ struct Tolerance {
 Tolerance tolerance_in_index(const std::string &index_path, const std::string &array_name);
 Tolerance golden_tolerance(const std::string &array_name);       // from tests/data/golden/index.json
 Tolerance turbo_golden_tolerance(const std::string &array_name); // from tests/data/turbo/index.json
+Tolerance mtl_golden_tolerance(const std::string &array_name);   // from tests/data/mtl/index.json
 
 double max_magnitude(const std::vector<float> &values); // max |x|
 

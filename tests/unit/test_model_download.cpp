@@ -253,6 +253,14 @@ TEST(ModelDownload, TurboAndNanoComeFromTheirOwnRepositories) {
                                         "tokenizer_config.json", "conds.pt", "ve.safetensors",
                                         "s3gen_meanflow.safetensors", "t3_turbo_v1.safetensors"}));
     EXPECT_EQ(official_model_files(Variant::nano).back(), "t3_nano_v1.safetensors");
+    // Multilingual: mtl_tts.py's from_pretrained files (v2, its default), in English's repository but
+    // a folder of its own.
+    EXPECT_EQ(official_model_files(Variant::multilingual),
+              (std::vector<std::string>{"grapheme_mtl_merged_expanded_v1.json", "Cangjie5_TC.json", "conds.pt", "ve.pt",
+                                        "s3gen.pt", "t3_mtl23ls_v2.safetensors"}));
+    EXPECT_EQ(official_folder(Variant::multilingual).repo, std::string("ResembleAI/chatterbox"));
+    EXPECT_EQ(default_model_path({"", "", "/home/u", ""}, Variant::multilingual),
+              "/home/u/.cache/chatterbox/models/chatterbox-multilingual");
     EXPECT_EQ(default_model_path({"/models/cb.gguf", "", "/home/u", ""}, Variant::turbo),
               "/home/u/.cache/chatterbox/models/chatterbox-turbo");
     for (const std::string &file : files)

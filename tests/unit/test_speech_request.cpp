@@ -84,6 +84,18 @@ TEST(SpeechRequest, InputLimitCountsCharactersNotBytes) {
     }
 }
 
+TEST(SpeechRequest, LanguageIsAStringField) {
+    EXPECT_EQ(parse({{"input", "Bonjour."}, {"voice", "default"}}).params.language, "");
+    EXPECT_EQ(parse({{"input", "Bonjour."}, {"voice", "default"}, {"language", "fr"}}).params.language, "fr");
+    try {
+        parse({{"input", "Bonjour."}, {"voice", "default"}, {"language", 5}});
+        FAIL() << "a number passed as the language";
+    } catch (const ApiError &e) {
+        EXPECT_EQ(e.status, 400);
+        EXPECT_EQ(e.param, "language");
+    }
+}
+
 TEST(SpeechRequest, ErrorsAreOpenAIShaped) {
     const json error = json::parse(ApiError(400, "temperature is 7, expected (0, 5]", "temperature").json());
     EXPECT_EQ(error, json::parse(R"({"error": {"message": "temperature is 7, expected (0, 5]",

@@ -79,6 +79,24 @@ TEST(SentenceSplitter, RunsOfPunctuationAndCjkEnders) {
               (Strings{"\u4f60\u597d\u3002", "\u518d\u89c1\u3002"}));
 }
 
+TEST(SentenceSplitter, FullStopsOfEveryScript) {
+    // Chinese and Japanese: no space after the full stop; CJK quotes stay with their sentence.
+    EXPECT_EQ(split_sentences("你好。我是中文！真的？"), (Strings{"你好。", "我是中文！", "真的？"}));
+    EXPECT_EQ(split_sentences("「東京です。」と言った。はい。"), (Strings{"「東京です。」", "と言った。", "はい。"}));
+    EXPECT_EQ(split_sentences("半角｡全角．"), (Strings{"半角｡", "全角．"}));
+    // Hindi: danda and double danda.
+    EXPECT_EQ(split_sentences("नमस्ते दुनिया। आप कैसे हैं॥ ठीक"), (Strings{"नमस्ते दुनिया।", "आप कैसे हैं॥", "ठीक"}));
+    // Arabic question mark and full stop (Urdu style).
+    EXPECT_EQ(split_sentences("كيف حالك؟ أنا بخير۔ شكرا"), (Strings{"كيف حالك؟", "أنا بخير۔", "شكرا"}));
+    // Greek question mark (U+037E); the ASCII ';' is a clause mark.
+    EXPECT_EQ(split_sentences("Τι κάνεις\u037E Καλά."), (Strings{"Τι κάνεις\u037E", "Καλά."}));
+    EXPECT_EQ(split_sentences("Τι κάνεις; Καλά."), (Strings{"Τι κάνεις; Καλά."}));
+    // Korean and the Latin and Cyrillic scripts end sentences as English does.
+    EXPECT_EQ(split_sentences("안녕하세요. 반갑습니다!"), (Strings{"안녕하세요.", "반갑습니다!"}));
+    EXPECT_EQ(split_sentences("Привет. Как дела?"), (Strings{"Привет.", "Как дела?"}));
+    EXPECT_EQ(split_sentences("¿Dónde está? ¡Aquí!"), (Strings{"¿Dónde está?", "¡Aquí!"}));
+}
+
 TEST(SentenceSplitter, CollapsesWhitespaceInsidePieces) {
     const auto pieces = split_text("One\n\ntwo   three.\tFour.");
     EXPECT_EQ(texts(pieces), (Strings{"One two three.", "Four."}));

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "models/chatterbox/convert.h"
+#include "models/chatterbox/model_files.h"
 #include "models/chatterbox/synthetic_weights.h"
 #include "text/bpe_tokenizer.h"
 
@@ -48,10 +49,11 @@ void report_progress(size_t index, size_t count, const std::string &name) {
 } // namespace
 
 int main(int argc, char **argv) {
-    CLI::App app{"Convert a Chatterbox model (official folder or GGUF) into one GGUF file.\n"
-                 "  chatterbox-convert MODEL_DIR -o model.gguf [--type f32|f16|q8_0|q4_k] [--components ve,t3,s3gen]\n"
-                 "  chatterbox-convert --synthetic [--variant english|turbo|nano] [--tiny [--tokenizer DIR]] "
-                 "[--seed 0x5EEDC0DE] --out DIR"};
+    CLI::App app{
+        "Convert a Chatterbox model (official folder or GGUF) into one GGUF file.\n"
+        "  chatterbox-convert MODEL_DIR -o model.gguf [--type f32|f16|q8_0|q4_k] [--components ve,t3,s3gen]\n"
+        "  chatterbox-convert --synthetic [--variant english|multilingual|turbo|nano] [--tiny [--tokenizer DIR]] "
+        "[--seed 0x5EEDC0DE] --out DIR"};
     std::string input, output, type_name = "f32", seed_text = "0x5EEDC0DE", variant_name = "english", tokenizer_dir;
     std::vector<std::string> components;
     bool synthetic = false, tiny = false;
@@ -71,15 +73,16 @@ int main(int argc, char **argv) {
                                    "its tokenizer and a built-in voice")
                           ->needs(synthetic_flag);
     app.add_option("--tokenizer", tokenizer_dir,
-                   "with --tiny: the folder of the tokenizer to embed (tokenizer.json or GPT-2's files; needed for "
-                   "turbo and nano, English's is built in)")
+                   "with --tiny: the folder of the variant's tokenizer files to embed (tokenizer.json, GPT-2's files, "
+                   "or multilingual's grapheme_mtl_merged_expanded_v1.json and its Cangjie5_TC.json when there; "
+                   "needed for all but English, whose is built in)")
         ->needs(tiny_flag);
     app.add_option("--seed", seed_text, "seed of the synthetic weights (decimal or 0x hex)")
         ->capture_default_str()
         ->needs(synthetic_flag);
     app.add_option("--variant", variant_name,
-                   "with --synthetic: the official file set of this variant (english, turbo, nano; the "
-                   "tokenizer files and conds.pt are not written)")
+                   "with --synthetic: the official file set of this variant (english, multilingual, turbo, nano; "
+                   "the tokenizer files and conds.pt are not written)")
         ->capture_default_str()
         ->needs(synthetic_flag);
     synthetic_flag->excludes(type_opt)->excludes(components_opt);
@@ -95,7 +98,9 @@ int main(int argc, char **argv) {
             if (tiny)
                 chatterbox::synthetic::write_tiny_model(
                     output, seed, variant,
-                    tokenizer_dir.empty() ? std::string() : chatterbox::text::BpeTokenizer::json_document(tokenizer_dir));
+                    tokenizer_dir.empty() ? std::string() : chatterbox::official_tokenizer_json(tokenizer_dir, variant),
+                    tokenizer_dir.empty() ? std::string()
+                                          : chatterbox::folder_cangjie_json(tokenizer_dir).value_or(""));
             else
                 chatterbox::synthetic::write_synthetic_model(output, seed, variant);
             return 0;

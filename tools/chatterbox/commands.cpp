@@ -152,7 +152,9 @@ int run_synthesis(const SynthesisOptions &options) {
         progress.note("saved the voice to " + options.save_voice);
     }
     if (text.empty()) return kExitOk;
-    return produce(options.output, options.params, progress,
+    chatterbox_synthesis_params params = options.params;
+    params.language = options.language.empty() ? nullptr : options.language.c_str();
+    return produce(options.output, params, progress,
                    [&](const api::Options &run_options) { return engine.synthesize(text, &voice, run_options); });
 }
 

@@ -157,6 +157,13 @@ void add_synthesis_options(CLI::App &app, SynthesisOptions &options) {
                    "saved with --save-voice (default: the model's built-in voice)");
     app.add_option("--save-voice", options.save_voice,
                    "save the voice to FILE for fast reuse with --voice; without text, only the voice is saved");
+    std::string languages;
+    for (size_t i = 0; i < chatterbox_language_count(); ++i)
+        languages += concat(i ? ", " : "", chatterbox_language_code(i), " (", chatterbox_language_name(i), ")");
+    app.add_option("-l,--language", options.language,
+                   "the language of the text, for the multilingual model (required there; the other models take "
+                   "none): " +
+                       languages);
     add_output_options(app, options.output);
     add_engine_options(app, options.engine);
     add_parameter_table(app, p);
@@ -175,15 +182,16 @@ void add_conversion_options(CLI::App &app, ConversionOptions &options) {
 }
 
 void add_download_options(CLI::App &app, DownloadOptions &options) {
-    app.add_option("-m,--model", options.model,
-                   "folder to download into (default: $CHATTERBOX_MODEL, else "
-                   "$XDG_CACHE_HOME/chatterbox/models/chatterbox or ~/.cache/chatterbox/models/chatterbox; "
-                   "for turbo and nano chatterbox-turbo, chatterbox-nano beside it)");
+    app.add_option(
+        "-m,--model", options.model,
+        "folder to download into (default: $CHATTERBOX_MODEL, else "
+        "$XDG_CACHE_HOME/chatterbox/models/chatterbox or ~/.cache/chatterbox/models/chatterbox; "
+        "for multilingual, turbo and nano chatterbox-multilingual, chatterbox-turbo, chatterbox-nano beside it)");
     app.add_option("--variant", options.variant,
-                   "the official model to fetch: english (ResembleAI/chatterbox), turbo (ResembleAI/chatterbox-turbo) "
-                   "or nano (ResembleAI/chatterbox-nano)")
+                   "the official model to fetch: english (ResembleAI/chatterbox), multilingual (ResembleAI/chatterbox, "
+                   "its v2 files), turbo (ResembleAI/chatterbox-turbo) or nano (ResembleAI/chatterbox-nano)")
         ->capture_default_str()
-        ->check(CLI::IsMember({"english", "turbo", "nano"}));
+        ->check(CLI::IsMember({"english", "multilingual", "turbo", "nano"}));
     app.add_flag("-q,--quiet", options.quiet, "no progress on stderr");
 }
 

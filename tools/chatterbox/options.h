@@ -42,6 +42,7 @@ struct SynthesisOptions {
     std::string text_file;          // -f FILE, "-" for stdin
     std::string voice;              // a recording or a saved voice; "" : built-in
     std::string save_voice;
+    std::string language; // -l: the multilingual model's language code; params.language points here when set
     chatterbox_synthesis_params params = chatterbox_synthesis_default_params();
 };
 

@@ -169,6 +169,7 @@ ConvertSummary convert_model(const std::string &input, const std::string &output
     GgufWriter writer;
     write_model_metadata(writer, model.hparams(), components, options.matrix_type,
                          model.has_tokenizer() ? &model.tokenizer_json() : nullptr);
+    if (with_t3 && model.cangjie_json()) writer.set_string(model_keys::kCangjieJson, *model.cangjie_json());
 
     std::vector<std::string> names;
     for (const ModelComponent &c : model_components())

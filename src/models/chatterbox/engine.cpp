@@ -50,8 +50,8 @@ Engine::Engine(const EngineOptions &options)
     : options_(options), files_(open_model(options)), weights_backend_(std::make_unique<Backend>(options.backend)) {
     const WeightStore &store = files_.weights();
     if (has(Component::text))
-        text_ =
-            std::make_unique<TextFrontEnd>(files_.tokenizer_json(), files_.path() + " tokenizer", files_.hparams().t3);
+        text_ = std::make_unique<TextFrontEnd>(files_.tokenizer_json(), files_.path() + " tokenizer",
+                                               files_.hparams().t3, files_.cangjie_json());
     if (has(Component::t3)) t3_ = std::make_unique<t3::Model>(store, *weights_backend_, files_.hparams().t3);
     if (has(Component::flow))
         flow_ = std::make_unique<s3gen::FlowModel>(store, *weights_backend_, files_.hparams().flow);
@@ -85,12 +85,15 @@ Voice Engine::builtin_voice(float exaggeration) const {
     return voice;
 }
 
-std::vector<text::TextPiece> Engine::split_text(std::string_view text) const {
+std::vector<text::TextPiece> Engine::split_text(std::string_view text, std::string_view language) const {
     const TextFrontEnd &front_end = this->text();
+    front_end.check_language(language);
     text::SplitOptions options;
     options.max_length =
         std::min<size_t>(kTextTokenBudget, size_t(t3().hparams().max_framed_text() - front_end.framing_tokens()));
-    options.measure = [&front_end](std::string_view piece) { return front_end.tokens(piece).size(); };
+    options.measure = [&front_end, language](std::string_view piece) {
+        return front_end.tokens(piece, language).size();
+    };
     try {
         return text::split_text(text, options);
     } catch (const Error &error) { // invalid UTF-8

@@ -69,9 +69,9 @@ class Engine {
 
     // The model's built-in voice with this exaggeration; throws Error when the model has none.
     Voice builtin_voice(float exaggeration) const;
-    // Sentences of text, cut to the T3 text budget (measured in text tokens); throws InvalidArgument
-    // for invalid UTF-8.
-    std::vector<text::TextPiece> split_text(std::string_view text) const;
+    // Sentences of text, cut to the T3 text budget (measured in text tokens of the language, see
+    // TextFrontEnd); throws InvalidArgument for invalid UTF-8 or a language the model does not take.
+    std::vector<text::TextPiece> split_text(std::string_view text, std::string_view language = {}) const;
 
     int sample_rate() const;
     std::string description() const; // variant, weight type, backend

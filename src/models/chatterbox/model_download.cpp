@@ -25,8 +25,7 @@ ModelEnvironment ModelEnvironment::from_process() {
 
 std::string default_model_path(const ModelEnvironment &env, Variant variant) {
     if (variant == Variant::english && !env.chatterbox_model.empty()) return env.chatterbox_model;
-    const std::string repo = official_folder(variant).repo;
-    const fs::path tail = fs::path("chatterbox") / "models" / repo.substr(repo.find('/') + 1);
+    const fs::path tail = fs::path("chatterbox") / "models" / official_folder(variant).local_folder_name();
     // The XDG base-directory spec ignores relative values.
     if (!env.xdg_cache_home.empty() && fs::path(env.xdg_cache_home).is_absolute())
         return (fs::path(env.xdg_cache_home) / tail).string();

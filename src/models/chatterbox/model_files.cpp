@@ -1,8 +1,10 @@
 #include "models/chatterbox/model_files.h"
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "core/torch_pickle.h"
 #include "text/bpe_tokenizer.h"
+#include "text/cangjie.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -67,12 +69,24 @@ void check_token_range(const std::string &path, const TensorView &t, int64_t voc
 
 } // namespace
 
+namespace {
+
+// What a variant does that no tensor or metadata key says: its speech guards, the last-token trim.
+void set_variant_behaviour(ModelHparams &h) {
+    h.t3.variant = h.variant;
+    h.t3.guards = t3::GuardHParams::for_variant(h.variant);
+    h.flow.trim_last_token = h.variant == Variant::multilingual;
+}
+
+} // namespace
+
 ModelHparams ModelHparams::for_variant(Variant variant) {
     ModelHparams h;
     h.variant = variant;
     h.t3 = t3::HParams::for_variant(variant);
     const bool mean_flow = variant == Variant::turbo || variant == Variant::nano; // s3gen_meanflow.safetensors
     h.flow = mean_flow ? s3gen::FlowHParams::mean_flow_standard() : s3gen::FlowHParams::standard();
+    set_variant_behaviour(h);
     return h;
 }
 
@@ -82,6 +96,7 @@ ModelHparams ModelHparams::from_checkpoints(const WeightStore &store, Variant va
     h.flow = s3gen::FlowHParams::from_checkpoint(store, "s3gen.flow.");
     h.hift = hift::HiftHParams::from_checkpoint(store, "s3gen.mel2wav.");
     h.s3tokenizer = s3tokenizer::S3TokenizerHParams::from_checkpoint(store, "s3gen.tokenizer.");
+    set_variant_behaviour(h);
     h.validate();
     return h;
 }
@@ -105,8 +120,7 @@ ModelHparams ModelHparams::from_metadata(const GgufFile &file) {
         // New hyper-parameters join the tables as the engine grows; older files lack them.
         fail(e.what(), " (a GGUF written by an older chatterbox-convert lacks newer keys: convert the model again)");
     }
-    h.t3.variant = h.variant;
-    h.t3.guards = t3::GuardHParams::for_variant(h.variant); // not metadata: the variant's
+    set_variant_behaviour(h); // not metadata: the variant's
     try {
         h.validate();
     } catch (const Error &e) {
@@ -144,10 +158,17 @@ const char *OfficialFolder::component_file(const std::string &component) const {
     fail("unknown model component \"", component, "\" (known: ve, t3, s3gen)");
 }
 
+std::string OfficialFolder::local_folder_name() const {
+    if (local_folder) return local_folder;
+    const std::string name = repo;
+    return name.substr(name.find('/') + 1);
+}
+
 std::vector<std::string> OfficialFolder::all_files() const {
     std::vector<std::string> out(tokenizer.begin(), tokenizer.end());
     out.push_back("conds.pt");
     // The checkpoints, smallest first: ve, s3gen, t3.
+    out.insert(out.begin() + std::ptrdiff_t(tokenizer.size()), optional_files.begin(), optional_files.end());
     for (const char *component : {"ve", "s3gen", "t3"}) out.push_back(component_file(component));
     return out;
 }
@@ -160,6 +181,19 @@ const std::vector<OfficialFolder> &official_folders() {
          "ResembleAI/chatterbox",
          {"ve.safetensors", "t3_cfg.safetensors", "s3gen.safetensors"},
          {"tokenizer.json"}},
+        // mtl_tts.py: the same repository, torch pickles for ve and s3gen, v2 the default T3.
+        {Variant::multilingual,
+         "ResembleAI/chatterbox",
+         {"ve.pt", "t3_mtl23ls_v2.safetensors", "s3gen.pt"},
+         {"grapheme_mtl_merged_expanded_v1.json"},
+         {"Cangjie5_TC.json"},
+         "chatterbox-multilingual"},
+        {Variant::multilingual,
+         "ResembleAI/chatterbox",
+         {"ve.pt", "t3_mtl23ls_v3.safetensors", "s3gen.pt"},
+         {"grapheme_mtl_merged_expanded_v1.json"},
+         {"Cangjie5_TC.json"},
+         "chatterbox-multilingual"},
         {Variant::turbo,
          "ResembleAI/chatterbox-turbo",
          {"ve.safetensors", "t3_turbo_v1.safetensors", "s3gen_meanflow.safetensors"},
@@ -176,6 +210,26 @@ const OfficialFolder &official_folder(Variant variant) {
     for (const OfficialFolder &folder : official_folders())
         if (folder.variant == variant) return folder;
     fail("no official folder layout for the ", variant_name(variant), " variant");
+}
+
+namespace {
+
+std::string folder_tokenizer_json(const std::string &dir, const OfficialFolder &folder) {
+    // One JSON file is the tokenizer.json document under its own name; several are GPT-2's files.
+    return text::BpeTokenizer::json_document(folder.tokenizer.size() == 1 ? dir + "/" + folder.tokenizer.front() : dir);
+}
+
+} // namespace
+
+std::string official_tokenizer_json(const std::string &dir, Variant variant) {
+    return folder_tokenizer_json(dir, official_folder(variant));
+}
+
+std::optional<std::string> folder_cangjie_json(const std::string &dir) {
+    const fs::path path = fs::path(dir) / text::kCangjieFile;
+    if (!fs::is_regular_file(path)) return std::nullopt;
+    const MappedFile file(path.string());
+    return std::string(reinterpret_cast<const char *>(file.data()), file.size());
 }
 
 std::string checkpoint_component(const std::string &file) {
@@ -233,19 +287,52 @@ const OfficialFolder &folder_layout(const std::string &dir) {
          ".gguf from chatterbox-convert");
 }
 
+// A checkpoint of the folder: the file as published, or for a torch pickle (ve.pt) the same
+// checkpoint as safetensors (ve.safetensors); empty when neither is there.
+fs::path checkpoint_path(const std::string &dir, const std::string &file) {
+    const fs::path published = fs::path(dir) / file;
+    if (fs::is_regular_file(published)) return published;
+    if (published.extension() == ".pt") {
+        const fs::path safetensors = fs::path(published).replace_extension(".safetensors");
+        if (fs::is_regular_file(safetensors)) return safetensors;
+    }
+    return {};
+}
+
+// A torch.save'd state dict {name: tensor}, each tensor into the store under prefix.
+void add_torch_state_dict(WeightStore &store, const fs::path &path, const std::string &prefix) {
+    const PtValue root = load_torch_pt(path.string());
+    if (root.kind != PtValue::Kind::Dict)
+        fail(path.string(), ": expected a state dict {name: tensor}, got ", root.kind_name());
+    for (const auto &[key, value] : root.entries) {
+        if (key.kind != PtValue::Kind::String || value.kind != PtValue::Kind::Tensor || !value.tensor)
+            fail(path.string(), ": expected a state dict {name: tensor}; entry ", key.string, " is ",
+                 value.kind_name());
+        HostTensor tensor = *value.tensor;
+        tensor.name = prefix + key.string;
+        store.add_tensor(std::move(tensor));
+    }
+}
+
 } // namespace
 
 void ModelFiles::open_folder(const std::string &dir) {
     const OfficialFolder &layout = folder_layout(dir);
     for (const ModelComponent &c : model_components())
-        if (!fs::is_regular_file(fs::path(dir) / layout.component_file(c.name)))
+        if (checkpoint_path(dir, layout.component_file(c.name)).empty())
             fail(dir, ": no ", layout.component_file(c.name), " — the official ", layout.variant,
                  " folder has ve, t3 and s3gen checkpoints (", layout.repo, ")");
     for (const ModelComponent &c : model_components()) {
-        store_.add_safetensors((fs::path(dir) / layout.component_file(c.name)).string(), c.prefix);
+        const fs::path checkpoint = checkpoint_path(dir, layout.component_file(c.name));
+        if (checkpoint.extension() == ".pt")
+            add_torch_state_dict(store_, checkpoint, c.prefix);
+        else
+            store_.add_safetensors(checkpoint.string(), c.prefix);
         components_.push_back(c.name);
     }
-    if (fs::exists(fs::path(dir) / layout.tokenizer.front())) tokenizer_json_ = text::BpeTokenizer::json_document(dir);
+    if (fs::exists(fs::path(dir) / layout.tokenizer.front())) tokenizer_json_ = folder_tokenizer_json(dir, layout);
+    if (std::count(layout.optional_files.begin(), layout.optional_files.end(), std::string(text::kCangjieFile)))
+        cangjie_json_ = folder_cangjie_json(dir);
 
     const fs::path conds = fs::path(dir) / "conds.pt";
     if (fs::exists(conds)) {
@@ -280,6 +367,7 @@ void ModelFiles::open_gguf(const std::string &file) {
                  "* tensors");
     }
     if (gguf.has_key(kTokenizerJson)) tokenizer_json_ = gguf.get_string(kTokenizerJson);
+    if (gguf.has_key(model_keys::kCangjieJson)) cangjie_json_ = gguf.get_string(model_keys::kCangjieJson);
 }
 
 void ModelFiles::read_builtin_voice() {

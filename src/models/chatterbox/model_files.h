@@ -3,12 +3,14 @@
 // Both give the same things: every tensor by full name, the tokenizer JSON, the hyper-parameters
 // (with the variant) and the built-in voice.
 //
-// Official folder (English; Turbo / Nano)            GGUF from chatterbox-convert
+// Official folder (English; Turbo / Nano; multilingual) GGUF from chatterbox-convert
 //   ve.safetensors                       -> "ve.*"     tensors under the same full names
 //   t3_cfg.safetensors (t3_turbo_v1,                   metadata "chatterbox.*" (ModelHparams::write_metadata)
 //     t3_nano_v1.safetensors)            -> "t3.*"     "tokenizer.huggingface.json" (the GGUF standard key)
 //   s3gen.safetensors (s3gen_meanflow)   -> "s3gen.*"  conds as tensors "conds.t3.*" / "conds.gen.*"
-//   tokenizer.json (GPT-2's vocab.json, merges.txt, added tokens)
+//   tokenizer.json (GPT-2's vocab.json, merges.txt, added tokens)     "chatterbox.text.cangjie_json"
+//   multilingual: ve.pt, t3_mtl23ls_v2 (or _v3).safetensors, s3gen.pt (torch pickles of state dicts; the
+//     same checkpoint as .safetensors is read too), grapheme_mtl_merged_expanded_v1.json, Cangjie5_TC.json
 //   conds.pt (optional) -> "conds.t3.*", "conds.gen.*" (added to the store as in-memory tensors)
 // Which variant a folder holds is told by its T3 file (OfficialFolder).
 
@@ -70,6 +72,7 @@ namespace model_keys {
 constexpr const char *kVariant = "chatterbox.variant";
 constexpr const char *kComponents = "chatterbox.components";         // string array: "ve", "t3", "s3gen"
 constexpr const char *kTokenizerJson = "tokenizer.huggingface.json"; // GGUF's standard key for tokenizer.json
+constexpr const char *kCangjieJson = "chatterbox.text.cangjie_json"; // multilingual: Cangjie5_TC.json as it is
 } // namespace model_keys
 
 // The model's components: name and tensor-name prefix in the store.
@@ -82,17 +85,29 @@ const std::vector<ModelComponent> &model_components(); // ve, t3, s3gen
 // The official folder of a variant, as its loader (tts.py, tts_turbo.py) reads it from the hub.
 struct OfficialFolder {
     Variant variant;
-    const char *repo;                    // hub repository, e.g. "ResembleAI/chatterbox-turbo"
-    std::vector<const char *> files;     // component files, in model_components() order
-    std::vector<const char *> tokenizer; // tokenizer.json, or GPT-2's files (BpeTokenizer::from_folder)
+    const char *repo;                              // hub repository, e.g. "ResembleAI/chatterbox-turbo"
+    std::vector<const char *> files;               // component files, in model_components() order
+    std::vector<const char *> tokenizer;           // tokenizer.json, or GPT-2's files (BpeTokenizer::from_folder)
+    std::vector<const char *> optional_files = {}; // read when present (multilingual: Cangjie5_TC.json)
+    // The default local folder's name (model_download.h); nullptr: the repository's name. Multilingual
+    // shares English's repository, not its folder, whose T3 file would be taken for English.
+    const char *local_folder = nullptr;
+    std::string local_folder_name() const;
     const char *component_file(const std::string &component) const; // throws for an unknown component
-    // Every file, small ones first (tokenizer, conds.pt, then the checkpoints): what a download fetches.
+    // Every file, small ones first (tokenizer, optional files, conds.pt, then the checkpoints): what a
+    // download fetches.
     std::vector<std::string> all_files() const;
 };
-// The folders this engine reads (English, Turbo, Nano).
+// The folders this engine reads (English, multilingual v2 and v3, Turbo, Nano). A variant's first
+// folder is its default (multilingual: v2, as mtl_tts.py); a folder is told by its T3 file.
 const std::vector<OfficialFolder> &official_folders();
-// Throws Error for a variant without an official folder this engine reads.
+// The variant's default folder; throws Error for a variant without an official folder this engine reads.
 const OfficialFolder &official_folder(Variant variant);
+// The tokenizer.json document of a folder holding the variant's tokenizer files (tokenizer.json, GPT-2's
+// files, or multilingual's grapheme_mtl_merged_expanded_v1.json); throws Error naming what is missing.
+std::string official_tokenizer_json(const std::string &dir, Variant variant);
+// dir/Cangjie5_TC.json as it is, when there (the multilingual model's Chinese table).
+std::optional<std::string> folder_cangjie_json(const std::string &dir);
 // The component ("ve", "t3", "s3gen") an official checkpoint file of any variant holds; throws Error
 // for another name.
 std::string checkpoint_component(const std::string &file);
@@ -128,6 +143,8 @@ class ModelFiles {
     // The tokenizer.json document (for GPT-2's files, the one BpeTokenizer::from_folder builds);
     // throws when the model has none.
     const std::string &tokenizer_json() const;
+    // The multilingual model's Cangjie table (Cangjie5_TC.json), when it has one.
+    const std::optional<std::string> &cangjie_json() const { return cangjie_json_; }
 
     const std::optional<BuiltinVoice> &builtin_voice() const { return voice_; }
 
@@ -142,6 +159,7 @@ class ModelFiles {
     ModelHparams hparams_;
     std::vector<std::string> components_;
     std::optional<std::string> tokenizer_json_;
+    std::optional<std::string> cangjie_json_;
     std::optional<BuiltinVoice> voice_;
 };
 

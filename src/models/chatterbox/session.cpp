@@ -205,6 +205,7 @@ VocodingStages Session::vocoding() {
     geometry.samples_per_frame = size_t(hift_hp.samples_per_frame());
     geometry.max_vocoder_frames = size_t(hift_hp.max_frames);
     geometry.sample_rate = hift_hp.sample_rate;
+    if (flow_hp.trim_last_token) geometry.trim_final_samples = geometry.token_mel_ratio * geometry.samples_per_frame;
     return {geometry, *flow_stage_, *vocoder_stage_};
 }
 
@@ -224,7 +225,9 @@ std::vector<text::TextPiece> check_synthesis(const Engine &engine, std::string_v
         throw InvalidArgument(concat("max_new_tokens is ", options.params.sampling.max_new_tokens, ", expected 1 .. ",
                                      limit, " (the model's speech positions)"));
     check_alignment_guard(engine.t3().hparams(), options.params.sampling.guards);
-    std::vector<text::TextPiece> pieces = options.params.split_text ? engine.split_text(text) : whole_text(text);
+    engine.text().check_language(options.params.language);
+    std::vector<text::TextPiece> pieces =
+        options.params.split_text ? engine.split_text(text, options.params.language) : whole_text(text);
     if (pieces.empty()) throw InvalidArgument("the text is empty (nothing to say)");
     return pieces;
 }
@@ -246,7 +249,7 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
     const int n = int(pieces.size());
     for (int i = 0; i < n; ++i) {
         request.check_cancel();
-        const std::vector<int32_t> framed = front_end.t3_tokens(pieces[size_t(i)].text);
+        const std::vector<int32_t> framed = front_end.t3_tokens(pieces[size_t(i)].text, options.params.language);
         if (int(framed.size()) > hp.max_framed_text())
             throw InvalidArgument(concat("the text is ", framed.size() - size_t(front_end.framing_tokens()),
                                          " tokens, more than T3 reads in one pass (",

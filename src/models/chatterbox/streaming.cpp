@@ -202,6 +202,8 @@ void PieceVocalizer::run_vocoder(bool last) {
             wave.begin() + std::ptrdiff_t((end - h0) * per_frame),
             wave.begin() + std::ptrdiff_t((std::min(h1, end + size_t(plan_.wave_crossfade_frames)) - h0) * per_frame));
         emitted_frames_ = end;
+        if (last && end == frames && tokens_.size() > 1)
+            block.resize(block.size() - std::min(block.size(), geometry_.trim_final_samples));
         if (last && end == frames) fade_out(block);
         sink_.emit(block.data(), block.size());
     }

@@ -66,6 +66,9 @@ struct StageGeometry {
     size_t samples_per_frame = 0; // samples per mel frame
     size_t max_vocoder_frames = 0;
     int sample_rate = 0;
+    // Samples cut from the end of a piece of more than one token (the multilingual last-token trim);
+    // the vocoder's held-back context (ChunkPlan::hift_context_frames) always covers them.
+    size_t trim_final_samples = 0;
 };
 
 struct VocodingStages {

@@ -27,6 +27,9 @@ struct SynthesisParams {
     // Speaking rate: the finished audio is time-stretched with its pitch kept (audio/time_stretch.h);
     // 1 leaves it untouched.
     float speed = 1.0f;
+    // The language of the text: the multilingual model's code ("fr"; text/languages.h), required
+    // there; the other variants take none (""). Like the seed, outside the numeric table.
+    std::string language;
 };
 
 // One ranged numeric parameter, or an on/off flag (0 or 1). The seed is the one parameter outside the

@@ -246,7 +246,9 @@ void write_synthetic_model(const std::string &out_dir, uint64_t seed, Variant va
     std::error_code error;
     std::filesystem::create_directories(out_dir, error);
     if (error) fail("cannot create the folder ", out_dir, ": ", error.message());
-    // English and Turbo are their manifests as they are; Nano is Turbo's file set at GPT-2 small's sizes.
+    // English and Turbo are their manifests as they are; Nano is Turbo's file set at GPT-2 small's sizes;
+    // multilingual English's with its text vocabulary, written as safetensors (ModelFiles reads a .pt
+    // checkpoint's safetensors twin), the T3 file of its other folders (v3) hard links to the default's.
     const OfficialFolder &folder = official_folder(variant);
     for (const ManifestCheckpoint &checkpoint : scaled_manifest(ModelHparams::for_variant(variant))) {
         std::vector<SafetensorsEntry> entries;
@@ -258,8 +260,20 @@ void write_synthetic_model(const std::string &out_dir, uint64_t seed, Variant va
             entries.push_back({tensor.name, tensor.type, tensor.shape,
                                [&tensor, seed](void *dst) { fill_tensor(tensor.name, tensor.shape, seed, dst); }});
         }
-        const char *file = folder.component_file(checkpoint_component(checkpoint.file));
-        write_safetensors((std::filesystem::path(out_dir) / file).string(), std::move(entries));
+        const std::string component = checkpoint_component(checkpoint.file);
+        const auto written = [&](const OfficialFolder &f) {
+            return std::filesystem::path(out_dir) /
+                   std::filesystem::path(f.component_file(component)).replace_extension(".safetensors");
+        };
+        const std::filesystem::path file = written(folder);
+        write_safetensors(file.string(), std::move(entries));
+        for (const OfficialFolder &other : official_folders()) {
+            const std::filesystem::path twin = written(other);
+            if (other.variant != variant || twin == file) continue;
+            std::filesystem::remove(twin, error);
+            std::filesystem::create_hard_link(file, twin, error);
+            if (error) fail("cannot link ", twin.string(), " to ", file.string(), ": ", error.message());
+        }
     }
 }
 
@@ -288,6 +302,7 @@ std::vector<WidthRule> width_rules(const ModelHparams &official, const ModelHpar
         {"t3", "tfmr.h.", 3 * official.t3.hidden, 3 * hp.t3.hidden},
         {"t3", "", official.t3.hidden, hp.t3.hidden},
         {"t3", "", official.t3.ffn, hp.t3.ffn},
+        {"t3", "text_", official.t3.text_vocab, hp.t3.text_vocab}, // multilingual's 2454 rows of English's 704
         {"s3gen", "mel2wav.", official.hift.base_channels, hp.hift.base_channels},
         {"s3gen", "tokenizer.", official.s3tokenizer.state, hp.s3tokenizer.state},
         {"s3gen", "tokenizer.", 4 * official.s3tokenizer.state, 4 * hp.s3tokenizer.state}, // MLP
@@ -392,7 +407,8 @@ std::vector<ManifestCheckpoint> scaled_manifest(const ModelHparams &hp) {
     return scaled;
 }
 
-void write_tiny_model(const std::string &out_dir, uint64_t seed, Variant variant, const std::string &tokenizer_json) {
+void write_tiny_model(const std::string &out_dir, uint64_t seed, Variant variant, const std::string &tokenizer_json,
+                      const std::string &cangjie_json) {
     std::error_code error;
     std::filesystem::create_directories(out_dir, error);
     if (error) fail("cannot create the folder ", out_dir, ": ", error.message());
@@ -406,6 +422,7 @@ void write_tiny_model(const std::string &out_dir, uint64_t seed, Variant variant
     for (const ModelComponent &c : model_components()) components.push_back(c.name);
     const std::string tokenizer = tokenizer_json.empty() ? std::string(kEnglishTokenizerJson) : tokenizer_json;
     write_model_metadata(writer, hp, components, GGML_TYPE_F32, &tokenizer);
+    if (!cangjie_json.empty()) writer.set_string(model_keys::kCangjieJson, cangjie_json);
 
     const std::vector<ManifestCheckpoint> checkpoints = scaled_manifest(hp);
     for (const ManifestCheckpoint &checkpoint : checkpoints) {

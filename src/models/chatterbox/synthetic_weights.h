@@ -78,7 +78,8 @@ std::vector<ManifestCheckpoint> scaled_manifest(const ModelHparams &hp);
 // Writes out_dir/model.gguf: the tiny model's tensors (filled by the WEIGHTS.md rule), its
 // hyper-parameters, the tokenizer (tokenizer_json; "" for English's, built in) and a built-in voice
 // drawn from the seed.
+// cangjie_json: the multilingual model's Cangjie table to embed ("" for none).
 void write_tiny_model(const std::string &out_dir, uint64_t seed = kDefaultSeed, Variant variant = Variant::english,
-                      const std::string &tokenizer_json = "");
+                      const std::string &tokenizer_json = "", const std::string &cangjie_json = "");
 
 } // namespace chatterbox::synthetic

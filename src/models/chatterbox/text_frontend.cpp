@@ -1,40 +1,59 @@
 #include "models/chatterbox/text_frontend.h"
 
 #include "core/error.h"
+#include "text/languages.h"
 
 namespace chatterbox {
 
 namespace {
 
+enum class TokenizerKind {
+    english,      // EnTokenizer: every ' ' is the literal "[SPACE]" token
+    multilingual, // MTLTokenizer: language steps and tags, then as English
+    plain,        // the BPE as it is (GPT-2)
+};
+
 struct VariantText {
     Variant variant;
     const text::PunctuationRules &(*punctuation)();
-    bool space_tokens; // EnTokenizer: every ' ' is the literal "[SPACE]" token
+    TokenizerKind tokenizer;
 };
 
 constexpr VariantText kVariantText[] = {
-    {Variant::english, text::english_punctuation, true},
-    {Variant::turbo, text::turbo_punctuation, false},
-    {Variant::nano, text::turbo_punctuation, false},
+    {Variant::english, text::english_punctuation, TokenizerKind::english},
+    {Variant::multilingual, text::multilingual_punctuation, TokenizerKind::multilingual},
+    {Variant::turbo, text::turbo_punctuation, TokenizerKind::plain},
+    {Variant::nano, text::turbo_punctuation, TokenizerKind::plain},
 };
 
 const VariantText &variant_text(Variant variant) {
     for (const VariantText &v : kVariantText)
         if (v.variant == variant) return v;
-    fail("the ", variant_name(variant), " variant's text front end is not supported yet (english, turbo and nano are)");
+    fail("the ", variant_name(variant), " variant has no text front end");
 }
 
 } // namespace
 
-TextFrontEnd::TextFrontEnd(std::string_view tokenizer_json, const std::string &source, const t3::HParams &t3)
+TextFrontEnd::TextFrontEnd(std::string_view tokenizer_json, const std::string &source, const t3::HParams &t3,
+                           const std::optional<std::string> &cangjie_json)
     : t3_(t3) {
     const VariantText &recipe = variant_text(t3.variant);
     punctuation_ = &recipe.punctuation();
     text::BpeTokenizer bpe = text::BpeTokenizer::from_json(tokenizer_json, source);
-    if (recipe.space_tokens)
+    switch (recipe.tokenizer) {
+    case TokenizerKind::english:
         english_ = std::make_unique<text::EnTokenizer>(std::move(bpe));
-    else
+        break;
+    case TokenizerKind::multilingual: {
+        std::optional<text::CangjieTable> cangjie;
+        if (cangjie_json) cangjie = text::CangjieTable::from_json(*cangjie_json, text::kCangjieFile);
+        multilingual_ = std::make_unique<text::MtlTokenizer>(std::move(bpe), std::move(cangjie));
+        break;
+    }
+    case TokenizerKind::plain:
         plain_ = std::make_unique<text::BpeTokenizer>(std::move(bpe));
+        break;
+    }
     const size_t vocabulary = this->bpe().size();
     if (vocabulary > size_t(t3.text_vocab))
         fail(source, ": the tokenizer has ", vocabulary, " tokens, more than T3's text vocabulary (", t3.text_vocab,
@@ -43,14 +62,31 @@ TextFrontEnd::TextFrontEnd(std::string_view tokenizer_json, const std::string &s
 
 TextFrontEnd::~TextFrontEnd() = default;
 
-const text::BpeTokenizer &TextFrontEnd::bpe() const { return english_ ? english_->bpe() : *plain_; }
+const text::BpeTokenizer &TextFrontEnd::bpe() const {
+    return english_ ? english_->bpe() : multilingual_ ? multilingual_->bpe() : *plain_;
+}
 
-std::vector<int32_t> TextFrontEnd::tokens(std::string_view text) const {
+void TextFrontEnd::check_language(std::string_view language) const {
+    try {
+        if (multilingual_) {
+            text::find_language(language);
+        } else if (!language.empty()) {
+            fail("the ", t3_.variant, " model takes no language (\"", language,
+                 "\"): languages are the multilingual model's (", text::language_list(), ")");
+        }
+    } catch (const Error &error) {
+        throw InvalidArgument(error.what());
+    }
+}
+
+std::vector<int32_t> TextFrontEnd::tokens(std::string_view text, std::string_view language) const {
+    check_language(language);
+    if (multilingual_) return multilingual_->text_to_tokens(text, language);
     return english_ ? english_->text_to_tokens(text) : plain_->encode(text);
 }
 
-std::vector<int32_t> TextFrontEnd::t3_tokens(std::string_view piece) const {
-    const std::vector<int32_t> ids = tokens(text::punc_norm(piece, *punctuation_));
+std::vector<int32_t> TextFrontEnd::t3_tokens(std::string_view piece, std::string_view language) const {
+    const std::vector<int32_t> ids = tokens(text::punc_norm(piece, *punctuation_), language);
     if (!t3_.framed_text) return ids;
     return text::t3_text_tokens(ids, t3_.start_text_token, t3_.stop_text_token);
 }

@@ -60,6 +60,10 @@ struct FlowHParams {
     // mean-flow decoder ends the piece in silence; the standard pipelines append none).
     int trailing_silence_tokens = 0;
     int64_t silence_token = 4299; // S3GEN_SIL (s3gen/const.py)
+    // mtl_tts.py's last-token trim: each piece's audio ends one token (token_mel_ratio frames) early,
+    // as the last token, emitted before EOS with degraded attention, decodes to ~40 ms of noise.
+    // The variant's behaviour, not metadata (ModelHparams sets it).
+    bool trim_last_token = false;
 
     // Longest prompt + generated token sequence accepted: the official pipelines stay below
     // 250 prompt + 1000 generated tokens; the encoder's relative-position scores grow with its square.

@@ -146,7 +146,7 @@ std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t> &tokens, con
     auto end = std::find(tokens.begin(), tokens.end(), hp.stop_speech_token);
     std::vector<int32_t> kept;
     for (auto it = begin; it < end; ++it)
-        if (hp.is_multilingual() || *it < hp.speech_token_limit) kept.push_back(*it);
+        if (*it < hp.speech_token_limit) kept.push_back(*it);
     return kept;
 }
 

@@ -72,8 +72,10 @@ GenerationResult generate(Session &session, const Conditioning &cond, const std:
                           const SamplingParams &params, const GenerationHooks &hooks = {});
 
 // The tokens S3Gen gets (tts.py after T3, overview.md §2.3 step 8): the span after the first
-// start-of-speech token (if any) and before the first end-of-speech token (if any); for the English
-// model then only speech units (< 6561). The multilingual pipeline keeps every token of the span.
+// start-of-speech token (if any) and before the first end-of-speech token (if any), then only speech
+// units (< 6561), which the flow can embed. The multilingual reference keeps every token of the span
+// and then fails in the flow's embedding on an id of 6563..8193 (the golden set records the
+// IndexError); this engine filters them for every variant, as the golden harness's workaround does.
 std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t> &tokens, const HParams &hp);
 
 } // namespace chatterbox::t3

@@ -1,0 +1,111 @@
+#include "text/japanese_reading.h"
+
+#include "core/error.h"
+#include "text/mtl_normalize.h"
+#include "text/unicode.h"
+
+extern "C" {
+#include <libkakasi.h>
+}
+
+#include <iconv.h>
+#include <utf8proc.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace chatterbox::text {
+
+namespace {
+
+bool is_kanji(char32_t c) { return c >= 0x4E00 && c <= 0x9FFF; } // tokenizer.py is_kanji
+// Hiragana, and the combining voiced / semi-voiced marks NFKD splits off them (べ = へ + U+3099).
+bool is_hiragana(char32_t c) { return (c >= 0x3041 && c <= 0x3096) || c == 0x3099 || c == 0x309A; }
+
+// NFC: the pipeline decomposed the text before this step; EUC-JP only has the composed kana.
+std::string nfc(const std::string &text) {
+    utf8proc_uint8_t *composed = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t *>(text.c_str()));
+    if (!composed) fail("NFC composition of Japanese text failed");
+    std::string out(reinterpret_cast<const char *>(composed));
+    std::free(composed);
+    return out;
+}
+
+// iconv between UTF-8 and EUC-JP (KAKASI's encoding); nullopt when a character has no encoding.
+std::optional<std::string> convert(const char *to, const char *from, const std::string &in) {
+    iconv_t cd = iconv_open(to, from);
+    if (cd == iconv_t(-1)) fail("iconv cannot convert ", from, " to ", to, " (needed for Japanese text)");
+    std::string out(in.size() * 4 + 16, '\0');
+    char *in_ptr = const_cast<char *>(in.data());
+    size_t in_left = in.size();
+    char *out_ptr = out.data();
+    size_t out_left = out.size();
+    const size_t rc = iconv(cd, &in_ptr, &in_left, &out_ptr, &out_left);
+    iconv_close(cd);
+    if (rc == size_t(-1)) return std::nullopt;
+    out.resize(out.size() - out_left);
+    return out;
+}
+
+// KAKASI keeps its options and dictionary in globals: one reader at a time.
+std::mutex &kakasi_mutex() {
+    static std::mutex m;
+    return m;
+}
+
+// The hiragana reading of a kanji phrase, or nullopt when it cannot be encoded for KAKASI.
+std::optional<std::string> kakasi_reading(const std::string &phrase) {
+    const std::optional<std::string> euc = convert("EUC-JP", "UTF-8", nfc(phrase));
+    if (!euc) return std::nullopt;
+    std::lock_guard<std::mutex> lock(kakasi_mutex());
+    static const bool ready = [] {
+        // -JH: kanji to hiragana, the rest untouched; EUC-JP in and out.
+        char program[] = "kakasi", kanji[] = "-JH", input[] = "-ieuc", output[] = "-oeuc";
+        char *argv[] = {program, kanji, input, output, nullptr};
+        return kakasi_getopt_argv(4, argv) == 0;
+    }();
+    if (!ready) fail("KAKASI could not be set up (its dictionary kanwadict, Debian package kakasi-dic, is missing?)");
+    std::string buffer = *euc;
+    char *read = kakasi_do(buffer.data());
+    if (!read) fail("KAKASI failed to read \"", phrase, "\"");
+    const std::string reading_euc(read);
+    kakasi_free(read);
+    return convert("UTF-8", "EUC-JP", reading_euc);
+}
+
+} // namespace
+
+std::string japanese_hiragana(std::string_view text) {
+    std::vector<CodePoint> cps;
+    for (size_t offset = 0; offset < text.size();) {
+        cps.push_back(decode_utf8_at(text, offset, "Japanese text"));
+        offset += cps.back().size;
+    }
+    std::string out;
+    size_t offset = 0;
+    for (size_t i = 0; i < cps.size();) {
+        if (!is_kanji(cps[i].value)) {
+            out.append(text.substr(offset, cps[i].size));
+            offset += cps[i++].size;
+            continue;
+        }
+        // A segment: kanji run, then the hiragana after it.
+        const size_t start = offset;
+        while (i < cps.size() && is_kanji(cps[i].value)) offset += cps[i++].size;
+        while (i < cps.size() && is_hiragana(cps[i].value)) offset += cps[i++].size;
+        const std::string phrase(text.substr(start, offset - start));
+        const std::optional<std::string> reading = kakasi_reading(phrase);
+        if (!reading) {
+            out += phrase;
+            continue;
+        }
+        if (reading->rfind("\u306F", 0) == 0 || reading->rfind("\u3078", 0) == 0) out.push_back(' '); // は, へ
+        out += *reading;
+    }
+    return nfkd(out);
+}
+
+} // namespace chatterbox::text

@@ -1,0 +1,24 @@
+#pragma once
+// The Japanese step of the multilingual tokenizer (tokenizer.py hiragana_normalize): kanji as their
+// hiragana reading, kana and everything else as it is, then NFKD.
+//
+// The reference reads with pykakasi; this engine with KAKASI (libkakasi, the C program pykakasi's
+// dictionary descends from), which differs in two ways:
+//   * segments: pykakasi splits text into words and reads each; here a segment is a run of kanji
+//     with the hiragana that follows it (the okurigana KAKASI needs to choose a reading, e.g.
+//     食べる -> たべる), read by KAKASI as one phrase. Where the following hiragana is a particle
+//     KAKASI may read the phrase as a whole: 今日は -> こんにちは where pykakasi gives きょう + は.
+//   * dictionary: KAKASI's kanwadict, not pykakasi's; most common words read alike (漢字 かんじ,
+//     日本語 にほんご, 東京 とうきょう, 大人 おとな).
+// As in the reference, a reading that starts with は or へ gets a space before it; a kanji that
+// KAKASI cannot encode (outside JIS X 0208/0212) stays as it is.
+
+#include <string>
+#include <string_view>
+
+namespace chatterbox::text {
+
+// Throws Error for invalid UTF-8 or when KAKASI's dictionary cannot be opened.
+std::string japanese_hiragana(std::string_view text);
+
+} // namespace chatterbox::text
