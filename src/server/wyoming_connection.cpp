@@ -5,6 +5,7 @@
 #include "server/api_error.h"
 #include "server/voice_routes.h"
 #include "server/watched_synthesis.h"
+#include "text/languages.h"
 #include "text/sentence_splitter.h"
 
 #include <sys/socket.h>
@@ -64,20 +65,29 @@ struct SpeechSettings {
     json parameters = json::object(); // the HTTP API's parameter fields, checked by parse_speech_request
 };
 
-SpeechSettings speech_settings(const json &data) {
+// A string field of the voice object, or nullopt when absent or null.
+std::optional<std::string> voice_string(const json &voice, const char *key) {
+    const auto field = voice.find(key);
+    if (field == voice.end() || field->is_null()) return std::nullopt;
+    if (!field->is_string())
+        throw WyomingError("invalid_request", concat("'voice.", key, "' must be a string, got ", field->type_name()));
+    return field->get<std::string>();
+}
+
+// takes_language: the model speaks the language voice.language names (the multilingual one); the
+// others speak theirs whatever a client asks. voice.speaker selects nothing: a voice is one speaker.
+SpeechSettings speech_settings(const json &data, bool takes_language) {
     SpeechSettings settings;
     const json none = json::object();
-    // voice.language and voice.speaker select nothing here: every voice speaks the model's languages.
     const json &voice = object_field(data, "voice", none);
-    if (const auto name = voice.find("name"); name != voice.end() && !name->is_null()) {
-        if (!name->is_string())
-            throw WyomingError("invalid_request", concat("'voice.name' must be a string, got ", name->type_name()));
-        settings.voice = name->get<std::string>();
-    }
+    if (const std::optional<std::string> name = voice_string(voice, "name")) settings.voice = *name;
     settings.parameters = object_field(data, "chatterbox", none);
     for (const auto &[key, value] : settings.parameters.items())
-        if (key != "seed" && !find_synthesis_parameter(key))
+        if (key != "seed" && key != "language" && !find_synthesis_parameter(key))
             throw WyomingError("invalid_request", concat("'chatterbox.", key, "' is no synthesis parameter"));
+    if (const std::optional<std::string> language = voice_string(voice, "language");
+        language && takes_language && !settings.parameters.contains("language"))
+        settings.parameters["language"] = *language;
     return settings;
 }
 
@@ -102,10 +112,18 @@ SynthesisOptions checked_options(const Engine &engine, const SpeechRequest &requ
     return synthesis;
 }
 
-json voice_entry(const std::string &name, const std::string &description, const json &attribution) {
-    // Every voice speaks what the model speaks: the English and Turbo models, English.
-    return {{"name", name},       {"description", description},       {"attribution", attribution}, {"installed", true},
-            {"version", nullptr}, {"languages", json::array({"en"})}, {"speakers", nullptr}};
+// What every voice speaks: the multilingual model's languages, the others' English.
+json model_languages(const Engine &engine) {
+    if (!engine.text().has_languages()) return json::array({"en"});
+    json codes = json::array();
+    for (const text::Language &language : text::supported_languages()) codes.push_back(language.code);
+    return codes;
+}
+
+json voice_entry(const std::string &name, const std::string &description, const json &attribution,
+                 const json &languages) {
+    return {{"name", name},       {"description", description}, {"attribution", attribution}, {"installed", true},
+            {"version", nullptr}, {"languages", languages},     {"speakers", nullptr}};
 }
 
 class Connection {
@@ -152,7 +170,7 @@ class Connection {
         } else if (type == "synthesize") {
             if (streaming_) return; // a client's copy of the streamed text, for servers that do not stream
             const std::string text = text_field(event);
-            const SpeechSettings settings = speech_settings(event.data);
+            const SpeechSettings settings = speech_settings(event.data, context_.engine.text().has_languages());
             begin_answer();
             speak(text, settings, /*streamed=*/false);
             finish_audio();
@@ -160,7 +178,7 @@ class Connection {
         } else if (type == "synthesize-start") {
             if (streaming_)
                 throw out_of_order("synthesize-start inside a streamed synthesis; end it with synthesize-stop");
-            stream_settings_ = speech_settings(event.data);
+            stream_settings_ = speech_settings(event.data, context_.engine.text().has_languages());
             // The voice and parameters are refused now, before any text comes; after this, a
             // sentence that check_synthesis refuses is one with nothing to say.
             const SpeechRequest probe = speech_request("Hello.", stream_settings_, context_.options.limits);
@@ -327,10 +345,12 @@ bool send_all(int socket, const std::string &bytes) {
 json wyoming_info(const Engine &engine, const VoiceLibrary &voices) {
     const json resemble = {{"name", "Resemble AI"}, {"url", "https://github.com/resemble-ai/chatterbox"}};
     const json library = {{"name", "chatterbox-server voice library"}, {"url", ""}};
-    json voice_list = json::array({voice_entry(kBuiltinVoiceName, "the model's built-in voice", resemble)});
+    const json languages = model_languages(engine);
+    json voice_list = json::array({voice_entry(kBuiltinVoiceName, "the model's built-in voice", resemble, languages)});
     for (const VoiceInfo &info : voices.list())
         voice_list.push_back(voice_entry(
-            info.name, concat("voice library, from a recording of ", std::lround(info.source_seconds), " s"), library));
+            info.name, concat("voice library, from a recording of ", std::lround(info.source_seconds), " s"), library,
+            languages));
     const json program = {{"name", "chatterbox"},
                           {"description", concat("Chatterbox text-to-speech (", engine.description(), ")")},
                           {"attribution", resemble},

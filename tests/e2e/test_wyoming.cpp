@@ -1,4 +1,4 @@
-// needs: tiny-model
+// needs: tiny-model tiny-multilingual-model
 // chatterbox-server's Wyoming side (src/server/wyoming_server.h) on the tiny model, over loopback,
 // with a client written here from the protocol's description (a JSON header line with type,
 // data_length and payload_length, then the data's JSON, then the payload), not with the server's own
@@ -7,7 +7,8 @@
 // sentence (the first audio arrives before the last text is sent); malformed and oversized events
 // get an error event and a closed connection while the server goes on serving; a client that drops
 // mid-stream cancels its synthesis; connections beyond the limit are refused; SIGTERM drains;
-// chatterbox-bench wyoming runs.
+// chatterbox-bench wyoming runs; on the multilingual model info lists its 23 languages and
+// voice.language picks the language spoken.
 
 #include "server/voice_library.h"
 #include "server/wyoming_server.h"
@@ -20,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <regex>
@@ -432,6 +434,39 @@ TEST_F(WyomingTest, BusySessionsAndIdleConnectionsAreErrorEvents) {
     const auto connected = Clock::now();
     expect_refused(wyoming.port(), "", "idle_timeout");
     EXPECT_GE(test::seconds_since(connected), 0.45);
+}
+
+TEST(WyomingMultilingual, VoicesListTheModelsLanguagesAndVoiceLanguagePicksOne) {
+    EngineOptions engine_options;
+    engine_options.model_path = test::tiny_multilingual_model_path();
+    engine_options.backend.threads = 1;
+    const Engine engine(engine_options);
+    test::RunningServer http(engine, test::small_server());
+    RunningWyoming wyoming(http);
+    Client client(wyoming.port());
+
+    client.send("describe");
+    const std::optional<WyomingEvent> info = client.read();
+    ASSERT_TRUE(info);
+    const json &languages = info->data["tts"][0]["voices"][0]["languages"];
+    EXPECT_EQ(languages.size(), 23u);
+    EXPECT_NE(std::find(languages.begin(), languages.end(), "fr"), languages.end());
+
+    // The multilingual model needs a language: voice.language gives it.
+    client.send("synthesize", {{"text", "Bonjour à tous."},
+                               {"voice", {{"name", "default"}, {"language", "fr"}}},
+                               {"chatterbox", parameters(3, 20)}});
+    const std::vector<WyomingEvent> events = client.read_until("audio-stop");
+    ASSERT_EQ(types_of(events).back(), "audio-stop") << events.back().data.dump();
+    EXPECT_FALSE(audio_of(events).empty());
+
+    // One it does not speak is an error event naming the supported ones.
+    client.send("synthesize",
+                {{"text", "Hello."}, {"voice", {{"language", "tlh"}}}, {"chatterbox", parameters(3, 20)}});
+    const std::optional<WyomingEvent> error = client.read();
+    ASSERT_TRUE(error);
+    EXPECT_EQ(error->type, "error");
+    EXPECT_NE(error->data.value("text", "").find("fr"), std::string::npos) << error->data.dump();
 }
 
 TEST(WyomingCommandLine, BadAddressesAreExit2) {
