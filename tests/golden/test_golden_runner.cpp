@@ -1,5 +1,5 @@
-// needs: synthetic-weights turbo-synthetic-weights
-// chatterbox-golden on each golden case (English, Turbo): it must compute every array of the set's
+// needs: synthetic-weights turbo-synthetic-weights multilingual-synthetic-weights
+// chatterbox-golden on each golden case (English, Turbo, multilingual): it must compute every array of the set's
 // index.json from the case alone (stages chained like the pipeline), each within index.json's
 // tolerance, and no stage may fail.
 
@@ -89,6 +89,10 @@ TEST(GoldenRunner, MainCaseStagesMatchTheOfficialImplementation) {
 
 TEST(GoldenRunner, TurboCaseStagesMatchTheOfficialImplementation) {
     expect_case_matches(turbo_golden_path(""), turbo_model_dir(), "turbo");
+}
+
+TEST(GoldenRunner, MultilingualCaseStagesMatchTheOfficialImplementation) {
+    expect_case_matches(mtl_golden_path(""), mtl_model_dir(), "multilingual");
 }
 
 TEST(GoldenRunner, CaseMistakesAreNamed) {

@@ -65,8 +65,10 @@ GoldenCase GoldenCase::load(const std::string &path) {
     GoldenCase c;
     c.name = j.value("name", "case");
     if (j.contains("variant")) {
+        // The golden sets spell the multilingual variant "mtl", after mtl_tts.py.
+        const std::string name = field<std::string>(j, "variant", path);
         try {
-            c.variant = parse_variant(field<std::string>(j, "variant", path));
+            c.variant = parse_variant(name == "mtl" ? "multilingual" : name);
         } catch (const Error &e) {
             fail(path, ": ", e.what());
         }
@@ -75,6 +77,7 @@ GoldenCase GoldenCase::load(const std::string &path) {
     c.ref_wav = field<std::string>(j, "ref_wav", path);
     c.tokenizer = tokenizer_path(field<std::string>(j, "tokenizer", path));
     c.params = case_params(j, c.variant, path);
+    if (j.contains("language_id")) c.params.language = field<std::string>(j, "language_id", path);
     c.seed = field<uint64_t>(j, "seed", path);
     c.n_teacher_forced = field<int>(j, "n_teacher_forced", path);
     c.n_greedy = field<int>(j, "n_greedy", path);

@@ -23,14 +23,15 @@ namespace chatterbox::golden {
 // The "case" object of index.json.
 struct GoldenCase {
     std::string name;
-    Variant variant = Variant::english; // "variant" (absent: english)
+    Variant variant = Variant::english; // "variant" (absent: english; "mtl": multilingual)
     std::string text;
     std::string ref_wav; // relative to the inputs folder, or absolute
     // tokenizer.json, or a folder of GPT-2 tokenizer files; relative to the inputs folder, or
     // absolute. The case may follow the path with a description: "tokenizer/ (vocab.json, ...)".
     std::string tokenizer;
     // The variant's generate() defaults, then the case's exaggeration and cfg_weight and its
-    // "generate_kwargs" (names of the synthesis parameter table), each checked against the table.
+    // "generate_kwargs" (names of the synthesis parameter table), each checked against the table;
+    // "language_id" is the language (multilingual).
     SynthesisParams params;
     uint64_t seed = 0;
     int n_teacher_forced = 0;

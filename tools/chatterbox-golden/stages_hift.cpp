@@ -1,9 +1,12 @@
 // Golden stage of the HiFT vocoder, fed the computed flow mel and the recorded random draws: f0, the
-// source excitation, the raw wave and the faded pipeline wave.
+// source excitation, the raw wave and the faded pipeline wave (without the last token's samples
+// for a variant that trims it).
 
 #include "stages.h"
 
 #include "models/chatterbox/session.h"
+
+#include <algorithm>
 
 namespace chatterbox::golden {
 
@@ -28,7 +31,14 @@ void run_hift(GoldenRun &run) {
     std::vector<float> wave = vocoder.decode(mel, source);
     run.write("hift_wav_raw", NpyArray::from_f32({1, samples}, wave));
     hift::apply_trim_fade(wave, vocoder.hparams().fade_samples);
-    run.write("pipeline_wav", NpyArray::from_f32({1, samples}, wave));
+    // mtl_tts.py drops the last speech token's samples (at least one token stays).
+    const s3gen::FlowHParams &flow = engine->files().hparams().flow;
+    if (flow.trim_last_token) {
+        const int64_t tokens = frames / flow.token_mel_ratio;
+        const int64_t per_token = flow.token_mel_ratio * vocoder.hparams().samples_per_frame();
+        wave.resize(size_t(std::max<int64_t>(1, tokens - 1) * per_token));
+    }
+    run.write("pipeline_wav", NpyArray::from_f32({1, int64_t(wave.size())}, wave));
 }
 
 } // namespace

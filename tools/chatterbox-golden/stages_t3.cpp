@@ -26,8 +26,10 @@ std::vector<int64_t> as_i64(const std::vector<int32_t> &values) { return {values
 const TextFrontEnd &front_end(GoldenRun &run) {
     return run.shared<TextFrontEnd>("text", [&] {
         const std::string path = run.input_path(run.golden_case().tokenizer);
+        // Chinese text needs the multilingual model's Cangjie table, when the inputs have one.
         return std::make_unique<TextFrontEnd>(text::BpeTokenizer::json_document(path), path,
-                                              ModelHparams::for_variant(run.golden_case().variant).t3);
+                                              ModelHparams::for_variant(run.golden_case().variant).t3,
+                                              folder_cangjie_json(run.input_path("")));
     });
 }
 
@@ -52,7 +54,7 @@ struct T3Context {
         voice.prompt_tokens = as_i32(run.computed("t3_cond_prompt_tokens").i64());
         voice.exaggeration = run.golden_case().params.exaggeration;
         cond = t3::encode_conditioning(model, session.backend(), voice);
-        framed_text = front_end(run).t3_tokens(run.golden_case().text);
+        framed_text = front_end(run).t3_tokens(run.golden_case().text, run.golden_case().params.language);
     }
 
     static SessionOptions exact_session() {
@@ -78,9 +80,10 @@ T3Context &t3_context(GoldenRun &run) {
 
 void run_text(GoldenRun &run) {
     const TextFrontEnd &text = front_end(run);
-    const std::vector<int32_t> ids = text.tokens(text::punc_norm(run.golden_case().text, text.punctuation()));
+    const GoldenCase &c = run.golden_case();
+    const std::vector<int32_t> ids = text.tokens(text::punc_norm(c.text, text.punctuation()), c.params.language);
     run.write("text_tokens", NpyArray::from_i32({int64_t(ids.size())}, ids));
-    const std::vector<int32_t> framed = text.t3_tokens(run.golden_case().text);
+    const std::vector<int32_t> framed = text.t3_tokens(c.text, c.params.language);
     const int rows = guidance_rows(run.golden_case());
     std::vector<int64_t> batch;
     for (int r = 0; r < rows; ++r) batch.insert(batch.end(), framed.begin(), framed.end());
