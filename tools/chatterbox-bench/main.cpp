@@ -285,6 +285,8 @@ int main(int argc, char **argv) {
     pipeline->add_option("--voice-seconds", pipeline_options.voice_seconds, "voice prompt length")
         ->capture_default_str();
     pipeline->add_option("--text", pipeline_options.text, "one sentence to say")->capture_default_str();
+    pipeline->add_option("--language", pipeline_options.language, "the text's language, for a multilingual model")
+        ->capture_default_str();
     pipeline->add_option("--max-tokens", pipeline_options.max_new_tokens, "T3 max_new_tokens (fixes the length)")
         ->capture_default_str();
     pipeline->add_flag("--ignore-eos", pipeline_options.ignore_eos,

@@ -78,6 +78,7 @@ nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineB
     synthesis.params.sampling.max_new_tokens = options.max_new_tokens;
     synthesis.params.sampling.ignore_eos = options.ignore_eos;
     synthesis.params.split_text = options.split_text;
+    if (engine.text().has_languages()) synthesis.params.language = options.language;
     StageClock stages;
     synthesis.on_progress = [&](const char *stage, float fraction) { stages.report(stage, fraction); };
     const SynthesisResult offline = session.synthesize(options.text, voice, synthesis);
