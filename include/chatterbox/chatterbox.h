@@ -68,6 +68,9 @@ typedef struct chatterbox_engine_params {
     const char *model_path; /* official model folder or a GGUF from chatterbox-convert */
     const char *backend;    /* "cpu", "cuda" or NULL/"auto" (a GPU when one is usable, else the CPU) */
     int threads;            /* CPU threads; 0: all cores */
+    /* T3 decode of up to this many concurrent session requests batched into one step each (continuous
+     * batching: a request gets the tokens it gets alone); 0 (default): each session decodes alone. */
+    int batch;
 } chatterbox_engine_params;
 
 chatterbox_engine_params chatterbox_engine_default_params(void);
