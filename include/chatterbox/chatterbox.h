@@ -71,6 +71,9 @@ typedef struct chatterbox_engine_params {
     /* T3 decode of up to this many concurrent session requests batched into one step each (continuous
      * batching: a request gets the tokens it gets alone); 0 (default): each session decodes alone. */
     int batch;
+    /* Voices whose T3 conditioning prefix is kept, so that a request in a kept voice prefills only its
+     * text; 0 (default): off. */
+    int voice_prefixes;
 } chatterbox_engine_params;
 
 chatterbox_engine_params chatterbox_engine_default_params(void);

@@ -219,6 +219,13 @@ std::string Metrics::exposition(const ServerGauges &gauges) const {
                  "occupancy).");
     write_sample(out, "chatterbox_t3_batch_request_steps_total", "", double(gauges.batch_request_steps));
 
+    write_header(out, "chatterbox_t3_voice_prefix_hits_total", "counter",
+                 "Requests whose voice's T3 conditioning prefix was kept (no conditioning prefill).");
+    write_sample(out, "chatterbox_t3_voice_prefix_hits_total", "", double(gauges.voice_prefix_hits));
+    write_header(out, "chatterbox_t3_voice_prefix_misses_total", "counter",
+                 "Requests that computed their voice's T3 conditioning prefix.");
+    write_sample(out, "chatterbox_t3_voice_prefix_misses_total", "", double(gauges.voice_prefix_misses));
+
     // --- Wyoming
     write_header(out, "chatterbox_wyoming_events_total", "counter",
                  "Wyoming events received, by type (unknown types as other).");

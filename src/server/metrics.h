@@ -12,6 +12,7 @@
 //   chatterbox_sessions, _sessions_busy, _queue_depth, _requests_in_flight, _draining     gauges
 //   chatterbox_t3_batch_size, _batch_requests, _batch_waiting                             gauges
 //   chatterbox_t3_batch_steps_total, _batch_request_steps_total    counters (their ratio: the mean occupancy)
+//   chatterbox_t3_voice_prefix_hits_total, _misses_total           counters of the kept voice prefixes
 //   chatterbox_wyoming_events_total{type}                   counter    Wyoming events received (wyoming_server.h)
 //   chatterbox_wyoming_connections                          gauge      Wyoming connections open now
 //
@@ -59,6 +60,8 @@ struct ServerGauges {
     // for room, and since start the steps and the requests those steps decoded.
     int batch_size = 0, batch_requests = 0, batch_waiting = 0;
     uint64_t batch_steps = 0, batch_request_steps = 0;
+    // The kept voice prefixes (t3/prefix_cache.h): requests that found theirs, and that computed it.
+    uint64_t voice_prefix_hits = 0, voice_prefix_misses = 0;
 };
 
 // The Wyoming event types the server answers; any other type is counted as "other".

@@ -156,6 +156,10 @@ void Server::add_routes() {
             gauges.batch_steps = stats.steps;
             gauges.batch_request_steps = stats.sequence_steps;
         }
+        if (const t3::PrefixCache *prefixes = engine_.t3_prefixes()) {
+            gauges.voice_prefix_hits = prefixes->hits();
+            gauges.voice_prefix_misses = prefixes->misses();
+        }
         response.set_content(metrics_.exposition(gauges), kMetricsContentType);
     });
     // ---

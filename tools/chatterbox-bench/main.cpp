@@ -28,10 +28,11 @@ using namespace chatterbox;
 namespace {
 
 void print_t3_row(const nlohmann::json &r) {
-    std::printf("%-6s %-5s %-4s %6d %9.0f %8.1f %10.0f %11.1f %9.1f %8.1f", r["matrix_type"].get<std::string>().c_str(),
-                r["attention"].get<std::string>().c_str(), r["kv_type"].get<std::string>().c_str(),
-                r["decode_bucket"].get<int>(), r["load_ms"].get<double>(), r["conditioning_ms"].get<double>(),
-                r["prefill_ms"].get<double>(), r["decode_ms_per_token"].get<double>(),
+    std::printf("%-6s %-5s %-4s %6d %9.0f %8.1f %10.0f %10.0f %11.1f %9.1f %8.1f",
+                r["matrix_type"].get<std::string>().c_str(), r["attention"].get<std::string>().c_str(),
+                r["kv_type"].get<std::string>().c_str(), r["decode_bucket"].get<int>(), r["load_ms"].get<double>(),
+                r["conditioning_ms"].get<double>(), r["prefill_ms"].get<double>(),
+                r["prefill_with_voice_prefix_ms"].get<double>(), r["decode_ms_per_token"].get<double>(),
                 r["decode_ms_median"].get<double>(), r["decode_cpu_ms_per_token"].get<double>());
     if (r.contains("bound_ms"))
         std::printf(" %9.1f %6.2fx", r["bound_ms"].get<double>(), r["ratio_to_bound"].get<double>());
@@ -52,8 +53,9 @@ void run_t3(Backend &backend, const BackendOptions &backend_options, const std::
     if (with_bandwidth) options.bandwidth_gb_per_s = probe_read_bandwidth(backend, results);
     std::printf("T3 on %s, %d decode steps, cfg %.2g\n", backend.description().c_str(), options.decode_tokens,
                 double(options.cfg_weight));
-    std::printf("%-6s %-5s %-4s %6s %9s %8s %10s %11s %9s %8s %9s %7s\n", "matrix", "attn", "kv", "bucket", "load_ms",
-                "cond_ms", "prefill_ms", "decode_mean", "median", "cpu_ms", "bound_ms", "ratio");
+    std::printf("%-6s %-5s %-4s %6s %9s %8s %10s %10s %11s %9s %8s %9s %7s\n", "matrix", "attn", "kv", "bucket",
+                "load_ms", "cond_ms", "prefill_ms", "prefix_ms", "decode_mean", "median", "cpu_ms", "bound_ms",
+                "ratio");
     for (const std::string &w : weights) {
         options.weights = w;
         nlohmann::json row = bench::run_t3_bench(backend_options, options);

@@ -4,6 +4,7 @@
 #include "models/chatterbox/session.h"
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
+#include "models/chatterbox/t3/prefix_cache.h"
 #include "timing.h"
 
 #include <random>
@@ -91,6 +92,16 @@ nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions 
     const std::vector<double> &decode_ms = main_run.decode_ms;
     const Spread decode = spread_of(decode_ms);
 
+    // The same prefill with the voice's conditioning prefix kept (t3/prefix_cache.h): only the
+    // text and BOS positions are computed.
+    t3::PrefixCache prefixes(1);
+    const std::shared_ptr<const t3::KvPrefix> prefix = prefixes.get(session.t3(), cond_emb);
+    hooks.on_step = [](const t3::StepRecord &) { return false; };
+    t3::generate(session.t3(), cond_emb, text, params, hooks, prefix.get()); // builds its graph
+    start = Clock::now();
+    t3::generate(session.t3(), cond_emb, text, params, hooks, prefix.get());
+    const double prefixed_prefill_ms = ms_since(start);
+
     const int prefill_tokens = t3::prefill_length(hp, cond_emb, text);
     const int n_rows = options.cfg_weight > 0 ? 2 : 1;
     const size_t step_bytes =
@@ -107,6 +118,8 @@ nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions 
                        {"conditioning_ms", conditioning_ms},
                        {"prefill_tokens", prefill_tokens},
                        {"prefill_ms", prefill_ms},
+                       {"prefix_positions", prefix->length},
+                       {"prefill_with_voice_prefix_ms", prefixed_prefill_ms},
                        {"decode_tokens", decode_ms.size()},
                        {"decode_ms_per_token", decode.mean},
                        {"decode_ms_median", decode.median},

@@ -34,7 +34,8 @@ size_t decode_step_bytes(const t3::Model &model, int n_rows, double mean_positio
 
 // Runs the benchmark and returns its results as JSON (times in milliseconds):
 // {"weights", "matrix_type", "backend", "attention", "kv_type", "cfg_rows", "decode_bucket", "cache_capacity",
-//  "load_ms", "conditioning_ms", "prefill_tokens", "prefill_ms", "decode_tokens", "decode_ms_per_token" (mean),
+//  "load_ms", "conditioning_ms", "prefill_tokens", "prefill_ms", "prefix_positions", "prefill_with_voice_prefix_ms"
+//  (the same prefill with the conditioning's keys/values kept), "decode_tokens", "decode_ms_per_token" (mean),
 //  "decode_ms_median", "decode_cpu_ms_per_token", "graphs_built", "step_bytes", "bound_ms", "ratio_to_bound",
 //  "alignment_compare": {"rounds", "plain_ms_per_token", "alignment_ms_per_token", "plain_cpu_ms_per_token",
 //  "alignment_cpu_ms_per_token", "ratio" (of the mean times)} with alignment_rounds}.

@@ -1,7 +1,7 @@
 // chatterbox-server: OpenAI's text-to-speech API (POST /v1/audio/speech) over one loaded model.
 //
 //   chatterbox-server [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--sessions N] [--queue N] [-t N]
-//                     [--batch N]
+//                     [--batch N] [--voice-prefixes N]
 //                     [--voices DIR] [--max-upload-mb N] [--deadline-seconds S] [--drain-seconds S]
 //                     [--wyoming HOST:PORT [--no-http] [--wyoming-connections N]]
 //
@@ -89,6 +89,11 @@ int main(int argc, char **argv) {
     app.add_option("--batch", batch,
                    "decode T3 for up to N requests in one batch (continuous batching; also the default --sessions)")
         ->check(CLI::NonNegativeNumber);
+    int voice_prefixes = 16;
+    app.add_option("--voice-prefixes", voice_prefixes,
+                   "voices whose T3 conditioning prefix is kept (a request in one prefills only its text), 0 = off")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
     app.add_option("-t,--threads", options.threads, "CPU threads per session, 0 = all cores")
         ->capture_default_str()
         ->check(CLI::Range(0, 1024));
@@ -144,6 +149,7 @@ int main(int argc, char **argv) {
         engine_options.model_path = model_path(model);
         engine_options.backend.threads = options.threads;
         engine_options.batch = batch;
+        engine_options.voice_prefixes = voice_prefixes;
         // Requests share the batch only if as many run at once.
         if (batch > 0 && app.count("--sessions") == 0) options.sessions = batch;
         const chatterbox::Engine engine(engine_options);

@@ -60,6 +60,9 @@ Engine::Engine(const EngineOptions &options)
         batch.capacity = options.batch_capacity;
         t3_batch_ = std::make_unique<t3::BatchScheduler>(*t3_, options.backend, batch);
     }
+    if (options.voice_prefixes < 0)
+        throw InvalidArgument(concat("voice_prefixes is ", options.voice_prefixes, ", expected 0 (off) or more"));
+    if (options.voice_prefixes > 0) t3_prefixes_ = std::make_unique<t3::PrefixCache>(size_t(options.voice_prefixes));
     if (has(Component::flow))
         flow_ = std::make_unique<s3gen::FlowModel>(store, *weights_backend_, files_.hparams().flow);
     if (has(Component::vocoder))

@@ -16,6 +16,7 @@
 #include "models/chatterbox/s3gen/flow.h"
 #include "models/chatterbox/t3/batch_scheduler.h"
 #include "models/chatterbox/t3/model.h"
+#include "models/chatterbox/t3/prefix_cache.h"
 #include "models/chatterbox/text_frontend.h"
 #include "models/chatterbox/voice.h"
 #include "text/sentence_splitter.h"
@@ -49,6 +50,9 @@ struct EngineOptions {
     // requests share each step; 0 (default): each session decodes alone.
     int batch = 0;
     int batch_capacity = 1536; // cache positions per batched request (longer ones decode alone)
+    // Voices whose T3 conditioning prefix (its keys/values) is kept, so that a request in a kept
+    // voice prefills only its text (t3/prefix_cache.h); 0 (default): every prefill computes it.
+    int voice_prefixes = 0;
 };
 
 class Engine {
@@ -80,6 +84,8 @@ class Engine {
 
     // The T3 batch the sessions decode in, or nullptr (EngineOptions::batch 0).
     t3::BatchScheduler *t3_batch() const { return t3_batch_.get(); }
+    // The kept voice prefixes, or nullptr (EngineOptions::voice_prefixes 0).
+    t3::PrefixCache *t3_prefixes() const { return t3_prefixes_.get(); }
 
     int sample_rate() const;
     std::string description() const; // variant, weight type, backend
@@ -95,6 +101,7 @@ class Engine {
     std::unique_ptr<s3gen::FlowModel> flow_;
     std::unique_ptr<hift::VocoderModel> vocoder_;
     std::unique_ptr<t3::BatchScheduler> t3_batch_; // a service with its own thread, not model state
+    std::unique_ptr<t3::PrefixCache> t3_prefixes_; // filled by the sessions' requests
     mutable std::once_flag voice_builder_once_;
     mutable std::unique_ptr<VoiceBuilder> voice_builder_;
 };

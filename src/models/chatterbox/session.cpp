@@ -245,6 +245,9 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
     Request request(options, cancel_, engine_.sample_rate());
     request.progress("t3", 0.0f);
     const t3::CondEmbeddings cond = t3::encode_conditioning(model, backend_, voice.t3);
+    std::shared_ptr<const t3::KvPrefix> prefix;
+    if (engine_.t3_prefixes() && !options.params.sampling.guards.alignment)
+        prefix = engine_.t3_prefixes()->get(*t3_, cond);
     const ChunkPlan plan = options.stream ? options.chunks : ChunkPlan::offline();
     const int n = int(pieces.size());
     for (int i = 0; i < n; ++i) {
@@ -283,9 +286,9 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
             return !request.cancel_requested();
         };
         hooks.step_logits = false;
-        const t3::GenerationResult generated = engine_.t3_batch()
-                                                   ? engine_.t3_batch()->generate(*t3_, cond, framed, sampling, hooks)
-                                                   : t3::generate(*t3_, cond, framed, sampling, hooks);
+        const t3::GenerationResult generated =
+            engine_.t3_batch() ? engine_.t3_batch()->generate(*t3_, cond, framed, sampling, hooks, prefix.get())
+                               : t3::generate(*t3_, cond, framed, sampling, hooks, prefix.get());
         request.check_cancel();
         request.result().t3_steps += int(generated.tokens.size());
         request.result().eos_steps.push_back(generated.eos_step);

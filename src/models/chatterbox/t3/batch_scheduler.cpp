@@ -91,7 +91,7 @@ BatchStats BatchScheduler::stats() const {
 
 GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings &cond,
                                           const std::vector<int32_t> &text_tokens, const SamplingParams &params,
-                                          const GenerationHooks &hooks) {
+                                          const GenerationHooks &hooks, const KvPrefix *prefix) {
     Request request(session, hooks.step_logits);
     GenerationHooks relayed;
     relayed.forced_tokens = hooks.forced_tokens;
@@ -104,11 +104,11 @@ GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings
     request.positions = generation.prefill_length() + generation.reserved_steps() - 1;
     if (!generation.watched_heads().empty() || !batch_->fits(generation.n_rows(), request.positions) ||
         session.options().kv_type != options_.runtime.kv_type)
-        return t3::generate(session, cond, text_tokens, params, hooks);
+        return t3::generate(session, cond, text_tokens, params, hooks, prefix);
 
     session.watch_heads({});
     bool go_on = generation.step(session.prefill(generation.prefill_embeddings(), generation.n_rows(),
-                                                 generation.prefill_length(), generation.reserved_steps() - 1),
+                                                 generation.prefill_length(), generation.reserved_steps() - 1, prefix),
                                  nullptr);
     int stopped_at = -1; // the step whose on_step said stop (or threw)
     std::exception_ptr hook_error;

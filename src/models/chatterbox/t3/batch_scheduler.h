@@ -51,7 +51,8 @@ class BatchScheduler {
 
     // As generate(session, ...) in generate.h, with the decode steps in the batch; thread-safe.
     GenerationResult generate(Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
-                              const SamplingParams &params, const GenerationHooks &hooks = {});
+                              const SamplingParams &params, const GenerationHooks &hooks = {},
+                              const KvPrefix *prefix = nullptr);
 
     BatchStats stats() const;
     const BatchOptions &options() const { return options_; }

@@ -153,12 +153,13 @@ bool Generation::step(const std::vector<float> &raw, const Session::AttentionRow
 }
 
 GenerationResult generate(Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
-                          const SamplingParams &params, const GenerationHooks &hooks) {
+                          const SamplingParams &params, const GenerationHooks &hooks, const KvPrefix *prefix) {
     Generation generation(session.model(), cond, text_tokens, params, hooks);
     session.watch_heads(generation.watched_heads());
     // Step i feeds its token for step i + 1: at most reserved_steps - 1 tokens follow the prefill in the cache.
-    std::vector<float> raw = session.prefill(generation.prefill_embeddings(), generation.n_rows(),
-                                             generation.prefill_length(), generation.reserved_steps() - 1);
+    std::vector<float> raw =
+        session.prefill(generation.prefill_embeddings(), generation.n_rows(), generation.prefill_length(),
+                        generation.reserved_steps() - 1, generation.watched_heads().empty() ? prefix : nullptr);
     while (generation.step(raw, &session.watched_attention())) raw = session.decode(generation.next_embedding());
     return generation.result();
 }

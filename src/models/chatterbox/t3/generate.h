@@ -106,8 +106,11 @@ class Generation {
 // or Turbo's bare ids). Runs 2 CFG rows when params.cfg_weight > 0 and the recipe has guidance,
 // else one conditional row. Throws Error for invalid parameters or tokens, or a request longer
 // than the backbone's context (GPT-2's positions), before any computation.
+// prefix: the conditioning's keys/values (prefix_cache.h), so that the prefill computes only the
+// text and BOS; unused with the alignment analyzer (its attention rows cover the whole prefill).
 GenerationResult generate(Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
-                          const SamplingParams &params, const GenerationHooks &hooks = {});
+                          const SamplingParams &params, const GenerationHooks &hooks = {},
+                          const KvPrefix *prefix = nullptr);
 
 // The steps generate() may take for this text and params: max_new_tokens, or the length bound from
 // the text when params.guards asks for it (and ignore_eos is off) and it is lower.

@@ -64,6 +64,44 @@ void copy_rows(const KvCache &from, int from_row, KvCache &to, int to_row, int n
         }
 }
 
+size_t KvPrefix::bytes() const {
+    size_t total = 0;
+    for (size_t l = 0; l < k.size(); ++l) total += k[l].size() + v[l].size();
+    return total;
+}
+
+KvPrefix export_prefix(const KvCache &cache, int row, int length) {
+    if (row < 0 || row >= cache.n_rows() || length < 1 || length > cache.capacity())
+        fail("T3 KV prefix: row ", row, " x ", length, " positions are outside the cache of ", cache.n_rows(), " x ",
+             cache.capacity());
+    KvPrefix prefix;
+    prefix.length = length;
+    prefix.type = cache.type();
+    for (int l = 0; l < cache.n_layers(); ++l)
+        for (ggml_tensor *t : {cache.k(l), cache.v(l)}) {
+            std::vector<uint8_t> values(size_t(length) * t->nb[1]);
+            ggml_backend_tensor_get(t, values.data(), size_t(row) * t->nb[2], values.size());
+            (t == cache.k(l) ? prefix.k : prefix.v).push_back(std::move(values));
+        }
+    return prefix;
+}
+
+void import_prefix(KvCache &cache, const KvPrefix &prefix) {
+    if (prefix.type != cache.type() || int(prefix.k.size()) != cache.n_layers() ||
+        int(prefix.v.size()) != cache.n_layers() || prefix.length > cache.capacity())
+        fail("T3 KV prefix: a prefix of ", prefix.length, " positions (", ggml_type_name(prefix.type), ", ",
+             prefix.k.size(), " layers) does not fit this cache (", ggml_type_name(cache.type()), ", ",
+             cache.n_layers(), " layers, ", cache.capacity(), " positions)");
+    for (int l = 0; l < cache.n_layers(); ++l)
+        for (int kv = 0; kv < 2; ++kv) {
+            ggml_tensor *t = kv == 0 ? cache.k(l) : cache.v(l);
+            const std::vector<uint8_t> &values = (kv == 0 ? prefix.k : prefix.v)[size_t(l)];
+            if (values.size() != size_t(prefix.length) * t->nb[1]) fail("T3 KV prefix: layer ", l, " has a bad size");
+            for (int r = 0; r < cache.n_rows(); ++r)
+                ggml_backend_tensor_set(t, values.data(), size_t(r) * t->nb[2], values.size());
+        }
+}
+
 size_t KvCache::bytes() const { return buffer_ ? ggml_backend_buffer_get_size(buffer_) : 0; }
 
 } // namespace chatterbox::t3

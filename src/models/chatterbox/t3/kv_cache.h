@@ -9,6 +9,7 @@
 
 #include "ggml.h"
 
+#include <cstdint>
 #include <vector>
 
 namespace chatterbox::t3 {
@@ -37,6 +38,18 @@ class KvCache {
     ggml_backend_buffer_t buffer_ = nullptr;
     std::vector<ggml_tensor *> k_, v_;
 };
+
+// The keys and values of a sequence's first positions on the host, taken from one row of a cache
+// and put into every row of another: a voice's conditioning prefix, computed once and reused.
+struct KvPrefix {
+    int length = 0;
+    ggml_type type = GGML_TYPE_F16;
+    std::vector<std::vector<uint8_t>> k, v; // per layer: length x hidden values
+    size_t bytes() const;
+};
+KvPrefix export_prefix(const KvCache &cache, int row, int length);
+// Into every row of cache (same model and type, length within its capacity).
+void import_prefix(KvCache &cache, const KvPrefix &prefix);
 
 // Copies cache positions [0, n_positions) of rows [from_row, from_row + n_rows) of `from` to the same
 // positions of rows [to_row, to_row + n_rows) of `to` (the same cache too), every layer: a prefilled

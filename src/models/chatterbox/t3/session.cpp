@@ -52,34 +52,23 @@ void Session::ensure_cache(int n_rows, int positions) {
                                        options_.kv_type);
 }
 
-Session::Graph &Session::prefill_graph(int bucket) {
+Session::Graph &Session::prefill_graph(int bucket, int n_kv) {
     auto &graphs = prefill_graphs_[watched_.empty() ? 0 : 1];
-    auto found = graphs.find(bucket);
+    const auto key = std::make_pair(bucket, n_kv);
+    auto found = graphs.find(key);
     if (found != graphs.end()) return *found->second;
     auto g = std::make_unique<Graph>();
     g->runner = std::make_unique<GraphRunner>(backend_, kMaxGraphNodes);
     const int n_rows = cache_->n_rows();
-    g->in = make_backbone_inputs(*g->runner, model_.hparams(), n_rows, bucket, bucket);
+    g->in = make_backbone_inputs(*g->runner, model_.hparams(), n_rows, bucket, n_kv);
     g->last_index = g->runner->input("t3.last_index", GGML_TYPE_I32, {n_rows, 1});
     ggml_context *ctx = g->runner->ctx();
     watch(*g);
     ggml_tensor *hidden = build_decoder_layers(ctx, model_, *cache_, g->in, options_.attention);
     g->logits = build_speech_logits(ctx, model_, ggml_get_rows(ctx, hidden, g->last_index));
     build(*g);
-    // Positions, cache slots and the causal mask depend on the bucket alone: written once here.
-    std::vector<int32_t> positions(static_cast<size_t>(bucket));
-    std::iota(positions.begin(), positions.end(), 0);
-    const std::vector<int64_t> slots(positions.begin(), positions.end());
-    // Padding past a bounded position table (GPT-2's wpe) takes its last row: never attended to.
-    const int max_sequence = model_.hparams().max_sequence();
-    if (max_sequence > 0)
-        for (int32_t &p : positions) p = std::min(p, max_sequence - 1);
-    const std::vector<ggml_fp16_t> mask = causal_mask(bucket, bucket, 0);
-    g->runner->set_input(g->in.positions, positions);
-    g->runner->set_input(g->in.cache_slots, slots.data(), slots.size() * sizeof(int64_t));
-    g->runner->set_input(g->in.mask, mask.data(), mask.size() * sizeof(ggml_fp16_t));
     ++graphs_built_;
-    return *graphs.emplace(bucket, std::move(g)).first->second;
+    return *graphs.emplace(key, std::move(g)).first->second;
 }
 
 Session::Graph &Session::decode_graph(int n_kv) {
@@ -152,7 +141,8 @@ std::vector<float> Session::run(Graph &graph) {
     return graph.runner->read_f32(graph.logits);
 }
 
-std::vector<float> Session::prefill(const std::vector<float> &embeds, int n_rows, int length, int max_new_tokens) {
+std::vector<float> Session::prefill(const std::vector<float> &embeds, int n_rows, int length, int max_new_tokens,
+                                    const KvPrefix *prefix) {
     const size_t hidden = size_t(model_.hparams().hidden);
     if (n_rows < 1 || length < 1 || max_new_tokens < 0)
         fail("T3 prefill: invalid request of ", n_rows, " rows x ", length, " tokens + ", max_new_tokens, " new");
@@ -161,21 +151,46 @@ std::vector<float> Session::prefill(const std::vector<float> &embeds, int n_rows
         fail("T3 prefill: ", length, " tokens exceed the model's ", max_sequence, " positions");
     if (embeds.size() != size_t(n_rows) * size_t(length) * hidden)
         fail("T3 prefill: ", embeds.size(), " embedding values, expected ", n_rows, " x ", length, " x ", hidden);
-    const int bucket = round_up(length, options_.prefill_bucket);
-    ensure_cache(n_rows, std::max(bucket, length + max_new_tokens));
-    Graph &g = prefill_graph(bucket);
+    const int first = prefix ? prefix->length : 0; // the positions taken from the prefix
+    if (prefix && (first >= length || !watched_.empty()))
+        fail("T3 prefill: a prefix of ", first, " positions for ", length,
+             " (it must leave one to compute, with no "
+             "heads watched)");
+    const int computed = length - first;
+    const int bucket = round_up(computed, options_.prefill_bucket);
+    // The keys attended: as many as a whole prefill of the sequence attends to (with a prefix, the
+    // padding queries past them see fewer, which nothing reads).
+    const int n_kv = round_up(length, options_.prefill_bucket);
+    ensure_cache(n_rows, std::max({n_kv, first + bucket, length + max_new_tokens})); // the padding too has slots
+    if (prefix) import_prefix(*cache_, *prefix);
+    Graph &g = prefill_graph(bucket, n_kv);
 
     // Rows padded with zeros to the bucket; the padding's keys land in cache slots that decoding
     // overwrites before any query may see them.
     std::vector<float> padded(size_t(n_rows) * size_t(bucket) * hidden, 0.0f);
     for (int r = 0; r < n_rows; ++r)
-        std::copy_n(embeds.begin() + std::ptrdiff_t(size_t(r) * size_t(length) * hidden), size_t(length) * hidden,
-                    padded.begin() + std::ptrdiff_t(size_t(r) * size_t(bucket) * hidden));
+        std::copy_n(embeds.begin() + std::ptrdiff_t((size_t(r) * size_t(length) + size_t(first)) * hidden),
+                    size_t(computed) * hidden, padded.begin() + std::ptrdiff_t(size_t(r) * size_t(bucket) * hidden));
+    std::vector<int32_t> positions(static_cast<size_t>(bucket));
+    std::iota(positions.begin(), positions.end(), first);
+    const std::vector<int64_t> slots(positions.begin(), positions.end());
+    // Padding past a bounded position table (GPT-2's wpe) takes its last row: never attended to.
+    if (max_sequence > 0)
+        for (int32_t &p : positions) p = std::min(p, max_sequence - 1);
+    const std::vector<ggml_fp16_t> mask = causal_mask(bucket, n_kv, first);
     g.runner->set_input(g.in.embeds, padded);
-    g.runner->set_input(g.last_index, std::vector<int32_t>(size_t(n_rows), length - 1));
+    g.runner->set_input(g.in.positions, positions);
+    g.runner->set_input(g.in.cache_slots, slots.data(), slots.size() * sizeof(int64_t));
+    g.runner->set_input(g.in.mask, mask.data(), mask.size() * sizeof(ggml_fp16_t));
+    g.runner->set_input(g.last_index, std::vector<int32_t>(size_t(n_rows), computed - 1));
     std::vector<float> logits = run(g);
     length_ = length;
     return logits;
+}
+
+KvPrefix Session::export_prefix(int length) const {
+    if (!cache_ || length > length_) fail("T3 session: no sequence of ", length, " positions to export");
+    return t3::export_prefix(*cache_, 0, length);
 }
 
 std::vector<float> Session::decode(const std::vector<float> &embed) {

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace chatterbox::t3 {
@@ -37,7 +38,12 @@ class Session {
 
     // Starts a new sequence from embeds (n_rows, length, hidden), row-major, keeping room in the cache
     // for max_new_tokens more tokens. Returns the logits at the last position, (n_rows, speech_vocab).
-    std::vector<float> prefill(const std::vector<float> &embeds, int n_rows, int length, int max_new_tokens);
+    // With a prefix (the keys/values of the first prefix->length positions, the same for every row,
+    // as export_prefix gives them) only the positions after it are computed; not while heads are watched.
+    std::vector<float> prefill(const std::vector<float> &embeds, int n_rows, int length, int max_new_tokens,
+                               const KvPrefix *prefix = nullptr);
+    // The first `length` positions of row 0 of the sequence so far.
+    KvPrefix export_prefix(int length) const;
     // Feeds one token embedding (hidden) to every row at the next position; returns (n_rows, speech_vocab).
     std::vector<float> decode(const std::vector<float> &embed);
 
@@ -70,7 +76,7 @@ class Session {
   private:
     struct Graph;
     void ensure_cache(int n_rows, int positions);
-    Graph &prefill_graph(int bucket);
+    Graph &prefill_graph(int bucket, int n_kv);
     Graph &decode_graph(int n_kv);
     void show_positions(Graph &decode, int visible);
     void watch(Graph &graph) const; // before the layers are built: the watched heads join the graph
@@ -82,8 +88,8 @@ class Session {
     RuntimeOptions options_;
     std::unique_ptr<KvCache> cache_;
     // [0]: plain graphs, [1]: with the watched heads.
-    std::map<int, std::unique_ptr<Graph>> prefill_graphs_[2]; // by bucket length
-    std::map<int, std::unique_ptr<Graph>> decode_graphs_[2];  // by attended positions
+    std::map<std::pair<int, int>, std::unique_ptr<Graph>> prefill_graphs_[2]; // by (bucket length, attended positions)
+    std::map<int, std::unique_ptr<Graph>> decode_graphs_[2];                  // by attended positions
     std::vector<AttentionHead> watched_;
     AttentionRows attention_;
     int length_ = 0;
