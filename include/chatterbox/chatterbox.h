@@ -68,6 +68,10 @@ typedef struct chatterbox_engine_params {
     const char *model_path; /* official model folder or a GGUF from chatterbox-convert */
     const char *backend;    /* "cpu", "cuda" or NULL/"auto" (a GPU when one is usable, else the CPU) */
     int threads;            /* CPU threads; 0: all cores */
+    /* Which T3 of a model that has several: the multilingual model's "v2" (the default, as mtl_tts.py) or
+     * "v3" (also the file's name, "t3_mtl23ls_v3"). NULL or "": the default the folder holds. A T3 the model
+     * lacks, or any value for another variant, fails with CHATTERBOX_ERROR_MODEL naming the files. */
+    const char *t3_model;
 } chatterbox_engine_params;
 
 chatterbox_engine_params chatterbox_engine_default_params(void);

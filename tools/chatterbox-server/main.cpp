@@ -72,6 +72,10 @@ int main(int argc, char **argv) {
     app.add_option(
         "-m,--model", model,
         "official model folder or .gguf (default: $CHATTERBOX_MODEL, else ~/.cache/chatterbox/models/chatterbox)");
+    std::string t3_model;
+    app.add_option("--t3-model", t3_model,
+                   "which T3 of the multilingual folder: v2 (default, as the official from_pretrained) or v3")
+        ->type_name("NAME");
     app.add_option("--host", options.host, "address to listen on (loopback by default)")->capture_default_str();
     app.add_option("--port", options.port, "port to listen on, 0 = any free one")
         ->capture_default_str()
@@ -138,6 +142,7 @@ int main(int argc, char **argv) {
         chatterbox::EngineOptions engine_options;
         engine_options.model_path = model_path(model);
         engine_options.backend.threads = options.threads;
+        engine_options.open.t3_model = t3_model;
         const chatterbox::Engine engine(engine_options);
         chatterbox::server::Server server(engine, options);
         std::optional<chatterbox::server::WyomingServer> wyoming;

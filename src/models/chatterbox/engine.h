@@ -44,6 +44,7 @@ struct EngineOptions {
     std::string model_path; // official folder or GGUF
     BackendOptions backend; // the device of the weights; sessions compute on their own backend of it
     Components components = kAllComponents;
+    ModelOpenOptions open; // which T3 of a folder with several (multilingual v2 / v3)
 };
 
 class Engine {
