@@ -113,10 +113,13 @@ struct ZipCloser {
 } // namespace
 
 void write_torch_state_dict(const std::string &path, const std::vector<TensorView> &tensors, const std::string &root) {
-    std::vector<std::pair<std::string, std::string>> small = {{"data.pkl", state_dict_pickle(tensors)},
-                                                              {".format_version", "1"},
-                                                              {".storage_alignment", "64"},
-                                                              {"byteorder", "little"}};
+    write_torch_archive(path, state_dict_pickle(tensors), tensors, root);
+}
+
+void write_torch_archive(const std::string &path, const std::string &data_pkl, const std::vector<TensorView> &tensors,
+                         const std::string &root) {
+    const std::vector<std::pair<std::string, std::string>> small = {
+        {"data.pkl", data_pkl}, {".format_version", "1"}, {".storage_alignment", "64"}, {"byteorder", "little"}};
     int code = 0;
     std::unique_ptr<zip_t, ZipCloser> zip(zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &code));
     if (!zip) fail(path, ": cannot create the zip archive (libzip error ", code, ")");

@@ -25,4 +25,9 @@ namespace chatterbox::test {
 void write_torch_state_dict(const std::string &path, const std::vector<TensorView> &tensors,
                             const std::string &root = "archive");
 
+// The archive around any data.pkl: storages[i] is record data/<i> (a pickle may name them as its
+// persistent ids). For hand-written pickles in reader tests.
+void write_torch_archive(const std::string &path, const std::string &data_pkl, const std::vector<TensorView> &storages,
+                         const std::string &root = "archive");
+
 } // namespace chatterbox::test

@@ -1,6 +1,6 @@
 // The multilingual text front end: every case of the golden tokenizer_cases.json exact (punc_norm,
 // the encoder input, the ids), the Unicode steps (Python lower(), NFKD), the Korean, Japanese and
-// Chinese steps against known decompositions and readings, and the language table's errors.
+// Chinese steps against known decompositions, readings and word segmentations, and the language table's errors.
 
 #include "core/error.h"
 #include "support/test_support.h"
@@ -10,6 +10,7 @@
 #include "text/mtl_normalize.h"
 #include "text/mtl_tokenizer.h"
 #include "text/punc_norm.h"
+#include "text/word_segmenter.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -144,7 +145,24 @@ TEST(Cangjie, ChineseNeedsTheTable) {
     EXPECT_EQ(golden_tokenizer().encoder_input("ok 42.", "zh"), "[zh]ok[SPACE]42."); // nothing to code
     const MtlTokenizer with_table(BpeTokenizer::from_file(test::data_path("mtl/grapheme_mtl_merged_expanded_v1.json")),
                                   CangjieTable::from_json(R"(["你\tonf", "好\tvnd"])", "test"));
-    EXPECT_EQ(with_table.encoder_input("你好。", "zh"), "[zh][cj_o][cj_n][cj_f][cj_.][cj_v][cj_n][cj_d][cj_.]。");
+    // The words (你好 / 。) joined by a space first, as tokenizer.py does with pkuseg.
+    EXPECT_EQ(with_table.encoder_input("你好。", "zh"),
+              "[zh][cj_o][cj_n][cj_f][cj_.][cj_v][cj_n][cj_d][cj_.][SPACE]。");
+}
+
+// jieba's segmentation (cppjieba with jieba's dictionary and HMM): the examples of jieba's README
+// (accurate mode), one with a word the dictionary lacks (杭研, found by the HMM), and whitespace left out.
+TEST(ChineseWords, JiebaSegmentsLikeJieba) {
+    const WordSegmenter &jieba = chinese_segmenter();
+    EXPECT_EQ(jieba.cut("我来到北京清华大学"), (std::vector<std::string>{"我", "来到", "北京", "清华大学"}));
+    EXPECT_EQ(segmented("他来到了网易杭研大厦", jieba), "他 来到 了 网易 杭研 大厦");
+    EXPECT_EQ(segmented("小明硕士毕业于中国科学院计算所，后在日本京都大学深造", jieba),
+              "小明 硕士 毕业 于 中国科学院 计算所 ， 后 在 日本京都大学 深造");
+    EXPECT_EQ(segmented("  我 来到  北京 ", jieba), "我 来到 北京");
+    EXPECT_EQ(segmented("", jieba), "");
+    // Through the tokenizer: the spaces between words become [SPACE] (no Cangjie table: nothing coded).
+    EXPECT_EQ(golden_tokenizer().encoder_input("hello world 42", "zh"), "[zh]hello[SPACE]world[SPACE]42");
+    expect_error([] { jieba_segmenter("/nonexistent"); }, "/nonexistent/jieba.dict.utf8");
 }
 
 } // namespace chatterbox::text
