@@ -112,6 +112,16 @@ struct ZipCloser {
 
 } // namespace
 
+std::vector<TensorView> state_dict_of(const WeightStore &store, const std::string &prefix) {
+    std::vector<TensorView> out;
+    for (const std::string &name : store.names_with_prefix(prefix)) {
+        TensorView view = store.get(name);
+        view.name = name.substr(prefix.size());
+        out.push_back(view);
+    }
+    return out;
+}
+
 void write_torch_state_dict(const std::string &path, const std::vector<TensorView> &tensors, const std::string &root) {
     write_torch_archive(path, state_dict_pickle(tensors), tensors, root);
 }

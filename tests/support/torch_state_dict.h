@@ -14,6 +14,7 @@
 //   state {'_metadata': OrderedDict({'': {'version': 1}})}, the attribute state_dict() sets.
 
 #include "core/tensor.h"
+#include "core/weight_store.h"
 
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ namespace chatterbox::test {
 // another type or when the file cannot be written.
 void write_torch_state_dict(const std::string &path, const std::vector<TensorView> &tensors,
                             const std::string &root = "archive");
+
+// The tensors of store under prefix, named as in their checkpoint (without the prefix): a component's
+// state dict ("ve.", "s3gen.").
+std::vector<TensorView> state_dict_of(const WeightStore &store, const std::string &prefix);
 
 // The archive around any data.pkl: storages[i] is record data/<i> (a pickle may name them as its
 // persistent ids). For hand-written pickles in reader tests.

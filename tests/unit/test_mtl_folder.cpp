@@ -195,23 +195,12 @@ TEST(MtlFolder, ConversionTakesTheChosenT3AndTheGgufSaysWhich) {
     EXPECT_FALSE(fs::exists(dir + "/x.gguf"));
 }
 
-// The component's tensors of a store, under their checkpoint names (without the prefix).
-std::vector<TensorView> checkpoint_tensors(const WeightStore &store, const std::string &prefix) {
-    std::vector<TensorView> out;
-    for (const std::string &name : store.names_with_prefix(prefix)) {
-        TensorView view = store.get(name);
-        view.name = name.substr(prefix.size());
-        out.push_back(view);
-    }
-    return out;
-}
-
 TEST(MtlFolder, PublishedPtStateDictsReadBitEqualToTheirSafetensorsTwins) {
     const ModelFiles twins = ModelFiles::open(tiny_folder());
     const std::string pt_folder =
         linked_copy(tiny_folder(), test::temp_dir("mtl") + "/pt", {"ve.safetensors", "s3gen.safetensors"});
-    test::write_torch_state_dict(pt_folder + "/ve.pt", checkpoint_tensors(twins.weights(), "ve."));
-    test::write_torch_state_dict(pt_folder + "/s3gen.pt", checkpoint_tensors(twins.weights(), "s3gen."));
+    test::write_torch_state_dict(pt_folder + "/ve.pt", test::state_dict_of(twins.weights(), "ve."));
+    test::write_torch_state_dict(pt_folder + "/s3gen.pt", test::state_dict_of(twins.weights(), "s3gen."));
 
     const ModelFiles pt = ModelFiles::open(pt_folder);
     ASSERT_EQ(pt.weights().size(), twins.weights().size());
