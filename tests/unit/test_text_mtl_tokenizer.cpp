@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -187,6 +188,14 @@ TEST(ChineseWords, JiebaSegmentsLikeJieba) {
     EXPECT_EQ(segmented("", jieba), "");
     // Through the tokenizer: the spaces between words become [SPACE] (no Cangjie table: nothing coded).
     EXPECT_EQ(golden_tokenizer().encoder_input("hello world 42", "zh"), "[zh]hello[SPACE]world[SPACE]42");
+    // Every character comes back, whatever the script (CJK extension B, emoji, a combining accent).
+    const std::string mixed = "\U00020000\U0001F600ok\u0301 北京2024年\t\u3002";
+    std::string joined;
+    for (const std::string &word : jieba.cut(mixed)) joined += word;
+    std::string compact = mixed;
+    compact.erase(std::remove_if(compact.begin(), compact.end(), [](char c) { return c == ' ' || c == '\t'; }),
+                  compact.end());
+    EXPECT_EQ(joined, compact);
     expect_error([] { jieba_segmenter("/nonexistent"); }, "/nonexistent/jieba.dict.utf8");
 }
 
