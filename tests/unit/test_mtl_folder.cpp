@@ -138,6 +138,24 @@ TEST(MtlFolder, AskingForAT3TheModelLacksIsAnErrorNamingTheFiles) {
     EXPECT_EQ(chatterbox_engine_load(&params, &engine), CHATTERBOX_ERROR_MODEL);
     EXPECT_EQ(engine, nullptr);
     EXPECT_TRUE(test::contains(chatterbox_last_error(), "t3_mtl23ls_v3.safetensors"));
+
+    // The CLI and the server: a non-zero exit with the message, no audio.
+    const test::ToolRun cli = test::run_tool(
+        "chatterbox", {"-m", v2_only, "--t3-model", "v3", "-l", "fr", "-o", dir + "/x.wav", "-q", "Bonjour."});
+    EXPECT_NE(cli.exit_code, 0);
+    EXPECT_TRUE(test::contains(cli.err, "t3_mtl23ls_v3.safetensors"));
+    EXPECT_FALSE(fs::exists(dir + "/x.wav"));
+    const test::ToolRun server =
+        test::run_tool("chatterbox-server", {"-m", english, "--t3-model", "v3", "--port", "0"});
+    EXPECT_NE(server.exit_code, 0);
+    EXPECT_TRUE(test::contains(server.err, "this is the english model"));
+
+    // chatterbox-golden reads the golden case's "t3_model" (v3): a folder without v3 fails its stages.
+    const test::ToolRun golden = test::run_tool(
+        "chatterbox-golden", {"--case", test::mtl_golden_path("index.json"), "--inputs", test::mtl_golden_path(""),
+                              "--model", v2_only, "--out", dir + "/golden", "--only", "hift"});
+    EXPECT_EQ(golden.exit_code, 1);
+    EXPECT_TRUE(test::contains(golden.err, "t3_model \"v3\" asks for t3_mtl23ls_v3.safetensors"));
 }
 
 TEST(MtlFolder, TheEngineAndTheCApiLoadTheChosenT3) {
