@@ -68,6 +68,9 @@ typedef struct chatterbox_engine_params {
     const char *model_path; /* official model folder or a GGUF from chatterbox-convert */
     const char *backend;    /* "cpu", "cuda" or NULL/"auto" (a GPU when one is usable, else the CPU) */
     int threads;            /* CPU threads; 0: all cores */
+    /* T3 decode of up to this many concurrent session requests batched into one step each (continuous
+     * batching: a request gets the tokens it gets alone); 0 (default): each session decodes alone. */
+    int batch;
     /* Which T3 of a model that has several: the multilingual model's "v2" (the default, as mtl_tts.py) or
      * "v3" (also the file's name, "t3_mtl23ls_v3"). NULL or "": the default the folder holds. A T3 the model
      * lacks, or any value for another variant, fails with CHATTERBOX_ERROR_MODEL naming the files. */

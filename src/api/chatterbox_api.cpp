@@ -325,7 +325,7 @@ const char *chatterbox_status_name(chatterbox_status status) {
 
 const char *chatterbox_version(void) { return CHATTERBOX_VERSION; }
 
-chatterbox_engine_params chatterbox_engine_default_params(void) { return {nullptr, nullptr, 0, nullptr}; }
+chatterbox_engine_params chatterbox_engine_default_params(void) { return {nullptr, nullptr, 0, 0, nullptr}; }
 
 chatterbox_status chatterbox_engine_load(const chatterbox_engine_params *params, chatterbox_engine **engine) {
     if (engine) *engine = nullptr;
@@ -339,6 +339,9 @@ chatterbox_status chatterbox_engine_load(const chatterbox_engine_params *params,
         options.model_path = params->model_path;
         options.backend.device = backend_device(params->backend);
         options.backend.threads = params->threads;
+        if (params->batch < 0)
+            throw argument_error(chatterbox::concat("batch is ", params->batch, ", expected 0 (off) or more"));
+        options.batch = params->batch;
         if (params->t3_model) options.open.t3_model = params->t3_model;
         auto created = std::make_unique<chatterbox_engine>();
         created->engine = std::make_unique<chatterbox::Engine>(options);

@@ -206,6 +206,19 @@ std::string Metrics::exposition(const ServerGauges &gauges) const {
     write_header(out, "chatterbox_draining", "gauge", "1 while the server drains before it stops (SIGTERM).");
     write_sample(out, "chatterbox_draining", "", gauges.draining ? 1 : 0);
 
+    write_header(out, "chatterbox_t3_batch_size", "gauge", "Requests T3 decodes together at most (0: no batching).");
+    write_sample(out, "chatterbox_t3_batch_size", "", gauges.batch_size);
+    write_header(out, "chatterbox_t3_batch_requests", "gauge", "Requests in the T3 batch now.");
+    write_sample(out, "chatterbox_t3_batch_requests", "", gauges.batch_requests);
+    write_header(out, "chatterbox_t3_batch_waiting", "gauge", "Prefilled requests waiting for room in the T3 batch.");
+    write_sample(out, "chatterbox_t3_batch_waiting", "", gauges.batch_waiting);
+    write_header(out, "chatterbox_t3_batch_steps_total", "counter", "T3 batch decode steps run.");
+    write_sample(out, "chatterbox_t3_batch_steps_total", "", double(gauges.batch_steps));
+    write_header(out, "chatterbox_t3_batch_request_steps_total", "counter",
+                 "Requests decoded by the T3 batch steps, summed over the steps (divided by the steps: the mean "
+                 "occupancy).");
+    write_sample(out, "chatterbox_t3_batch_request_steps_total", "", double(gauges.batch_request_steps));
+
     // --- Wyoming
     write_header(out, "chatterbox_wyoming_events_total", "counter",
                  "Wyoming events received, by type (unknown types as other).");

@@ -10,6 +10,8 @@
 //   chatterbox_real_time_factor                             histogram  synthesis seconds / audio seconds
 //   chatterbox_audio_seconds_total, chatterbox_speech_tokens_total      counters of completed syntheses
 //   chatterbox_sessions, _sessions_busy, _queue_depth, _requests_in_flight, _draining     gauges
+//   chatterbox_t3_batch_size, _batch_requests, _batch_waiting                             gauges
+//   chatterbox_t3_batch_steps_total, _batch_request_steps_total    counters (their ratio: the mean occupancy)
 //   chatterbox_wyoming_events_total{type}                   counter    Wyoming events received (wyoming_server.h)
 //   chatterbox_wyoming_connections                          gauge      Wyoming connections open now
 //
@@ -53,6 +55,10 @@ class Histogram {
 struct ServerGauges {
     int sessions = 0, busy = 0, waiting = 0, in_flight = 0;
     bool draining = false;
+    // The T3 batch (t3/batch_scheduler.h): its size (0: no batching), requests in it and waiting
+    // for room, and since start the steps and the requests those steps decoded.
+    int batch_size = 0, batch_requests = 0, batch_waiting = 0;
+    uint64_t batch_steps = 0, batch_request_steps = 0;
 };
 
 // The Wyoming event types the server answers; any other type is counted as "other".

@@ -114,8 +114,9 @@ const NpyArray &GoldenRun::computed(const std::string &array_name) const {
 }
 
 std::unique_ptr<Engine> load_engine(const GoldenRun &run, Components components) {
-    auto engine = std::make_unique<Engine>(EngineOptions{run.model_path(), BackendOptions{"cpu", run.threads()},
-                                                         components, ModelOpenOptions{run.golden_case().t3_model}});
+    EngineOptions options{run.model_path(), BackendOptions{"cpu", run.threads()}, components};
+    options.open.t3_model = run.golden_case().t3_model;
+    auto engine = std::make_unique<Engine>(options);
     const Variant model = engine->files().hparams().variant;
     if (model != run.golden_case().variant)
         fail("the case is for the ", variant_name(run.golden_case().variant), " variant, the model ", run.model_path(),

@@ -1,6 +1,7 @@
 // chatterbox-server: OpenAI's text-to-speech API (POST /v1/audio/speech) over one loaded model.
 //
 //   chatterbox-server [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--sessions N] [--queue N] [-t N]
+//                     [--batch N]
 //                     [--voices DIR] [--max-upload-mb N] [--deadline-seconds S] [--drain-seconds S]
 //                     [--wyoming HOST:PORT [--no-http] [--wyoming-connections N]]
 //
@@ -88,6 +89,10 @@ int main(int argc, char **argv) {
     app.add_option("--queue", options.queue, "requests waiting for a session before 503")
         ->capture_default_str()
         ->check(CLI::Range(0, 4096));
+    int batch = 0;
+    app.add_option("--batch", batch,
+                   "decode T3 for up to N requests in one batch (continuous batching; also the default --sessions)")
+        ->check(CLI::NonNegativeNumber);
     app.add_option("-t,--threads", options.threads, "CPU threads per session, 0 = all cores")
         ->capture_default_str()
         ->check(CLI::Range(0, 1024));
@@ -142,6 +147,9 @@ int main(int argc, char **argv) {
         chatterbox::EngineOptions engine_options;
         engine_options.model_path = model_path(model);
         engine_options.backend.threads = options.threads;
+        engine_options.batch = batch;
+        // Requests share the batch only if as many run at once.
+        if (batch > 0 && app.count("--sessions") == 0) options.sessions = batch;
         engine_options.open.t3_model = t3_model;
         const chatterbox::Engine engine(engine_options);
         chatterbox::server::Server server(engine, options);
@@ -161,8 +169,9 @@ int main(int argc, char **argv) {
             if (wyoming) wyoming->stop(); // the drain has let its syntheses finish
             std::fprintf(stderr, "chatterbox-server: stopped (%d request(s) cancelled)\n", cancelled);
         });
-        std::fprintf(stderr, "chatterbox-server: %s; %d session(s), queue %d\n", engine.description().c_str(),
-                     options.sessions, options.queue);
+        std::fprintf(stderr, "chatterbox-server: %s; %d session(s), queue %d, T3 batch %s\n",
+                     engine.description().c_str(), options.sessions, options.queue,
+                     batch > 0 ? std::to_string(batch).c_str() : "off");
         if (!no_http)
             std::fprintf(stderr, "chatterbox-server: listening on http://%s:%d%s\n", options.host.c_str(), port,
                          options.api_key.empty() ? "" : " (API key required)");

@@ -53,6 +53,13 @@ Engine::Engine(const EngineOptions &options)
         text_ = std::make_unique<TextFrontEnd>(files_.tokenizer_json(), files_.path() + " tokenizer",
                                                files_.hparams().t3, files_.cangjie_json());
     if (has(Component::t3)) t3_ = std::make_unique<t3::Model>(store, *weights_backend_, files_.hparams().t3);
+    if (options.batch < 0) throw InvalidArgument(concat("batch is ", options.batch, ", expected 0 (off) or more"));
+    if (options.batch > 0 && t3_) {
+        t3::BatchOptions batch;
+        batch.max_sequences = options.batch;
+        batch.capacity = options.batch_capacity;
+        t3_batch_ = std::make_unique<t3::BatchScheduler>(*t3_, options.backend, batch);
+    }
     if (has(Component::flow))
         flow_ = std::make_unique<s3gen::FlowModel>(store, *weights_backend_, files_.hparams().flow);
     if (has(Component::vocoder))

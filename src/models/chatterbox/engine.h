@@ -14,6 +14,7 @@
 #include "models/chatterbox/hift/vocoder.h"
 #include "models/chatterbox/model_files.h"
 #include "models/chatterbox/s3gen/flow.h"
+#include "models/chatterbox/t3/batch_scheduler.h"
 #include "models/chatterbox/t3/model.h"
 #include "models/chatterbox/text_frontend.h"
 #include "models/chatterbox/voice.h"
@@ -44,7 +45,11 @@ struct EngineOptions {
     std::string model_path; // official folder or GGUF
     BackendOptions backend; // the device of the weights; sessions compute on their own backend of it
     Components components = kAllComponents;
-    ModelOpenOptions open; // which T3 of a folder with several (multilingual v2 / v3)
+    // T3 decode batched across the sessions' requests (t3/batch_scheduler.h): up to this many
+    // requests share each step; 0 (default): each session decodes alone.
+    int batch = 0;
+    int batch_capacity = 1536; // cache positions per batched request (longer ones decode alone)
+    ModelOpenOptions open;     // which T3 of a folder with several (multilingual v2 / v3)
 };
 
 class Engine {
@@ -74,6 +79,9 @@ class Engine {
     // TextFrontEnd); throws InvalidArgument for invalid UTF-8 or a language the model does not take.
     std::vector<text::TextPiece> split_text(std::string_view text, std::string_view language = {}) const;
 
+    // The T3 batch the sessions decode in, or nullptr (EngineOptions::batch 0).
+    t3::BatchScheduler *t3_batch() const { return t3_batch_.get(); }
+
     int sample_rate() const;
     std::string description() const; // variant, weight type, backend
 
@@ -87,6 +95,7 @@ class Engine {
     std::unique_ptr<t3::Model> t3_;
     std::unique_ptr<s3gen::FlowModel> flow_;
     std::unique_ptr<hift::VocoderModel> vocoder_;
+    std::unique_ptr<t3::BatchScheduler> t3_batch_; // a service with its own thread, not model state
     mutable std::once_flag voice_builder_once_;
     mutable std::unique_ptr<VoiceBuilder> voice_builder_;
 };

@@ -282,7 +282,10 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
             }
             return !request.cancel_requested();
         };
-        const t3::GenerationResult generated = t3::generate(*t3_, cond, framed, sampling, hooks);
+        hooks.step_logits = false;
+        const t3::GenerationResult generated = engine_.t3_batch()
+                                                   ? engine_.t3_batch()->generate(*t3_, cond, framed, sampling, hooks)
+                                                   : t3::generate(*t3_, cond, framed, sampling, hooks);
         request.check_cancel();
         request.result().t3_steps += int(generated.tokens.size());
         request.result().eos_steps.push_back(generated.eos_step);

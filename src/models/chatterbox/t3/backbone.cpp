@@ -50,25 +50,47 @@ BackboneInputs make_backbone_inputs(GraphRunner &graph, const HParams &hp, int n
     return in;
 }
 
+BackboneInputs make_batch_decode_inputs(GraphRunner &graph, const HParams &hp, int n_rows, int n_kv) {
+    BackboneInputs in;
+    in.n_tokens = 1;
+    in.n_kv = n_kv;
+    in.per_row = true;
+    in.embeds = graph.input("t3.embeds", GGML_TYPE_F32, {n_rows, 1, hp.hidden});
+    in.positions = graph.input("t3.positions", GGML_TYPE_I32, {n_rows});
+    in.cache_slots = graph.input("t3.cache_slots", GGML_TYPE_I64, {n_rows, 1});
+    in.mask = graph.input("t3.mask", GGML_TYPE_F16, {n_rows, 1, 1, n_kv});
+    return in;
+}
+
 void check_backbone_inputs(const KvCache &cache, const BackboneInputs &in) {
     if (in.n_kv > cache.capacity())
         fail("T3 backbone: attention over ", in.n_kv, " positions exceeds the cache capacity ", cache.capacity());
-    if (in.embeds->ne[2] != cache.n_rows())
+    if (in.embeds->ne[2] > cache.n_rows())
         fail("T3 backbone: ", in.embeds->ne[2], " rows but the cache holds ", cache.n_rows());
+    if (in.per_row && (in.n_tokens != 1 || in.watch))
+        fail("T3 backbone: a batch of sequences takes one token per row and watches no heads");
+}
+
+ggml_tensor *heads_for_positions(ggml_context *ctx, const BackboneInputs &in, ggml_tensor *heads) {
+    return in.per_row ? ggml_reshape_4d(ctx, heads, heads->ne[0], heads->ne[1], heads->ne[3], 1) : heads;
 }
 
 ggml_tensor *cached_self_attention(ggml_context *ctx, const HParams &hp, const KvCache &cache, int layer,
                                    const BackboneInputs &in, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v,
                                    nn::AttentionPath attention_path) {
     const int64_t n = in.n_tokens, n_rows = in.embeds->ne[2];
+    // The graph's rows of the cache: all of them, or the first n_rows of a batch.
+    const auto rows = [&](ggml_tensor *t) {
+        return n_rows == t->ne[2] ? t : ggml_view_3d(ctx, t, t->ne[0], t->ne[1], n_rows, t->nb[1], t->nb[2], 0);
+    };
     nn::AttentionOptions attention;
     attention.mask = in.mask; // causal over the cache, prepared on the host
     attention.path = attention_path;
     // The written caches (views of the cache tensors) carry the dependency to the attention reads.
     ggml_tensor *k_cache =
-        ggml_set_rows(ctx, cache.k(layer), ggml_reshape_3d(ctx, k, hp.hidden, n, n_rows), in.cache_slots);
+        ggml_set_rows(ctx, rows(cache.k(layer)), ggml_reshape_3d(ctx, k, hp.hidden, n, n_rows), in.cache_slots);
     ggml_tensor *v_cache =
-        ggml_set_rows(ctx, cache.v(layer), ggml_reshape_3d(ctx, v, hp.hidden, n, n_rows), in.cache_slots);
+        ggml_set_rows(ctx, rows(cache.v(layer)), ggml_reshape_3d(ctx, v, hp.hidden, n, n_rows), in.cache_slots);
     if (in.watch) add_watched_heads(ctx, hp, layer, in, q, k_cache, *in.watch);
     ggml_tensor *mixed = nn::attention(ctx, q, cache_heads(ctx, hp, k_cache, in.n_kv),
                                        cache_heads(ctx, hp, v_cache, in.n_kv), attention); // (hidden, n, n_rows)

@@ -30,9 +30,15 @@ struct BackboneInputs {
     ggml_tensor *cache_slots = nullptr; // i64 (n_tokens): cache positions the new keys/values go to
     ggml_tensor *mask = nullptr;        // f16 (n_tokens, n_kv): 0 where a token may attend, -inf elsewhere
     AttentionWatch *watch = nullptr;    // heads to watch, or none
+    // A batch of independent sequences, one token each (n_tokens 1): positions i32 (n_rows),
+    // cache_slots i64 (n_rows, 1) and mask f16 (n_rows, 1, 1, n_kv) are per row.
+    bool per_row = false;
 };
 
+// The graph's rows are the first n_rows rows of the cache (all of them, or fewer: a batch's rows in use).
 BackboneInputs make_backbone_inputs(GraphRunner &graph, const HParams &hp, int n_rows, int n_tokens, int n_kv);
+// Per-row inputs of one decode step over n_rows independent sequences (BackboneInputs::per_row).
+BackboneInputs make_batch_decode_inputs(GraphRunner &graph, const HParams &hp, int n_rows, int n_kv);
 
 // Writes the new keys/values into cache and runs every layer. Returns the residual stream
 // (hidden, n_tokens, n_rows) in ggml order, before the final norm.
@@ -50,6 +56,9 @@ ggml_tensor *cached_self_attention(ggml_context *ctx, const HParams &hp, const K
                                    nn::AttentionPath attention);
 
 // Checks in against cache (capacity, rows) before a backbone builds on it.
+// The rows of a sequence's tokens laid (head_dim, n_heads, n, n_rows), as the positions run: per
+// sequence (n), or one per row (per_row, n = 1: the rows are then the tokens).
+ggml_tensor *heads_for_positions(ggml_context *ctx, const BackboneInputs &in, ggml_tensor *heads);
 void check_backbone_inputs(const KvCache &cache, const BackboneInputs &in);
 
 // Mask values for n_tokens queries at positions first_query, first_query + 1, ... over n_kv cache

@@ -54,8 +54,10 @@ Gpt2Backbone::Gpt2Backbone(ModuleWeights &w, const HParams &hp) {
 ggml_tensor *Gpt2Backbone::layers_graph(ggml_context *ctx, const HParams &hp, const KvCache &cache,
                                         const BackboneInputs &in, nn::AttentionPath attention) const {
     const int64_t h = hp.hidden, n = in.n_tokens, n_rows = in.embeds->ne[2];
-    // inputs_embeds + wpe(position), the positions shared by every row.
-    ggml_tensor *x = ggml_add(ctx, in.embeds, ggml_get_rows(ctx, wpe, in.positions));
+    // inputs_embeds + wpe(position): the positions shared by every row, or one per row (a batch).
+    ggml_tensor *position_rows = ggml_get_rows(ctx, wpe, in.positions);
+    if (in.per_row) position_rows = ggml_reshape_3d(ctx, position_rows, h, 1, n_rows);
+    ggml_tensor *x = ggml_add(ctx, in.embeds, position_rows);
     x = ggml_reshape_2d(ctx, x, h, n * n_rows);
     // Rows [part * hidden, (part + 1) * hidden) of the fused projection, contiguous.
     auto part = [&](ggml_tensor *qkv, int index) {

@@ -9,11 +9,13 @@ namespace {
 // (hidden, n * n_rows) -> (head_dim, n_heads, n, n_rows), rotated: HF rotate-half pairs (d, d + 32)
 // are ggml's NEOX mode; the llama3 scaling enters through the frequency factors.
 ggml_tensor *rope(ggml_context *ctx, const HParams &hp, ggml_tensor *freq_factors, ggml_tensor *x,
-                  ggml_tensor *positions, int64_t n_rows) {
+                  const BackboneInputs &in, int64_t n_rows) {
     ggml_tensor *heads = ggml_reshape_4d(ctx, x, hp.head_dim, hp.n_heads, x->ne[1] / n_rows, n_rows);
-    return ggml_rope_ext(ctx, heads, positions, freq_factors, hp.head_dim, GGML_ROPE_TYPE_NEOX,
-                         hp.rope_original_max_positions, hp.rope_theta, /*freq_scale=*/1.0f, /*ext_factor=*/0.0f,
-                         /*attn_factor=*/1.0f, /*beta_fast=*/32.0f, /*beta_slow=*/1.0f);
+    ggml_tensor *rotated = ggml_rope_ext(ctx, heads_for_positions(ctx, in, heads), in.positions, freq_factors,
+                                         hp.head_dim, GGML_ROPE_TYPE_NEOX, hp.rope_original_max_positions,
+                                         hp.rope_theta, /*freq_scale=*/1.0f, /*ext_factor=*/0.0f,
+                                         /*attn_factor=*/1.0f, /*beta_fast=*/32.0f, /*beta_slow=*/1.0f);
+    return in.per_row ? ggml_reshape_4d(ctx, rotated, heads->ne[0], heads->ne[1], heads->ne[2], heads->ne[3]) : rotated;
 }
 
 } // namespace
@@ -51,8 +53,8 @@ ggml_tensor *LlamaBackbone::layers_graph(ggml_context *ctx, const HParams &hp, c
     for (int il = 0; il < hp.n_layers; ++il) {
         const LayerWeights &w = layers[size_t(il)];
         ggml_tensor *h = w.input_norm(ctx, x);
-        ggml_tensor *q = rope(ctx, hp, rope_freq_factors, w.q_proj(ctx, h), in.positions, n_rows);
-        ggml_tensor *k = rope(ctx, hp, rope_freq_factors, w.k_proj(ctx, h), in.positions, n_rows);
+        ggml_tensor *q = rope(ctx, hp, rope_freq_factors, w.q_proj(ctx, h), in, n_rows);
+        ggml_tensor *k = rope(ctx, hp, rope_freq_factors, w.k_proj(ctx, h), in, n_rows);
         ggml_tensor *mixed = cached_self_attention(ctx, hp, cache, il, in, q, k, w.v_proj(ctx, h), attention);
         x = ggml_add(ctx, x, w.o_proj(ctx, mixed));
         x = ggml_add(ctx, x, w.mlp(ctx, w.post_attention_norm(ctx, x)));

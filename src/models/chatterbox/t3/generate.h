@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace chatterbox::t3 {
@@ -33,6 +34,9 @@ struct LogitsLog {
 struct GenerationHooks {
     // Called after every step; returning false stops generation after that token (cancellation).
     std::function<bool(const StepRecord &)> on_step;
+    // Whether on_step reads the logits of its StepRecord; false lets a batch pass it only the step
+    // and token (the logit pointers are then null), sparing a copy of four vocab-sized rows per step.
+    bool step_logits = true;
     // Teacher forcing: step i takes forced_tokens[i] instead of a chosen token; generation stops when
     // they run out (or on EOS, even with ignore_eos, or max_new_tokens). Ids must be inside the speech
     // vocabulary.
@@ -50,6 +54,49 @@ struct GenerationResult {
     PieceEnd end = PieceEnd::max_tokens;
     int step_limit = 0;
     bool bound_by_text = false;
+};
+
+// One request's generation as a step machine, so that a loop over one session (generate() below)
+// and a batch scheduler stepping many requests in one graph (batch_scheduler.h) run the same
+// per-step logic: CFG combination, analyzer, sampler, guards, hooks. The caller prefills
+// prefill_embeddings() with watched_heads() watched, then feeds each step's logits to step() and,
+// while it returns true, decodes next_embedding() at the next position.
+class Generation {
+  public:
+    // Validates everything generate() does (Error before any computation).
+    Generation(const Model &model, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
+               const SamplingParams &params, const GenerationHooks &hooks = {});
+
+    int n_rows() const { return n_rows_; }                   // 2 with CFG, else 1
+    int prefill_length() const { return length_; }           // positions of the prefill
+    int reserved_steps() const { return reserved_steps_; }   // cache room: prefill + reserved_steps - 1 tokens
+    const std::vector<AttentionHead> &watched_heads() const; // the analyzer's heads, or none
+    // (n_rows, prefill_length, hidden), row-major.
+    std::vector<float> prefill_embeddings() const;
+
+    // Takes the token of the next step from raw (n_rows, vocab) backbone logits (the prefill's for
+    // step 0) and attention (the watched heads' rows of the same computation; nullptr when none are
+    // watched). Returns true when generation goes on: next_embedding() is then the next input.
+    bool step(const std::vector<float> &raw, const Session::AttentionRows *attention);
+    std::vector<float> next_embedding() const;
+    int steps_taken() const { return int(result_.tokens.size()); }
+    const GenerationResult &result() const { return result_; }
+
+  private:
+    const Model &model_;
+    const SamplerRecipe &recipe_;
+    SamplingParams params_;
+    GenerationHooks hooks_;
+    CondEmbeddings cond_;
+    std::vector<int32_t> text_tokens_;
+    bool use_cfg_ = false;
+    int n_rows_ = 1, length_ = 0, text_end_ = 0, reserved_steps_ = 0, max_steps_ = 0;
+    SpeechGuards guards_;
+    std::optional<AlignmentAnalyzer> analyzer_;
+    Rng rng_;
+    std::vector<int32_t> history_;
+    int32_t last_token_ = 0;
+    GenerationResult result_;
 };
 
 // params.guards (speech_guards.h) adds the length bound, the stop rules and the alignment analyzer

@@ -4,7 +4,9 @@
 
 #include "ggml-backend.h"
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace chatterbox::t3 {
 
@@ -38,6 +40,28 @@ KvCache::KvCache(Backend &backend, const HParams &hp, int n_rows, int capacity, 
 KvCache::~KvCache() {
     if (buffer_) ggml_backend_buffer_free(buffer_);
     if (ctx_) ggml_free(ctx_);
+}
+
+void copy_rows(const KvCache &from, int from_row, KvCache &to, int to_row, int n_rows, int n_positions) {
+    if (from.type() != to.type() || from.k(0)->ne[0] != to.k(0)->ne[0])
+        fail("T3 KV cache copy: the caches differ in type or width");
+    if (n_rows < 0 || n_positions < 0 || from_row < 0 || to_row < 0 || from_row + n_rows > from.n_rows() ||
+        to_row + n_rows > to.n_rows() || n_positions > from.capacity() || n_positions > to.capacity())
+        fail("T3 KV cache copy: rows [", from_row, ", ", from_row + n_rows, ") -> [", to_row, ", ", to_row + n_rows,
+             ") x ", n_positions, " positions do not fit caches of ", from.n_rows(), " x ", from.capacity(), " and ",
+             to.n_rows(), " x ", to.capacity());
+    std::vector<uint8_t> staging; // a row's positions; through the host, which every backend allows
+    for (int l = 0; l < from.n_layers(); ++l)
+        for (int kv = 0; kv < 2; ++kv) {
+            const ggml_tensor *src = kv == 0 ? from.k(l) : from.v(l);
+            ggml_tensor *dst = kv == 0 ? to.k(l) : to.v(l);
+            const size_t bytes = size_t(n_positions) * src->nb[1];
+            staging.resize(bytes);
+            for (int r = 0; r < n_rows; ++r) {
+                ggml_backend_tensor_get(src, staging.data(), size_t(from_row + r) * src->nb[2], bytes);
+                ggml_backend_tensor_set(dst, staging.data(), size_t(to_row + r) * dst->nb[2], bytes);
+            }
+        }
 }
 
 size_t KvCache::bytes() const { return buffer_ ? ggml_backend_buffer_get_size(buffer_) : 0; }

@@ -24,6 +24,7 @@ class KvCache {
     ggml_tensor *k(int layer) const { return k_[size_t(layer)]; }
     ggml_tensor *v(int layer) const { return v_[size_t(layer)]; }
     int n_rows() const { return n_rows_; }
+    int n_layers() const { return int(k_.size()); }
     int capacity() const { return capacity_; }
     ggml_type type() const { return type_; }
     size_t bytes() const;
@@ -36,5 +37,10 @@ class KvCache {
     ggml_backend_buffer_t buffer_ = nullptr;
     std::vector<ggml_tensor *> k_, v_;
 };
+
+// Copies cache positions [0, n_positions) of rows [from_row, from_row + n_rows) of `from` to the same
+// positions of rows [to_row, to_row + n_rows) of `to` (the same cache too), every layer: a prefilled
+// sequence joining a batch, or a batch closing a gap. The caches must be of one model and type.
+void copy_rows(const KvCache &from, int from_row, KvCache &to, int to_row, int n_rows, int n_positions);
 
 } // namespace chatterbox::t3

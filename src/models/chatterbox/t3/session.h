@@ -59,6 +59,8 @@ class Session {
     int length() const { return length_; } // positions in the cache
     int capacity() const { return cache_ ? cache_->capacity() : 0; }
     int n_rows() const { return cache_ ? cache_->n_rows() : 0; }
+    // The cache of the sequence so far (nullptr before the first prefill): a batch copies it on joining.
+    const KvCache *cache() const { return cache_.get(); }
     const Model &model() const { return model_; }
     Backend &backend() const { return backend_; }
     const RuntimeOptions &options() const { return options_; }

@@ -1,0 +1,231 @@
+#include "models/chatterbox/t3/batch_scheduler.h"
+
+#include "core/error.h"
+#include "models/chatterbox/t3/batch_session.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace chatterbox::t3 {
+
+namespace {
+
+// A StepRecord that outlives its step, for the caller's thread; the logits only when the hook reads them.
+struct StepCopy {
+    int step = 0;
+    bool logits = false;
+    std::vector<float> raw, cfg, penalized, processed;
+    int32_t token = 0;
+
+    StepCopy(const StepRecord &r, bool with_logits) : step(r.step), logits(with_logits), token(r.token) {
+        if (!with_logits) return;
+        raw = *r.raw;
+        cfg = *r.cfg;
+        penalized = *r.penalized;
+        processed = *r.processed;
+    }
+    StepRecord record() const {
+        if (!logits) return StepRecord{step, nullptr, nullptr, nullptr, nullptr, token};
+        return StepRecord{step, &raw, &cfg, &penalized, &processed, token};
+    }
+};
+
+} // namespace
+
+struct BatchScheduler::Request {
+    Request(Session &s, bool logits) : session(s), relay_logits(logits) {}
+    Session &session;
+    const bool relay_logits;
+    std::optional<Generation> generation;
+    int positions = 0; // cache positions the sequence may reach
+    int handle = -1;
+    std::atomic<bool> stop{false}; // the caller's on_step said stop
+    // Scheduler -> caller.
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::deque<StepCopy> steps;
+    bool done = false;
+    std::exception_ptr error;
+
+    void deliver(const StepRecord &record) {
+        std::lock_guard<std::mutex> lock(mutex);
+        steps.emplace_back(record, relay_logits);
+        changed.notify_one();
+    }
+    void finish(std::exception_ptr e = nullptr) {
+        std::lock_guard<std::mutex> lock(mutex);
+        done = true;
+        error = std::move(e);
+        changed.notify_one();
+    }
+};
+
+BatchScheduler::BatchScheduler(const Model &model, const BackendOptions &backend, const BatchOptions &options)
+    : model_(model), options_(options), backend_(backend) {
+    if (options.max_sequences < 1) fail("T3 batch: max_sequences is ", options.max_sequences, ", expected >= 1");
+    batch_ =
+        std::make_unique<BatchSession>(model, backend_, 2 * options.max_sequences, options.capacity, options.runtime);
+    thread_ = std::thread([this] { run(); });
+}
+
+BatchScheduler::~BatchScheduler() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+}
+
+BatchStats BatchScheduler::stats() const {
+    BatchStats s;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        s.waiting = int(waiting_.size());
+    }
+    s.active = active_count_.load();
+    s.steps = steps_.load();
+    s.sequence_steps = sequence_steps_.load();
+    return s;
+}
+
+GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings &cond,
+                                          const std::vector<int32_t> &text_tokens, const SamplingParams &params,
+                                          const GenerationHooks &hooks) {
+    Request request(session, hooks.step_logits);
+    GenerationHooks relayed;
+    relayed.forced_tokens = hooks.forced_tokens;
+    if (hooks.on_step)
+        relayed.on_step = [&request](const StepRecord &record) {
+            request.deliver(record);
+            return !request.stop.load();
+        };
+    Generation &generation = request.generation.emplace(session.model(), cond, text_tokens, params, relayed);
+    request.positions = generation.prefill_length() + generation.reserved_steps() - 1;
+    if (!generation.watched_heads().empty() || !batch_->fits(generation.n_rows(), request.positions) ||
+        session.options().kv_type != options_.runtime.kv_type)
+        return t3::generate(session, cond, text_tokens, params, hooks);
+
+    session.watch_heads({});
+    bool go_on = generation.step(session.prefill(generation.prefill_embeddings(), generation.n_rows(),
+                                                 generation.prefill_length(), generation.reserved_steps() - 1),
+                                 nullptr);
+    int stopped_at = -1; // the step whose on_step said stop
+    const auto relay_steps = [&](std::unique_lock<std::mutex> &lock) {
+        while (!request.steps.empty()) {
+            const StepCopy step = std::move(request.steps.front());
+            request.steps.pop_front();
+            lock.unlock();
+            if (stopped_at < 0 && !hooks.on_step(step.record())) {
+                stopped_at = step.step;
+                request.stop = true;
+            }
+            lock.lock();
+        }
+    };
+    {
+        std::unique_lock<std::mutex> lock(request.mutex);
+        relay_steps(lock);
+    }
+    if (go_on && !request.stop) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            waiting_.push_back(&request);
+        }
+        wake_.notify_one();
+        std::unique_lock<std::mutex> lock(request.mutex);
+        for (;;) {
+            request.changed.wait(lock, [&] { return !request.steps.empty() || request.done; });
+            relay_steps(lock);
+            if (request.done && request.steps.empty()) break;
+        }
+        if (request.error) std::rethrow_exception(request.error);
+    }
+    GenerationResult result = generation.result();
+    if (stopped_at >= 0) {
+        // As alone: generation ends after the step whose hook said stop, unless that step ended it anyway.
+        const bool ended_there = int(result.tokens.size()) == stopped_at + 1 &&
+                                 (result.end == PieceEnd::eos || result.end == PieceEnd::alignment ||
+                                  result.end == PieceEnd::token_repeat || result.end == PieceEnd::silence_tail);
+        if (!ended_there) {
+            result.tokens.resize(size_t(stopped_at) + 1);
+            result.end = PieceEnd::stopped;
+            if (result.eos_step > stopped_at) result.eos_step = -1;
+        }
+    }
+    return result;
+}
+
+void BatchScheduler::run() {
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            wake_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !active_.empty(); });
+            if (stopping_ && waiting_.empty() && active_.empty()) return;
+        }
+        admit_waiting();
+        if (!active_.empty()) step_batch();
+    }
+}
+
+void BatchScheduler::admit_waiting() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (!waiting_.empty()) {
+        Request *request = waiting_.front();
+        if (!batch_->has_room(request->generation->n_rows())) return;
+        waiting_.pop_front();
+        if (request->stop) { // said stop while waiting: nothing more to decode
+            request->finish();
+            continue;
+        }
+        try {
+            request->handle = batch_->join(request->session, request->positions);
+        } catch (...) {
+            request->finish(std::current_exception());
+            continue;
+        }
+        active_.push_back(request);
+        active_count_ = int(active_.size());
+    }
+}
+
+void BatchScheduler::step_batch() {
+    std::vector<BatchSession::Step> steps;
+    steps.reserve(active_.size());
+    for (Request *r : active_) steps.push_back({r->handle, r->generation->next_embedding()});
+    std::vector<std::vector<float>> logits;
+    try {
+        logits = batch_->decode(steps);
+    } catch (...) {
+        active_count_ = 0;
+        for (Request *r : active_) {
+            batch_->leave(r->handle);
+            r->finish(std::current_exception());
+        }
+        active_.clear();
+        return;
+    }
+    ++steps_;
+    sequence_steps_ += active_.size();
+    std::vector<Request *> still;
+    for (size_t i = 0; i < active_.size(); ++i) {
+        Request *r = active_[i];
+        std::exception_ptr error;
+        bool go_on = false;
+        try {
+            go_on = r->generation->step(logits[i], nullptr);
+        } catch (...) {
+            error = std::current_exception();
+        }
+        if (go_on) {
+            still.push_back(r);
+        } else {
+            batch_->leave(r->handle); // its rows are free for the next step
+            --active_count_;
+            r->finish(error);
+        }
+    }
+    active_ = std::move(still);
+}
+
+} // namespace chatterbox::t3

@@ -1,0 +1,158 @@
+#include "models/chatterbox/t3/batch_session.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace chatterbox::t3 {
+
+namespace {
+
+int round_up(int value, int step) { return (value + step - 1) / step * step; }
+
+constexpr size_t kMaxGraphNodes = 8192;
+// Decode graphs kept, by (rows, attended positions); past this many the oldest set is dropped
+// (each holds its own compute buffer).
+constexpr size_t kMaxGraphs = 64;
+
+} // namespace
+
+struct BatchSession::Graph {
+    std::unique_ptr<GraphRunner> runner;
+    BackboneInputs in;
+    ggml_tensor *logits = nullptr; // (n_rows, 1, speech_vocab)
+};
+
+BatchSession::BatchSession(const Model &model, Backend &backend, int max_rows, int capacity, RuntimeOptions options)
+    : model_(model), backend_(backend), options_(options), max_rows_(max_rows), capacity_(capacity) {
+    if (max_rows < 1 || capacity < 1 || options.decode_bucket < 1)
+        fail("T3 batch: invalid size ", max_rows, " rows x ", capacity, " positions (decode bucket ",
+             options.decode_bucket, ")");
+    const int max_sequence = model.hparams().max_sequence();
+    if (max_sequence > 0) capacity_ = std::min(capacity_, max_sequence);
+    cache_ = std::make_unique<KvCache>(backend, model.hparams(), max_rows_, capacity_, options.kv_type);
+}
+
+BatchSession::~BatchSession() {
+    graphs_.clear(); // they reference the cache tensors
+    cache_.reset();
+}
+
+int BatchSession::rows_in_use() const {
+    return sequences_.empty() ? 0 : sequences_.back().row + sequences_.back().n_rows;
+}
+
+BatchSession::Sequence &BatchSession::find(int handle) {
+    return const_cast<Sequence &>(std::as_const(*this).find(handle));
+}
+
+const BatchSession::Sequence &BatchSession::find(int handle) const {
+    for (const Sequence &s : sequences_)
+        if (s.handle == handle) return s;
+    fail("T3 batch: no sequence ", handle);
+}
+
+int BatchSession::length(int handle) const { return find(handle).length; }
+
+int BatchSession::join(const Session &prefilled, int positions) {
+    const KvCache *from = prefilled.cache();
+    if (!from || prefilled.length() == 0) fail("T3 batch: the session has no prefilled sequence");
+    const int n_rows = from->n_rows();
+    if (!fits(n_rows, positions) || positions < prefilled.length())
+        fail("T3 batch: a sequence of ", n_rows, " rows x ", positions, " positions does not fit ", max_rows_,
+             " rows x ", capacity_);
+    if (!has_room(n_rows)) fail("T3 batch: no room for ", n_rows, " more rows");
+    if (from->type() != cache_->type()) fail("T3 batch: the session's KV cache type differs from the batch's");
+    Sequence s;
+    s.handle = next_handle_++;
+    s.row = rows_in_use();
+    s.n_rows = n_rows;
+    s.length = prefilled.length();
+    s.positions = positions;
+    copy_rows(*from, 0, *cache_, s.row, n_rows, s.length);
+    sequences_.push_back(s);
+    return s.handle;
+}
+
+void BatchSession::leave(int handle) {
+    auto it = std::find_if(sequences_.begin(), sequences_.end(), [&](const Sequence &s) { return s.handle == handle; });
+    if (it == sequences_.end()) fail("T3 batch: no sequence ", handle);
+    int row = it->row;
+    it = sequences_.erase(it);
+    // Close the gap: the later sequences move up, so the rows in use stay the first ones.
+    for (; it != sequences_.end(); ++it) {
+        copy_rows(*cache_, it->row, *cache_, row, it->n_rows, it->length);
+        it->row = row;
+        row += it->n_rows;
+    }
+}
+
+BatchSession::Graph &BatchSession::decode_graph(int n_rows, int n_kv) {
+    const auto key = std::make_pair(n_rows, n_kv);
+    auto found = graphs_.find(key);
+    if (found != graphs_.end()) return *found->second;
+    if (graphs_.size() >= kMaxGraphs) graphs_.clear();
+    auto g = std::make_unique<Graph>();
+    g->runner = std::make_unique<GraphRunner>(backend_, kMaxGraphNodes);
+    g->in = make_batch_decode_inputs(*g->runner, model_.hparams(), n_rows, n_kv);
+    ggml_context *ctx = g->runner->ctx();
+    g->logits = build_speech_logits(ctx, model_, build_decoder_layers(ctx, model_, *cache_, g->in, options_.attention));
+    g->runner->build({g->logits});
+    ++graphs_built_;
+    return *graphs_.emplace(key, std::move(g)).first->second;
+}
+
+std::vector<std::vector<float>> BatchSession::decode(const std::vector<Step> &steps) {
+    const HParams &hp = model_.hparams();
+    const size_t hidden = size_t(hp.hidden), vocab = size_t(hp.speech_vocab);
+    if (steps.size() != sequences_.size())
+        fail("T3 batch decode: ", steps.size(), " inputs for ", sequences_.size(), " sequences");
+    std::vector<const Step *> by_row(sequences_.size(), nullptr);
+    int n_kv = 0;
+    for (const Step &step : steps) {
+        const Sequence &s = find(step.handle);
+        const size_t index = size_t(&s - sequences_.data());
+        if (by_row[index]) fail("T3 batch decode: sequence ", step.handle, " has two inputs");
+        if (step.embed.size() != hidden)
+            fail("T3 batch decode: embedding of ", step.embed.size(), " values, expected ", hidden);
+        if (s.length >= s.positions)
+            fail("T3 batch decode: sequence ", s.handle, " is at its ", s.positions, " reserved positions");
+        by_row[index] = &step;
+        n_kv = std::max(n_kv, std::min(round_up(s.length + 1, options_.decode_bucket), capacity_));
+    }
+    const int n_rows = rows_in_use();
+    Graph &g = decode_graph(n_rows, n_kv);
+    std::vector<float> embeds(size_t(n_rows) * hidden);
+    std::vector<int32_t> positions(static_cast<size_t>(n_rows));
+    std::vector<int64_t> slots(static_cast<size_t>(n_rows));
+    const ggml_fp16_t zero = ggml_fp32_to_fp16(0.0f), blocked = ggml_fp32_to_fp16(-INFINITY);
+    std::vector<ggml_fp16_t> mask(size_t(n_rows) * size_t(n_kv), blocked);
+    for (size_t i = 0; i < sequences_.size(); ++i) {
+        const Sequence &s = sequences_[i];
+        for (int r = s.row; r < s.row + s.n_rows; ++r) {
+            std::copy(by_row[i]->embed.begin(), by_row[i]->embed.end(),
+                      embeds.begin() + std::ptrdiff_t(size_t(r) * hidden));
+            positions[size_t(r)] = s.length;
+            slots[size_t(r)] = s.length;
+            std::fill_n(mask.begin() + std::ptrdiff_t(size_t(r) * size_t(n_kv)), s.length + 1, zero);
+        }
+    }
+    g.runner->set_input(g.in.embeds, embeds);
+    g.runner->set_input(g.in.positions, positions);
+    g.runner->set_input(g.in.cache_slots, slots.data(), slots.size() * sizeof(int64_t));
+    g.runner->set_input(g.in.mask, mask.data(), mask.size() * sizeof(ggml_fp16_t));
+    g.runner->compute();
+    const std::vector<float> logits = g.runner->read_f32(g.logits);
+    std::vector<std::vector<float>> out;
+    out.reserve(steps.size());
+    for (const Step &step : steps) {
+        Sequence &s = find(step.handle);
+        const auto first = logits.begin() + std::ptrdiff_t(size_t(s.row) * vocab);
+        out.emplace_back(first, first + std::ptrdiff_t(size_t(s.n_rows) * vocab));
+    }
+    for (Sequence &s : sequences_) ++s.length;
+    return out;
+}
+
+} // namespace chatterbox::t3

@@ -1,0 +1,271 @@
+// needs: tiny-model tiny-turbo-model
+// T3 decode batched across requests (t3/batch_session.h, t3/batch_scheduler.h), on the tiny models
+// (Llama with CFG rows, GPT-2 without): sequences of different lengths that join and leave
+// mid-batch get, step for step, the logits they get alone; the scheduler gives every request the
+// tokens it gives alone (sampling with its own seed, guidance or not, different lengths, from many
+// threads); a request whose hook stops it ends as alone and frees its rows at once.
+
+#include "core/backend.h"
+#include "models/chatterbox/engine.h"
+#include "models/chatterbox/t3/batch_scheduler.h"
+#include "models/chatterbox/t3/batch_session.h"
+#include "models/chatterbox/t3/embeddings.h"
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+using namespace chatterbox;
+using namespace chatterbox::t3;
+
+namespace {
+
+struct TinyT3 {
+    std::unique_ptr<Engine> engine;
+    std::unique_ptr<Backend> backend;
+    CondEmbeddings cond;
+
+    explicit TinyT3(const std::string &path) {
+        EngineOptions options;
+        options.model_path = path;
+        options.backend.threads = 2;
+        options.components = components(Component::t3, Component::text);
+        engine = std::make_unique<Engine>(options);
+        backend = std::make_unique<Backend>(options.backend);
+        cond = encode_conditioning(engine->t3(), *backend, engine->builtin_voice(0.5f).t3);
+    }
+    const Model &model() const { return engine->t3(); }
+    const HParams &hp() const { return engine->t3().hparams(); }
+
+    // n_ids text ids, framed as the model takes them.
+    std::vector<int32_t> text(int n_ids) const {
+        std::vector<int32_t> ids;
+        if (hp().framed_text != 0) ids.push_back(hp().start_text_token);
+        for (int i = 0; i < n_ids; ++i) ids.push_back(1 + (i * 37) % (hp().text_vocab - 3));
+        if (hp().framed_text != 0) ids.push_back(hp().stop_text_token);
+        return ids;
+    }
+};
+
+RuntimeOptions runtime(nn::AttentionPath attention, ggml_type kv_type) {
+    RuntimeOptions o;
+    o.attention = attention;
+    o.kv_type = kv_type;
+    return o;
+}
+
+class T3Batch : public ::testing::TestWithParam<const char *> {
+  protected:
+    static TinyT3 &model(const std::string &name) {
+        static TinyT3 llama(test::tiny_model_path()), gpt2(test::tiny_turbo_model_path());
+        return name == "llama" ? llama : gpt2;
+    }
+    TinyT3 &t3() const { return model(GetParam()); }
+};
+
+// One request's decode, fed the same tokens alone or in a batch.
+struct Sequence {
+    int n_rows = 0, text_ids = 0, join_step = 0, steps = 0; // joins the batch at join_step, decodes `steps` tokens
+    std::vector<float> prefill_embeds;
+    int length = 0;
+    std::vector<std::vector<float>> alone; // logits of each decode step, alone
+};
+
+int32_t token_of(int sequence, int step, const HParams &hp) {
+    return (sequence * 53 + step * 101) % hp.speech_token_limit;
+}
+
+TEST_P(T3Batch, SequencesJoiningAndLeavingGetTheirLogitsAlone) {
+    TinyT3 &m = t3();
+    const bool cfg = m.hp().variant != Variant::turbo;
+    for (const auto &[attention, kv_type] :
+         {std::pair{nn::AttentionPath::plain, GGML_TYPE_F32}, std::pair{nn::AttentionPath::flash, GGML_TYPE_F16}}) {
+        SCOPED_TRACE(attention == nn::AttentionPath::flash ? "flash, f16 cache" : "plain, f32 cache");
+        // Different prefill lengths, rows (a guided request and one without), join steps and lengths:
+        // the batch grows to four, shrinks as the short ones leave, and a newcomer takes freed rows.
+        std::vector<Sequence> sequences{{cfg ? 2 : 1, 30, 0, 70},
+                                        {1, 5, 0, 20},
+                                        {cfg ? 2 : 1, 12, 3, 90},
+                                        {1, 40, 10, 15},
+                                        {cfg ? 2 : 1, 8, 30, 40}};
+        for (size_t i = 0; i < sequences.size(); ++i) {
+            Sequence &s = sequences[i];
+            const std::vector<int32_t> ids = m.text(s.text_ids);
+            s.length = prefill_length(m.hp(), m.cond, ids);
+            s.prefill_embeds = prefill_embeddings(m.model(), m.cond, ids, s.n_rows);
+            Session alone(m.model(), *m.backend, runtime(attention, kv_type));
+            alone.prefill(s.prefill_embeds, s.n_rows, s.length, s.steps);
+            for (int step = 0; step < s.steps; ++step)
+                s.alone.push_back(
+                    alone.decode(speech_token_embedding(m.model(), token_of(int(i), step, m.hp()), step + 1)));
+        }
+        BatchSession batch(m.model(), *m.backend, /*max_rows=*/6, /*capacity=*/1024, runtime(attention, kv_type));
+        std::vector<std::unique_ptr<Session>> prefills;
+        std::vector<int> handle(sequences.size(), -1), done(sequences.size(), 0);
+        int max_in_batch = 0;
+        for (int clock = 0;; ++clock) {
+            for (size_t i = 0; i < sequences.size(); ++i) {
+                Sequence &s = sequences[i];
+                if (s.join_step != clock) continue;
+                prefills.push_back(std::make_unique<Session>(m.model(), *m.backend, runtime(attention, kv_type)));
+                prefills.back()->prefill(s.prefill_embeds, s.n_rows, s.length, s.steps);
+                handle[i] = batch.join(*prefills.back(), s.length + s.steps);
+            }
+            std::vector<BatchSession::Step> steps;
+            std::vector<size_t> which;
+            for (size_t i = 0; i < sequences.size(); ++i)
+                if (handle[i] >= 0) {
+                    steps.push_back(
+                        {handle[i], speech_token_embedding(m.model(), token_of(int(i), done[i], m.hp()), done[i] + 1)});
+                    which.push_back(i);
+                }
+            if (steps.empty()) {
+                if (clock > 40) break;
+                continue;
+            }
+            max_in_batch = std::max(max_in_batch, batch.sequences());
+            const std::vector<std::vector<float>> logits = batch.decode(steps);
+            for (size_t k = 0; k < which.size(); ++k) {
+                const size_t i = which[k];
+                // Equal up to the rounding of kernels chosen by shape (the batch's matrix products
+                // are wider, and flash attention splits rows by the thread count, which follows the
+                // load): measured up to 3e-5.
+                const std::vector<float> &want = sequences[i].alone[size_t(done[i])];
+                ASSERT_EQ(logits[k].size(), want.size());
+                float worst = 0;
+                for (size_t j = 0; j < want.size(); ++j) worst = std::max(worst, std::abs(logits[k][j] - want[j]));
+                ASSERT_LT(worst, 1e-4f) << "sequence " << i << ", step " << done[i];
+                if (++done[i] == sequences[i].steps) {
+                    batch.leave(handle[i]);
+                    handle[i] = -1;
+                }
+            }
+        }
+        for (size_t i = 0; i < sequences.size(); ++i) EXPECT_EQ(done[i], sequences[i].steps) << i;
+        EXPECT_EQ(max_in_batch, 4);
+        EXPECT_EQ(batch.rows_in_use(), 0);
+    }
+}
+
+TEST_P(T3Batch, JoiningWithoutRoomOrPastTheCapacityIsAnError) {
+    TinyT3 &m = t3();
+    const std::vector<int32_t> ids = m.text(10);
+    const int length = prefill_length(m.hp(), m.cond, ids);
+    BatchSession batch(m.model(), *m.backend, /*max_rows=*/2, /*capacity=*/length + 8);
+    Session session(m.model(), *m.backend);
+    session.prefill(prefill_embeddings(m.model(), m.cond, ids, 1), 1, length, 8);
+    EXPECT_THROW(batch.join(session, length + 9), Error);
+    batch.join(session, length + 8);
+    batch.join(session, length + 8);
+    EXPECT_THROW(batch.join(session, length + 8), Error);
+    Session empty(m.model(), *m.backend);
+    EXPECT_THROW(batch.join(empty, 10), Error);
+}
+
+// Sampled generation: each request's own seed, length, guidance.
+struct RequestSpec {
+    int text_ids;
+    uint64_t seed;
+    int max_new_tokens;
+    float cfg_weight;
+};
+
+SamplingParams sampling(const RequestSpec &r) {
+    SamplingParams p;
+    p.seed = r.seed;
+    p.max_new_tokens = r.max_new_tokens;
+    p.cfg_weight = r.cfg_weight;
+    p.temperature = 1.5f; // varied tokens, EOS rare
+    return p;
+}
+
+TEST_P(T3Batch, ScheduledRequestsGetTheTokensTheyGetAlone) {
+    TinyT3 &m = t3();
+    const std::vector<RequestSpec> specs{{20, 1, 60, 0.5f}, {6, 2, 25, 0.0f}, {33, 3, 90, 0.5f},
+                                         {12, 4, 40, 0.5f}, {3, 5, 70, 0.0f}, {25, 6, 15, 0.5f}};
+    std::vector<GenerationResult> alone;
+    for (const RequestSpec &r : specs) {
+        Session session(m.model(), *m.backend);
+        alone.push_back(generate(session, m.cond, m.text(r.text_ids), sampling(r)));
+    }
+    BatchOptions options;
+    options.max_sequences = 3; // fewer than the requests: some wait for room
+    options.capacity = 1024;
+    BatchScheduler scheduler(m.model(), m.engine->options().backend, options);
+    std::vector<std::future<GenerationResult>> batched;
+    for (const RequestSpec &r : specs)
+        batched.push_back(std::async(std::launch::async, [&, r] {
+            Backend backend(m.engine->options().backend); // a request's own, as an engine Session has
+            Session session(m.model(), backend);
+            std::vector<int32_t> seen;
+            GenerationHooks hooks;
+            hooks.step_logits = false;
+            hooks.on_step = [&](const StepRecord &step) {
+                EXPECT_EQ(step.raw, nullptr);
+                EXPECT_EQ(step.step, int(seen.size()));
+                seen.push_back(step.token);
+                return true;
+            };
+            GenerationResult result = scheduler.generate(session, m.cond, m.text(r.text_ids), sampling(r), hooks);
+            EXPECT_EQ(seen, result.tokens) << "the hook saw every token, in order";
+            return result;
+        }));
+    for (size_t i = 0; i < specs.size(); ++i) {
+        const GenerationResult result = batched[i].get();
+        EXPECT_EQ(result.tokens, alone[i].tokens) << "request " << i;
+        EXPECT_EQ(result.end, alone[i].end) << "request " << i;
+        EXPECT_EQ(result.eos_step, alone[i].eos_step) << "request " << i;
+    }
+    const BatchStats stats = scheduler.stats();
+    EXPECT_EQ(stats.active, 0);
+    EXPECT_GT(stats.sequence_steps, stats.steps) << "no step decoded more than one request";
+}
+
+// Waits (bounded) until the scheduler's stats satisfy `ready`.
+template <class Ready> bool wait_for(const BatchScheduler &scheduler, Ready ready) {
+    for (int i = 0; i < 3000; ++i) {
+        if (ready(scheduler.stats())) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+}
+
+TEST_P(T3Batch, AStoppedRequestEndsAsAloneAndFreesItsRowsAtOnce) {
+    TinyT3 &m = t3();
+    const RequestSpec spec{15, 7, 200, 0.5f}, next{10, 8, 30, 0.5f};
+    constexpr int kStopAt = 9;
+    GenerationHooks hooks;
+    hooks.on_step = [](const StepRecord &step) { return step.step < kStopAt; };
+    Session session(m.model(), *m.backend);
+    const GenerationResult alone = generate(session, m.cond, m.text(spec.text_ids), sampling(spec), hooks);
+    ASSERT_EQ(alone.end, PieceEnd::stopped);
+    ASSERT_EQ(alone.tokens.size(), size_t(kStopAt) + 1);
+
+    BatchOptions options;
+    options.max_sequences = 1; // the next request waits for the stopped one's rows
+    BatchScheduler scheduler(m.model(), m.engine->options().backend, options);
+    std::future<GenerationResult> stopped = std::async(std::launch::async, [&] {
+        return scheduler.generate(session, m.cond, m.text(spec.text_ids), sampling(spec), hooks);
+    });
+    ASSERT_TRUE(wait_for(scheduler, [](const BatchStats &s) { return s.active == 1; }));
+    std::future<GenerationResult> waiting = std::async(std::launch::async, [&] {
+        Backend backend(m.engine->options().backend);
+        Session s(m.model(), backend);
+        return scheduler.generate(s, m.cond, m.text(next.text_ids), sampling(next));
+    });
+    const GenerationResult result = stopped.get();
+    EXPECT_EQ(result.tokens, alone.tokens);
+    EXPECT_EQ(result.end, PieceEnd::stopped);
+    const GenerationResult after = waiting.get();
+    // The stopped request decoded a few steps past its stop at most (its hook runs on its own
+    // thread), far from its 200: then the waiting one took the rows.
+    const BatchStats stats = scheduler.stats();
+    EXPECT_LE(stats.steps, uint64_t(kStopAt + 6) + after.tokens.size());
+    EXPECT_EQ(stats.active, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backbones, T3Batch, ::testing::Values("llama", "gpt2"));
+
+} // namespace
