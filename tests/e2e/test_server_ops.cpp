@@ -5,7 +5,8 @@
 // whole (not streamed) synthesis cancels it long before it would have ended; SIGTERM drains the real
 // chatterbox-server (the request in flight completes, new ones get 503, /ready 503, exit 0) and a
 // drain that runs out of time cancels what is left; clients connecting faster than the accept loop
-// takes them are all served.
+// takes them are all served; with --batch, concurrent requests share the T3 batch and a client that
+// hangs up leaves it at once.
 
 #include "support/server_test_support.h"
 #include "support/test_support.h"
@@ -293,3 +294,39 @@ TEST(ServerProcessOps, ADrainThatRunsOutOfTimeCancelsWhatIsLeft) {
 }
 
 } // namespace
+
+// --batch: concurrent requests share the T3 batch (the metrics count steps that decoded both), a
+// client that hangs up mid-batch frees its place at once, and the server keeps serving.
+TEST(ServerProcessOps, ABatchingServerDecodesConcurrentRequestsTogether) {
+    test::ServerProcess process({"--batch", "2"});
+    ASSERT_GT(process.port(), 0);
+    EXPECT_TRUE(test::contains(process.log(), "2 session(s)")) << process.log(); // --sessions follows --batch
+    EXPECT_TRUE(test::contains(process.log(), "T3 batch 2")) << process.log();
+    std::vector<std::future<int>> statuses;
+    for (int i = 0; i < 2; ++i)
+        statuses.push_back(std::async(std::launch::async, [&process] {
+            httplib::Client client = process.client();
+            auto result = post(client, long_request(60));
+            return result ? result->status : -1;
+        }));
+    for (auto &status : statuses) EXPECT_EQ(status.get(), 200);
+    httplib::Client client = process.client();
+    std::string metrics = metrics_of(client);
+    EXPECT_EQ(sample(metrics, "chatterbox_t3_batch_size"), 2);
+    EXPECT_EQ(sample(metrics, "chatterbox_t3_batch_requests"), 0);
+    const double steps = sample(metrics, "chatterbox_t3_batch_steps_total");
+    EXPECT_GE(steps, 59) << "each request decodes its 59 tokens after the prefill in the batch";
+    EXPECT_GT(sample(metrics, "chatterbox_t3_batch_request_steps_total"), steps) << "no step decoded both";
+
+    {
+        httplib::Client impatient = process.client();
+        impatient.set_read_timeout(1, 0);
+        EXPECT_FALSE(post(impatient, long_request()));
+    }
+    EXPECT_TRUE(eventually([&] { return sample(metrics_of(client), "chatterbox_t3_batch_requests") == 0; },
+                           std::chrono::seconds(10)))
+        << "the request of the client that hung up is still in the batch";
+    auto next = post(client, speech("Next, please.", 2, 10));
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->status, 200);
+}

@@ -3,7 +3,8 @@
 // (Llama with CFG rows, GPT-2 without): sequences of different lengths that join and leave
 // mid-batch get, step for step, the logits they get alone; the scheduler gives every request the
 // tokens it gives alone (sampling with its own seed, guidance or not, different lengths, from many
-// threads); a request whose hook stops it ends as alone and frees its rows at once.
+// threads); a request whose hook stops it ends as alone and frees its rows at once, and one whose
+// hook throws leaves the batch before the exception reaches the caller.
 
 #include "core/backend.h"
 #include "models/chatterbox/engine.h"
@@ -264,6 +265,23 @@ TEST_P(T3Batch, AStoppedRequestEndsAsAloneAndFreesItsRowsAtOnce) {
     const BatchStats stats = scheduler.stats();
     EXPECT_LE(stats.steps, uint64_t(kStopAt + 6) + after.tokens.size());
     EXPECT_EQ(stats.active, 0);
+}
+
+TEST_P(T3Batch, AHookThatThrowsLeavesTheBatchBeforeTheCallRethrows) {
+    TinyT3 &m = t3();
+    BatchOptions options;
+    options.max_sequences = 2;
+    BatchScheduler scheduler(m.model(), m.engine->options().backend, options);
+    GenerationHooks hooks;
+    hooks.on_step = [](const StepRecord &step) {
+        if (step.step == 5) throw Cancelled("stop here");
+        return true;
+    };
+    Session session(m.model(), *m.backend);
+    EXPECT_THROW(scheduler.generate(session, m.cond, m.text(12), sampling({12, 9, 200, 0.5f}), hooks), Cancelled);
+    EXPECT_EQ(scheduler.stats().active, 0);
+    const GenerationResult after = scheduler.generate(session, m.cond, m.text(12), sampling({12, 9, 20, 0.5f}));
+    EXPECT_EQ(after.tokens.size(), size_t(20));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backbones, T3Batch, ::testing::Values("llama", "gpt2"));

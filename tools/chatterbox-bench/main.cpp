@@ -6,6 +6,7 @@
 //                             [--no-split] [--json FILE]
 //   chatterbox-bench server --weights DIR_OR_GGUF [--clients N ...] [--requests N] [--max-tokens N] [--json FILE]
 
+#include "batch_bench.h"
 #include "core/backend.h"
 #include "core/error.h"
 #include "matmul_probe.h"
@@ -158,9 +159,9 @@ void run_pipeline(Backend &backend, const BackendOptions &backend_options, const
 
 void run_server(const BackendOptions &backend_options, const bench::ServerBenchOptions &options,
                 nlohmann::json &results) {
-    std::printf("server, %d thread(s) per session: \"%s\", max_new_tokens %d%s, %d streamed pcm request(s) per "
-                "client\n",
-                options.session_threads, options.text.c_str(), options.max_new_tokens,
+    std::printf("server, %d thread(s) per session, T3 batch %d: \"%s\", max_new_tokens %d%s, %d streamed pcm "
+                "request(s) per client\n",
+                options.session_threads, options.batch, options.text.c_str(), options.max_new_tokens,
                 options.ignore_eos ? " (EOS ignored)" : "", options.requests_per_client);
     std::printf("%7s %8s %8s %6s %8s %8s %8s %9s %9s %9s %9s %9s %8s\n", "clients", "sessions", "requests", "failed",
                 "wall_s", "cpu_s", "audio_s", "audio/s", "req/s", "ttfb_min", "ttfb_med", "ttfb_max", "peak_MiB");
@@ -177,6 +178,20 @@ void run_server(const BackendOptions &backend_options, const bench::ServerBenchO
         if (r["failed"].get<int>() > 0) std::printf("        server side: %s\n", r["syntheses"].dump().c_str());
     }
     results["server"] = rows;
+}
+
+void run_batch(const BackendOptions &backend_options, const bench::BatchBenchOptions &options,
+               nlohmann::json &results) {
+    std::printf("T3 batch, %d thread(s): %d forced decode tokens per request, cfg %g, %d round(s)\n",
+                backend_options.threads, options.decode_tokens, options.cfg_weight, options.rounds);
+    std::printf("%8s %6s %9s %7s %9s %8s %10s %7s\n", "requests", "round", "window_s", "tokens", "tokens/s", "ratio",
+                "occupancy", "cpu_s");
+    const nlohmann::json rows = bench::run_batch_bench(backend_options, options);
+    for (const nlohmann::json &r : rows)
+        std::printf("%8d %6d %9.2f %7zu %9.2f %8.2f %10.2f %7.1f\n", r["requests"].get<int>(), r["round"].get<int>(),
+                    r["window_s"].get<double>(), r["tokens"].get<size_t>(), r["tokens_per_s"].get<double>(),
+                    r.value("ratio_to_single", 0.0), r["mean_occupancy"].get<double>(), r["cpu_s"].get<double>());
+    results["batch"] = rows;
 }
 
 void run_wyoming(const BackendOptions &backend_options, const bench::WyomingBenchOptions &options,
@@ -313,12 +328,24 @@ int main(int argc, char **argv) {
         ->capture_default_str();
     server->add_option("--session-threads", server_options.session_threads, "CPU threads per session")
         ->capture_default_str();
+    server->add_option("--batch", server_options.batch, "T3 decode batched across up to N requests (0: off)")
+        ->capture_default_str();
     server->add_option("--max-tokens", server_options.max_new_tokens, "T3 max_new_tokens per request")
         ->capture_default_str();
     bool server_stop_at_eos = false;
     server->add_flag("--stop-at-eos", server_stop_at_eos,
                      "let T3 stop at end-of-speech (default: --max-tokens tokens)");
     server->add_option("--text", server_options.text, "what every request says")->capture_default_str();
+    CLI::App *batch = app.add_subcommand(
+        "batch", "T3 decode batched across 1, 2, 4, 8 concurrent requests: aggregate tokens/s against one request");
+    bench::BatchBenchOptions batch_options;
+    batch->add_option("--weights", batch_options.weights, "official folder or GGUF")->required();
+    batch->add_option("--requests", batch_options.levels, "concurrent requests, one run per value")
+        ->capture_default_str();
+    batch->add_option("--tokens", batch_options.decode_tokens, "decode tokens per request")->capture_default_str();
+    batch->add_option("--cfg", batch_options.cfg_weight, "cfg_weight (0 runs one row per request)")
+        ->capture_default_str();
+    batch->add_option("--rounds", batch_options.rounds, "runs of all levels, interleaved")->capture_default_str();
     CLI::App *wyoming = app.add_subcommand(
         "wyoming",
         "chatterbox-server's Wyoming side, text streamed word by word: first complete sentence -> first audio");
@@ -351,6 +378,7 @@ int main(int argc, char **argv) {
             run_pipeline(backend, backend_options, pipeline_weights, pipeline_options, !no_bandwidth, results);
         if (*server) run_server(backend_options, server_options, results);
         if (*wyoming) run_wyoming(backend_options, wyoming_options, results);
+        if (*batch) run_batch(backend_options, batch_options, results);
         if (!json_path.empty()) {
             std::ofstream out(json_path);
             if (!out) fail("cannot write ", json_path);

@@ -23,7 +23,7 @@ struct PipelineBenchOptions {
     bool split_text = true;   // false: the text is one T3 pass even when it has several sentences
     uint64_t seed = 42;
     std::string language = "en"; // the text's language, for a model that takes one (multilingual)
-    bool stream = true;                                   // also run once streaming, for the time to first audio
+    bool stream = true;          // also run once streaming, for the time to first audio
     int stream_prompt_tokens = ChunkPlan{}.prompt_tokens; // voice prompt tokens the streaming flow windows see (0: all)
     double bandwidth_gb_per_s = 0;                        // measured read bandwidth for T3's bound (0: no bound)
 };

@@ -94,6 +94,7 @@ nlohmann::json run_level(const Engine &engine, const ServerBenchOptions &options
     const int requests = clients * options.requests_per_client;
     nlohmann::json row{{"clients", clients},
                        {"sessions", server_options.sessions},
+                       {"batch", options.batch},
                        {"requests", requests},
                        {"failed", all.failed},
                        {"wall_s", wall_s},
@@ -121,6 +122,7 @@ nlohmann::json run_server_bench(const BackendOptions &backend, const ServerBench
     engine_options.model_path = options.weights;
     engine_options.backend = backend;
     engine_options.backend.threads = options.session_threads;
+    engine_options.batch = options.batch;
     const Engine engine(engine_options);
     nlohmann::json rows = nlohmann::json::array();
     for (int clients : options.clients) {

@@ -19,13 +19,14 @@ struct ServerBenchOptions {
     std::vector<int> clients{1, 4, 16}; // concurrency levels, one run each
     int requests_per_client = 2;        // bounded: each level sends clients x this many
     int sessions = 0;                   // 0: as many as clients
-    int session_threads = 1;            // CPU threads per session
+    int session_threads = 1;            // CPU threads per session (and of the T3 batch)
+    int batch = 0;                      // T3 decode batched across up to this many requests (0: off)
     int max_new_tokens = 50;            // T3 tokens per request (fixes the work with ignore_eos)
     bool ignore_eos = true;
     std::string text = "The quick brown fox jumps over the lazy dog.";
 };
 
-// One JSON row per level: "clients", "sessions", "requests", "wall_s", "cpu_s", "audio_s",
+// One JSON row per level: "clients", "sessions", "batch", "requests", "wall_s", "cpu_s", "audio_s",
 // "audio_s_per_s", "requests_per_s", "ttfb_ms" {min, median, mean, max}, "failed", "peak_rss_mib".
 nlohmann::json run_server_bench(const BackendOptions &backend, const ServerBenchOptions &options);
 

@@ -110,13 +110,23 @@ GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings
     bool go_on = generation.step(session.prefill(generation.prefill_embeddings(), generation.n_rows(),
                                                  generation.prefill_length(), generation.reserved_steps() - 1),
                                  nullptr);
-    int stopped_at = -1; // the step whose on_step said stop
+    int stopped_at = -1; // the step whose on_step said stop (or threw)
+    std::exception_ptr hook_error;
+    // The request must leave the batch before this call unwinds: a hook that throws stops it like
+    // one that says stop, and its exception is rethrown once the scheduler is done with it.
     const auto relay_steps = [&](std::unique_lock<std::mutex> &lock) {
         while (!request.steps.empty()) {
             const StepCopy step = std::move(request.steps.front());
             request.steps.pop_front();
+            if (stopped_at >= 0) continue;
             lock.unlock();
-            if (stopped_at < 0 && !hooks.on_step(step.record())) {
+            bool go_on = false;
+            try {
+                go_on = hooks.on_step(step.record());
+            } catch (...) {
+                hook_error = std::current_exception();
+            }
+            if (!go_on) {
                 stopped_at = step.step;
                 request.stop = true;
             }
@@ -141,6 +151,7 @@ GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings
         }
         if (request.error) std::rethrow_exception(request.error);
     }
+    if (hook_error) std::rethrow_exception(hook_error);
     GenerationResult result = generation.result();
     if (stopped_at >= 0) {
         // As alone: generation ends after the step whose hook said stop, unless that step ended it anyway.

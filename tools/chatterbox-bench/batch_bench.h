@@ -1,0 +1,31 @@
+#pragma once
+// T3 decode batched across requests (t3/batch_scheduler.h): for each concurrency level N, N
+// requests (own thread, backend and session each, forced tokens so none ends early) decode in a
+// batch of N; the aggregate decode throughput is the tokens all of them took while all N were in
+// the batch, per second of that window. Level 1 is the single request's rate, so the ratios
+// beside it are the batching gain.
+
+#include "core/backend.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace chatterbox::bench {
+
+struct BatchBenchOptions {
+    std::string weights;
+    std::vector<int> levels{1, 2, 4, 8}; // concurrent requests, one run each
+    int decode_tokens = 48;              // tokens per request after its prefill
+    int text_tokens = 55;
+    int prompt_tokens = 150;
+    float cfg_weight = 0.5f;
+    int rounds = 1; // the levels are run this many times, interleaved
+};
+
+// One JSON row per run: "requests", "round", "window_s", "tokens", "tokens_per_s", "ratio_to_single"
+// (against level 1 of the same round, when it ran), "mean_occupancy" (requests per batch step), "cpu_s".
+nlohmann::json run_batch_bench(const BackendOptions &backend, const BatchBenchOptions &options);
+
+} // namespace chatterbox::bench
