@@ -33,6 +33,7 @@ install_debian_packages() {
 
 ((APT)) && install_debian_packages
 bash "$ROOT/scripts/fetch_ggml.sh" "$ROOT/third_party/ggml-src"
+bash "$ROOT/scripts/fetch_cppjieba.sh" "$ROOT/third_party/cppjieba"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CHATTERBOX_CMAKE_ARGS:-}
 cmake --build "$BUILD" -j"$(nproc)"
 # tests/js (ctest js.server_clients): the pinned openai and puppeteer-core, exactly as package-lock.json

@@ -74,6 +74,10 @@ typedef struct chatterbox_engine_params {
     /* Voices whose T3 conditioning prefix is kept, so that a request in a kept voice prefills only its
      * text; 0 (default): off. */
     int voice_prefixes;
+    /* Which T3 of a model that has several: the multilingual model's "v2" (the default, as mtl_tts.py) or
+     * "v3" (also the file's name, "t3_mtl23ls_v3"). NULL or "": the default the folder holds. A T3 the model
+     * lacks, or any value for another variant, fails with CHATTERBOX_ERROR_MODEL naming the files. */
+    const char *t3_model;
 } chatterbox_engine_params;
 
 chatterbox_engine_params chatterbox_engine_default_params(void);

@@ -134,11 +134,14 @@ template <class Call> inline Audio run(const Options &options, Call &&call) {
 
 class Engine {
   public:
-    explicit Engine(const std::string &model_path, const std::string &backend = "auto", int threads = 0) {
+    // t3_model: chatterbox_engine_params.t3_model ("" the default).
+    explicit Engine(const std::string &model_path, const std::string &backend = "auto", int threads = 0,
+                    const std::string &t3_model = "") {
         chatterbox_engine_params params = chatterbox_engine_default_params();
         params.model_path = model_path.c_str();
         params.backend = backend.c_str();
         params.threads = threads;
+        params.t3_model = t3_model.c_str();
         chatterbox_engine *e = nullptr;
         check(chatterbox_engine_load(&params, &e));
         handle_.reset(e);

@@ -14,7 +14,7 @@ namespace {
 // clang-format off
 enum Opcode : uint8_t {
     MARK = '(', STOP = '.', BINFLOAT = 'G', BININT = 'J', BININT1 = 'K', BININT2 = 'M', NONE = 'N', BINPERSID = 'Q',
-    REDUCE = 'R', BINUNICODE = 'X', EMPTY_LIST = ']', APPEND = 'a', GLOBAL = 'c', APPENDS = 'e', BINGET = 'h',
+    REDUCE = 'R', BINUNICODE = 'X', EMPTY_LIST = ']', APPEND = 'a', BUILD = 'b', GLOBAL = 'c', APPENDS = 'e', BINGET = 'h',
     LONG_BINGET = 'j', BINPUT = 'q', LONG_BINPUT = 'r', SETITEM = 's', TUPLE = 't', SETITEMS = 'u', EMPTY_TUPLE = ')',
     EMPTY_DICT = '}', PROTO = 0x80, TUPLE1 = 0x85, TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89,
     LONG1 = 0x8a, SHORT_BINUNICODE = 0x8c, BINUNICODE8 = 0x8d, STACK_GLOBAL = 0x93, MEMOIZE = 0x94, FRAME = 0x95,
@@ -323,6 +323,11 @@ class Machine {
         case BINPERSID:
             push(resolver_.persistent_load(arena_, *pop()));
             break;
+        case BUILD: {
+            Object *state = pop();
+            resolver_.build(*top(), *state);
+            break;
+        }
         default:
             if (opcode_name(op_)) fail_here("not supported (loading plain data needs none of it)");
             fail_here("not a pickle opcode (corrupt data?)");

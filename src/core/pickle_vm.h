@@ -1,7 +1,7 @@
 #pragma once
 // A restricted pickle machine. It decodes the opcodes plain data needs (protocols 2-5: containers,
 // numbers, strings, memo, marks) and hands every global name, call (REDUCE) and persistent id to a
-// Resolver, which decides what may be built. Nothing is ever imported or executed, and sizes,
+// Resolver, which decides what may be built (and what BUILD may set). Nothing is ever imported or executed, and sizes,
 // object counts and nesting are bounded so that a hostile pickle cannot exhaust memory.
 
 #include "core/tensor.h"
@@ -54,6 +54,8 @@ class Resolver {
     virtual Object *call(Arena &arena, const Object &callable, const Object &args) = 0;
     // BINPERSID: builds the object a persistent id names.
     virtual Object *persistent_load(Arena &arena, const Object &pid) = 0;
+    // BUILD: sets the pickled state (its attributes) of `target`; throws Error when not allowed.
+    virtual void build(Object &target, const Object &state) = 0;
 };
 
 // Runs the pickle and returns the object STOP leaves. Errors name the byte offset and the opcode.

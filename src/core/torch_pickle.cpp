@@ -345,6 +345,16 @@ class TorchResolver : public pickle::Resolver {
         return storage;
     }
 
+    // nn.Module.state_dict() is an OrderedDict with a `_metadata` attribute (each module's version), which
+    // pickles as BUILD on the dict. Attributes are not items: a dict's state is read and left out.
+    void build(Object &target, const Object &state) override {
+        if (target.kind != Kind::Dict || (state.kind != Kind::Dict && state.kind != Kind::None))
+            throw Refusal(concat("BUILD (setting an object's state) on a ", describe(target), " with a ",
+                                 describe(state),
+                                 " is not allowed (only a dict's attributes, as a state dict's "
+                                 "_metadata)"));
+    }
+
   private:
     // _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata])
     Object *rebuild_tensor(pickle::Arena &arena, const Object &args) {

@@ -4,8 +4,8 @@
 // (plus the glyph's index among those sharing the code, when not 0), then "[cj_.]".
 //
 // The reference first segments the text with spacy_pkuseg and joins the words with spaces (so
-// "[SPACE]" tokens fall between words). No packaged library segments like pkuseg, so this engine
-// does what the reference does when spacy_pkuseg is not installed: no segmentation, no spaces added.
+// "[SPACE]" tokens fall between words); the tokenizer does so with jieba before this step
+// (word_segmenter.h says what differs).
 
 #include <optional>
 #include <string>

@@ -92,10 +92,16 @@ std::string japanese_hiragana(std::string_view text) {
             offset += cps[i++].size;
             continue;
         }
-        // A segment: kanji run, then the hiragana after it.
+        // A segment: kanji run, then the hiragana after it, up to a small っ. KAKASI (2.3.6) drops the
+        // reading of a phrase that goes on past っ (登った -> た, 行って -> て) but reads it up to there
+        // (登っ -> のぼっ); the hiragana after it are kept as they are, as KAKASI would.
         const size_t start = offset;
         while (i < cps.size() && is_kanji(cps[i].value)) offset += cps[i++].size;
-        while (i < cps.size() && is_hiragana(cps[i].value)) offset += cps[i++].size;
+        while (i < cps.size() && is_hiragana(cps[i].value)) {
+            const bool sokuon = cps[i].value == 0x3063; // っ
+            offset += cps[i++].size;
+            if (sokuon) break;
+        }
         const std::string phrase(text.substr(start, offset - start));
         const std::optional<std::string> reading = kakasi_reading(phrase);
         if (!reading) {

@@ -5,6 +5,7 @@
 #include "text/languages.h"
 #include "text/mtl_normalize.h"
 #include "text/unicode.h"
+#include "text/word_segmenter.h"
 
 #include <utf8proc.h>
 
@@ -42,7 +43,9 @@ std::string MtlTokenizer::language_step(std::string_view text, std::string_view 
         if (!cangjie_ && has_other_letter(text))
             fail("Chinese text needs the Cangjie table (", kCangjieFile,
                  " from the official multilingual folder) and this model has none");
-        return cangjie_ ? cangjie_->convert(text) : std::string(text);
+        // tokenizer.py: the words joined by spaces first (pkuseg there, jieba here: word_segmenter.h).
+        const std::string words = segmented(text, chinese_segmenter());
+        return cangjie_ ? cangjie_->convert(words) : words;
     }
     if (code == "ja") return japanese_hiragana(text);
     if (code == "ko") return korean_jamo(text);

@@ -2,9 +2,10 @@
 // Chatterbox Multilingual's tokenizer (tokenizer.py MTLTokenizer, spec text.md §3), over the grapheme
 // BPE of grapheme_mtl_merged_expanded_v1.json:
 //   lower() -> NFKD -> the language's step -> "[lang]" prefix -> ' ' as "[SPACE]" -> BPE.
-// Language steps: zh Cangjie codes (cangjie.h), ja kanji as hiragana (japanese_reading.h), ko Hangul
-// as conjoining jamo (mtl_normalize.h). he and ru have none: the reference's steps for them need
-// optional packages (dicta_onnx, russian_text_stresser) and are skipped without them, as here.
+// Language steps: zh words joined by spaces (word_segmenter.h), then Cangjie codes (cangjie.h); ja kanji
+// as hiragana (japanese_reading.h); ko Hangul as conjoining jamo (mtl_normalize.h). he and ru have
+// none: the reference's steps for them need optional packages (dicta_onnx, russian_text_stresser) and
+// are skipped without them, as here.
 
 #include "text/bpe_tokenizer.h"
 #include "text/cangjie.h"

@@ -5,7 +5,8 @@
 // text tokens, the voice (speaker embedding, T3 and S3Gen prompts, x-vector), the T3 conditioning,
 // 20 teacher-forced steps (raw / CFG / penalised logits), 60 greedy steps (tokens, penalised logits),
 // the speech tokens handed to the flow (the flow-embeddable filter), the flow's mel, HiFT's wave and
-// the final wave after trim_fade and the last-token trim.
+// the final wave after trim_fade and the last-token trim; the same voice and mel from the published
+// .pt state dicts.
 
 #include "core/backend.h"
 #include "core/npy.h"
@@ -20,12 +21,14 @@
 #include "support/golden_flow.h"
 #include "support/t3_recording.h"
 #include "support/test_support.h"
+#include "support/torch_state_dict.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 using namespace chatterbox;
@@ -116,6 +119,39 @@ TEST(MtlGolden, VoiceFromTheReference) {
     EXPECT_EQ(voice.s3gen.prompt_tokens, golden_tokens("s3gen_prompt_tokens"));
     expect_matches_mtl_golden(voice.s3gen.prompt_mel, "s3gen_prompt_feat");
     expect_matches_mtl_golden(voice.s3gen.xvector, "campplus_xvector");
+}
+
+// The published layout: ve.pt and s3gen.pt as torch.save writes a state_dict() (tests/support/
+// torch_state_dict.h) in place of their safetensors twins give the reference's voice and the flow's mel
+// bit for bit as the twins do (and so within the golden tolerance).
+TEST(MtlGolden, PublishedPtStateDictsGiveTheSameVoiceAndMel) {
+    namespace fs = std::filesystem;
+    const std::string dir = temp_dir("mtl-pt");
+    for (const char *file : {"t3_mtl23ls_v3.safetensors", "grapheme_mtl_merged_expanded_v1.json", "conds.pt"})
+        fs::create_symlink(fs::canonical(mtl_model_dir() + "/" + file), dir + "/" + file);
+    for (const std::string component : {"ve", "s3gen"})
+        write_torch_state_dict(dir + "/" + component + ".pt", state_dict_of(mtl().files.weights(), component + "."));
+    const ModelFiles pt = ModelFiles::open(dir);
+    Backend &backend = mtl().backend;
+
+    const auto voice_of = [&](const ModelFiles &files) {
+        return VoiceBuilder(files, backend).from_file(backend, mtl_golden_path("ref_voice.wav"), 0.5f);
+    };
+    const Voice want = voice_of(mtl().files), got = voice_of(pt);
+    EXPECT_EQ(got.t3.speaker_emb, want.t3.speaker_emb);
+    EXPECT_EQ(got.t3.prompt_tokens, want.t3.prompt_tokens);
+    EXPECT_EQ(got.s3gen.prompt_mel, want.s3gen.prompt_mel);
+    EXPECT_EQ(got.s3gen.xvector, want.s3gen.xvector);
+    expect_matches_mtl_golden(got.t3.speaker_emb, "ve_speaker_emb");
+
+    const GoldenFlowInputs inputs = read_golden_flow_inputs(mtl_golden_path);
+    const auto mel_of = [&](const ModelFiles &files) {
+        const s3gen::FlowModel flow(files.weights(), backend, files.hparams().flow);
+        s3gen::FlowSession session(flow, backend);
+        const s3gen::FlowEncoding encoding = session.encode(inputs.tokens, inputs.reference);
+        return session.solve(encoding, inputs.reference, golden_f32("flow_noise"));
+    };
+    EXPECT_EQ(mel_of(pt), mel_of(mtl().files));
 }
 
 TEST(MtlGolden, ConditioningEmbeddings) {

@@ -1,6 +1,6 @@
 // The multilingual text front end: every case of the golden tokenizer_cases.json exact (punc_norm,
 // the encoder input, the ids), the Unicode steps (Python lower(), NFKD), the Korean, Japanese and
-// Chinese steps against known decompositions and readings, and the language table's errors.
+// Chinese steps against known decompositions, readings and word segmentations, and the language table's errors.
 
 #include "core/error.h"
 #include "support/test_support.h"
@@ -10,10 +10,13 @@
 #include "text/mtl_normalize.h"
 #include "text/mtl_tokenizer.h"
 #include "text/punc_norm.h"
+#include "text/word_segmenter.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <string>
@@ -122,8 +125,32 @@ TEST(JapaneseReading, KanjiReadAsHiraganaKanaKept) {
     EXPECT_EQ(japanese_hiragana("カタカナとひらがな"), nfkd("カタカナとひらがな"));
     EXPECT_EQ(japanese_hiragana("部屋"), " へや"); // a reading starting with へ / は gets a space
     EXPECT_EQ(japanese_hiragana("花"), " はな");
+    // KAKASI drops a phrase read past a small っ (登った -> た); the step reads up to it.
+    EXPECT_EQ(japanese_hiragana("登った"), nfkd("のぼった"));
+    EXPECT_EQ(japanese_hiragana("行ってきます"), nfkd("いってきます"));
     EXPECT_EQ(golden_tokenizer().encoder_input("東京です。", "ja"), "[ja]とうきょうて\u3099す。");
     expect_error([] { japanese_hiragana("\xe6\xbc"); }, "invalid UTF-8");
+}
+
+// Our readings of tests/data/mtl/japanese_readings.tsv exactly, and their agreement with pykakasi's
+// (the reference's), which must not fall below the 220 of 244 README.md reports.
+TEST(JapaneseReading, CorpusReadingsAndAgreementWithPykakasi) {
+    std::ifstream file(test::data_path("mtl/japanese_readings.tsv"));
+    ASSERT_TRUE(file.good());
+    size_t lines = 0, agree = 0;
+    for (std::string line; std::getline(file, line);) {
+        if (line.empty() || line[0] == '#') continue;
+        const size_t tab1 = line.find('\t'), tab2 = line.find('\t', tab1 + 1);
+        ASSERT_NE(tab2, std::string::npos) << line;
+        const std::string text = line.substr(0, tab1);
+        const std::string ours = japanese_hiragana(nfkd(python_lower(text)));
+        EXPECT_EQ(ours, nfkd(line.substr(tab1 + 1, tab2 - tab1 - 1))) << text;
+        agree += ours == nfkd(line.substr(tab2 + 1));
+        ++lines;
+    }
+    EXPECT_EQ(lines, 244u);
+    std::printf("identical to pykakasi: %zu of %zu\n", agree, lines);
+    EXPECT_GE(agree, 220u);
 }
 
 TEST(Cangjie, CodesIndexesAndPassThrough) {
@@ -144,7 +171,32 @@ TEST(Cangjie, ChineseNeedsTheTable) {
     EXPECT_EQ(golden_tokenizer().encoder_input("ok 42.", "zh"), "[zh]ok[SPACE]42."); // nothing to code
     const MtlTokenizer with_table(BpeTokenizer::from_file(test::data_path("mtl/grapheme_mtl_merged_expanded_v1.json")),
                                   CangjieTable::from_json(R"(["你\tonf", "好\tvnd"])", "test"));
-    EXPECT_EQ(with_table.encoder_input("你好。", "zh"), "[zh][cj_o][cj_n][cj_f][cj_.][cj_v][cj_n][cj_d][cj_.]。");
+    // The words (你好 / 。) joined by a space first, as tokenizer.py does with pkuseg.
+    EXPECT_EQ(with_table.encoder_input("你好。", "zh"),
+              "[zh][cj_o][cj_n][cj_f][cj_.][cj_v][cj_n][cj_d][cj_.][SPACE]。");
+}
+
+// jieba's segmentation (cppjieba with jieba's dictionary and HMM): the examples of jieba's README
+// (accurate mode), one with a word the dictionary lacks (杭研, found by the HMM), and whitespace left out.
+TEST(ChineseWords, JiebaSegmentsLikeJieba) {
+    const WordSegmenter &jieba = chinese_segmenter();
+    EXPECT_EQ(jieba.cut("我来到北京清华大学"), (std::vector<std::string>{"我", "来到", "北京", "清华大学"}));
+    EXPECT_EQ(segmented("他来到了网易杭研大厦", jieba), "他 来到 了 网易 杭研 大厦");
+    EXPECT_EQ(segmented("小明硕士毕业于中国科学院计算所，后在日本京都大学深造", jieba),
+              "小明 硕士 毕业 于 中国科学院 计算所 ， 后 在 日本京都大学 深造");
+    EXPECT_EQ(segmented("  我 来到  北京 ", jieba), "我 来到 北京");
+    EXPECT_EQ(segmented("", jieba), "");
+    // Through the tokenizer: the spaces between words become [SPACE] (no Cangjie table: nothing coded).
+    EXPECT_EQ(golden_tokenizer().encoder_input("hello world 42", "zh"), "[zh]hello[SPACE]world[SPACE]42");
+    // Every character comes back, whatever the script (CJK extension B, emoji, a combining accent).
+    const std::string mixed = "\U00020000\U0001F600ok\u0301 北京2024年\t\u3002";
+    std::string joined;
+    for (const std::string &word : jieba.cut(mixed)) joined += word;
+    std::string compact = mixed;
+    compact.erase(std::remove_if(compact.begin(), compact.end(), [](char c) { return c == ' ' || c == '\t'; }),
+                  compact.end());
+    EXPECT_EQ(joined, compact);
+    expect_error([] { jieba_segmenter("/nonexistent"); }, "/nonexistent/jieba.dict.utf8");
 }
 
 } // namespace chatterbox::text

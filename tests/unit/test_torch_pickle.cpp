@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/torch_pickle.h"
 #include "support/test_support.h"
+#include "support/torch_state_dict.h"
 
 #include <gtest/gtest.h>
 
@@ -228,6 +229,34 @@ TEST(TorchPickle, RefusesResourceBombs) {
     expect_refused("billion_laughs.pt", {"expands to more than"});
     expect_refused("deep_marks.pt", {"MARKs nested deeper than 1000"});
     expect_refused("broadcast_bomb.pt", {"size [1099511627776]", "stride [0]", "refusing a hostile view"});
+}
+
+// BUILD (an object's pickled state): only a dict's attributes, as the `_metadata` of nn.Module.state_dict()
+// (tests/support/torch_state_dict.h writes whole state dicts; test_mtl_folder loads them).
+TEST(TorchPickle, BuildSetsOnlyADictsAttributes) {
+    const std::string path = test::temp_dir("pt") + "/build.pt";
+    // {'a': 1} (PROTO 2, EMPTY_DICT, BINUNICODE "a", BININT1 1, SETITEM), then BUILD with the state {}.
+    test::write_torch_archive(path,
+                              std::string("\x80\x02}X\x01\x00\x00\x00"
+                                          "aK\x01"
+                                          "s}b.",
+                                          15),
+                              {});
+    const PtValue dict = load_torch_pt(path);
+    ASSERT_EQ(dict.kind, PtValue::Kind::Dict);
+    EXPECT_EQ(dict.at("a").integer, 1); // the items, not the attributes
+    EXPECT_EQ(dict.entries.size(), 1u);
+    for (const char *pickle : {"\x80\x02]}b.", "\x80\x02}K\x01"
+                                               "b."}) { // a list's state; an int as state
+        test::write_torch_archive(path, pickle, {});
+        try {
+            load_torch_pt(path);
+            ADD_FAILURE() << "BUILD accepted";
+        } catch (const Error &e) {
+            EXPECT_TRUE(test::contains(e.what(), "refusing to load " + path));
+            EXPECT_TRUE(test::contains(e.what(), "BUILD"));
+        }
+    }
 }
 
 TEST(TorchPickle, BrokenArchivesGiveClearErrors) {

@@ -51,7 +51,8 @@ void report_progress(size_t index, size_t count, const std::string &name) {
 int main(int argc, char **argv) {
     CLI::App app{
         "Convert a Chatterbox model (official folder or GGUF) into one GGUF file.\n"
-        "  chatterbox-convert MODEL_DIR -o model.gguf [--type f32|f16|q8_0|q4_k] [--components ve,t3,s3gen]\n"
+        "  chatterbox-convert MODEL_DIR -o model.gguf [--type f32|f16|q8_0|q4_k] [--components ve,t3,s3gen] "
+        "[--t3-model v2|v3]\n"
         "  chatterbox-convert --synthetic [--variant english|multilingual|turbo|nano] [--tiny [--tokenizer DIR]] "
         "[--seed 0x5EEDC0DE] --out DIR"};
     std::string input, output, type_name = "f32", seed_text = "0x5EEDC0DE", variant_name = "english", tokenizer_dir;
@@ -66,6 +67,12 @@ int main(int argc, char **argv) {
     auto *components_opt =
         app.add_option("--components", components, "only these components (comma-separated: ve,t3,s3gen)")
             ->delimiter(',');
+    std::string t3_model;
+    auto *t3_model_opt =
+        app.add_option("--t3-model", t3_model,
+                       "which T3 of a multilingual folder to convert: v2 (default, as the official from_pretrained) "
+                       "or v3")
+            ->type_name("NAME");
     auto *synthetic_flag =
         app.add_flag("--synthetic", synthetic, "write synthetic weights (shared/golden/WEIGHTS.md rule) to --out");
     auto *tiny_flag = app.add_flag("--tiny", tiny,
@@ -85,7 +92,7 @@ int main(int argc, char **argv) {
                    "the tokenizer files and conds.pt are not written)")
         ->capture_default_str()
         ->needs(synthetic_flag);
-    synthetic_flag->excludes(type_opt)->excludes(components_opt);
+    synthetic_flag->excludes(type_opt)->excludes(components_opt)->excludes(t3_model_opt);
     CLI11_PARSE(app, argc, argv);
 
     try {
@@ -109,6 +116,7 @@ int main(int argc, char **argv) {
         chatterbox::ConvertOptions options;
         options.matrix_type = chatterbox::parse_matrix_type(type_name);
         options.components = components;
+        options.t3_model = t3_model;
         options.progress = report_progress;
         std::fprintf(stderr, "converting %s -> %s (matrices %s)\n", input.c_str(), output.c_str(),
                      chatterbox::matrix_type_name(options.matrix_type).c_str());

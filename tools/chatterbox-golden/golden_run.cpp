@@ -78,6 +78,7 @@ GoldenCase GoldenCase::load(const std::string &path) {
     c.tokenizer = tokenizer_path(field<std::string>(j, "tokenizer", path));
     c.params = case_params(j, c.variant, path);
     if (j.contains("language_id")) c.params.language = field<std::string>(j, "language_id", path);
+    if (j.contains("t3_model")) c.t3_model = field<std::string>(j, "t3_model", path);
     c.seed = field<uint64_t>(j, "seed", path);
     c.n_teacher_forced = field<int>(j, "n_teacher_forced", path);
     c.n_greedy = field<int>(j, "n_greedy", path);
@@ -113,8 +114,9 @@ const NpyArray &GoldenRun::computed(const std::string &array_name) const {
 }
 
 std::unique_ptr<Engine> load_engine(const GoldenRun &run, Components components) {
-    auto engine =
-        std::make_unique<Engine>(EngineOptions{run.model_path(), BackendOptions{"cpu", run.threads()}, components});
+    EngineOptions options{run.model_path(), BackendOptions{"cpu", run.threads()}, components};
+    options.open.t3_model = run.golden_case().t3_model;
+    auto engine = std::make_unique<Engine>(options);
     const Variant model = engine->files().hparams().variant;
     if (model != run.golden_case().variant)
         fail("the case is for the ", variant_name(run.golden_case().variant), " variant, the model ", run.model_path(),

@@ -33,6 +33,7 @@ struct GoldenCase {
     // "generate_kwargs" (names of the synthesis parameter table), each checked against the table;
     // "language_id" is the language (multilingual).
     SynthesisParams params;
+    std::string t3_model; // "t3_model": which T3 of a folder with several (ModelOpenOptions); "" the default
     uint64_t seed = 0;
     int n_teacher_forced = 0;
     int n_greedy = 0;

@@ -73,6 +73,10 @@ int main(int argc, char **argv) {
     app.add_option(
         "-m,--model", model,
         "official model folder or .gguf (default: $CHATTERBOX_MODEL, else ~/.cache/chatterbox/models/chatterbox)");
+    std::string t3_model;
+    app.add_option("--t3-model", t3_model,
+                   "which T3 of the multilingual folder: v2 (default, as the official from_pretrained) or v3")
+        ->type_name("NAME");
     app.add_option("--host", options.host, "address to listen on (loopback by default)")->capture_default_str();
     app.add_option("--port", options.port, "port to listen on, 0 = any free one")
         ->capture_default_str()
@@ -152,6 +156,7 @@ int main(int argc, char **argv) {
         engine_options.voice_prefixes = voice_prefixes;
         // Requests share the batch only if as many run at once.
         if (batch > 0 && app.count("--sessions") == 0) options.sessions = batch;
+        engine_options.open.t3_model = t3_model;
         const chatterbox::Engine engine(engine_options);
         chatterbox::server::Server server(engine, options);
         std::optional<chatterbox::server::WyomingServer> wyoming;

@@ -44,7 +44,7 @@ api::Engine load_engine(const EngineOptions &options, Progress &progress) {
     const std::string model = locate_model(options, progress);
     progress.note(concat("loading ", model));
     const auto start = std::chrono::steady_clock::now();
-    api::Engine engine(model, options.backend, options.threads);
+    api::Engine engine(model, options.backend, options.threads, options.t3_model);
     progress.note(concat("model: ", engine.description(), " (loaded in ", fixed(seconds_since(start), 1), " s)"));
     return engine;
 }

@@ -106,6 +106,9 @@ void add_engine_options(CLI::App &app, EngineOptions &engine) {
     app.add_option("-t,--threads", engine.threads, "CPU threads, 0 for all cores")
         ->check(in_range({0, 1024}))
         ->capture_default_str();
+    app.add_option("--t3-model", engine.t3_model,
+                   "which T3 of the multilingual folder: v2 (default, as the official from_pretrained) or v3")
+        ->type_name("NAME");
     app.add_flag("-q,--quiet", engine.quiet, "no progress bar, summary or model description on stderr");
 }
 

@@ -25,6 +25,7 @@ struct EngineOptions {
     std::string model; // "" : the default model location
     std::string backend = "auto";
     int threads = 0;
+    std::string t3_model;  // --t3-model: which T3 of a multilingual folder ("" the default, v2)
     bool download = false; // fetch a missing default model without asking
     bool quiet = false;
 };

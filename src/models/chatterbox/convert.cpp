@@ -148,7 +148,7 @@ ConvertSummary convert_model(const std::string &input, const std::string &output
     if (std::filesystem::exists(output, ec) && std::filesystem::equivalent(input, output, ec))
         fail("the output ", output, " is the input model; write to another file");
 
-    const ModelFiles model = ModelFiles::open(input);
+    const ModelFiles model = ModelFiles::open(input, ModelOpenOptions{options.t3_model});
     std::vector<std::string> components;
     for (const ModelComponent &c : model_components()) {
         const bool wanted =
@@ -170,6 +170,7 @@ ConvertSummary convert_model(const std::string &input, const std::string &output
     write_model_metadata(writer, model.hparams(), components, options.matrix_type,
                          model.has_tokenizer() ? &model.tokenizer_json() : nullptr);
     if (with_t3 && model.cangjie_json()) writer.set_string(model_keys::kCangjieJson, *model.cangjie_json());
+    if (with_t3 && !model.t3_model().empty()) writer.set_string(model_keys::kT3Model, model.t3_model());
 
     std::vector<std::string> names;
     for (const ModelComponent &c : model_components())

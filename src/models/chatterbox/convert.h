@@ -15,7 +15,8 @@
 //
 // The GGUF holds: tensors under their full store names ("t3.*", "s3gen.*", "ve.*", "conds.*"),
 // ModelHparams metadata, "chatterbox.components", "chatterbox.matrix_type",
-// "general.architecture" = "chatterbox", and the tokenizer JSON ("tokenizer.huggingface.json").
+// "general.architecture" = "chatterbox", the tokenizer JSON ("tokenizer.huggingface.json") and, for a
+// variant with several T3 checkpoints, the one converted ("chatterbox.t3_model").
 
 #include "core/tensor.h"
 
@@ -41,6 +42,7 @@ ggml_type converted_type(const std::string &name, ggml_type source_type, const S
 struct ConvertOptions {
     ggml_type matrix_type = GGML_TYPE_F32;
     std::vector<std::string> components; // subset of {"ve", "t3", "s3gen"}; empty = all in the input
+    std::string t3_model;                // which T3 of an official folder that has several (ModelOpenOptions)
     // Called before each tensor is written: (index from 0, count, full name).
     std::function<void(size_t, size_t, const std::string &)> progress;
 };

@@ -30,7 +30,7 @@ const char *component_name(Component component) {
 }
 
 ModelFiles open_model(const EngineOptions &options) {
-    ModelFiles files = ModelFiles::open(options.model_path);
+    ModelFiles files = ModelFiles::open(options.model_path, options.open);
     const auto need = [&](Component component, const char *file_component) {
         if ((options.components & unsigned(component)) && !files.has_component(file_component))
             fail(options.model_path, ": the model has no ", file_component,
@@ -115,7 +115,9 @@ int Engine::sample_rate() const { return vocoder().hparams().sample_rate; }
 
 std::string Engine::description() const {
     const std::string weights = t3_ ? concat(ggml_type_name(t3_->matmul_type()), " weights, ") : std::string();
-    return concat(files_.hparams().variant, " model, ", weights, weights_backend_->description());
+    const std::string t3_model =
+        files_.t3_model().empty() ? std::string() : " " + files_.t3_model(); // "multilingual v3"
+    return concat(files_.hparams().variant, t3_model, " model, ", weights, weights_backend_->description());
 }
 
 } // namespace chatterbox

@@ -53,6 +53,7 @@ struct EngineOptions {
     // Voices whose T3 conditioning prefix (its keys/values) is kept, so that a request in a kept
     // voice prefills only its text (t3/prefix_cache.h); 0 (default): every prefill computes it.
     int voice_prefixes = 0;
+    ModelOpenOptions open; // which T3 of a folder with several (multilingual v2 / v3)
 };
 
 class Engine {

@@ -158,6 +158,11 @@ const char *OfficialFolder::component_file(const std::string &component) const {
     fail("unknown model component \"", component, "\" (known: ve, t3, s3gen)");
 }
 
+bool OfficialFolder::answers_t3_model(const std::string &name) const {
+    const std::string file = component_file("t3");
+    return (t3_model && name == t3_model) || name == file || name == fs::path(file).stem().string();
+}
+
 std::string OfficialFolder::local_folder_name() const {
     if (local_folder) return local_folder;
     const std::string name = repo;
@@ -187,13 +192,15 @@ const std::vector<OfficialFolder> &official_folders() {
          {"ve.pt", "t3_mtl23ls_v2.safetensors", "s3gen.pt"},
          {"grapheme_mtl_merged_expanded_v1.json"},
          {"Cangjie5_TC.json"},
-         "chatterbox-multilingual"},
+         "chatterbox-multilingual",
+         "v2"},
         {Variant::multilingual,
          "ResembleAI/chatterbox",
          {"ve.pt", "t3_mtl23ls_v3.safetensors", "s3gen.pt"},
          {"grapheme_mtl_merged_expanded_v1.json"},
          {"Cangjie5_TC.json"},
-         "chatterbox-multilingual"},
+         "chatterbox-multilingual",
+         "v3"},
         {Variant::turbo,
          "ResembleAI/chatterbox-turbo",
          {"ve.safetensors", "t3_turbo_v1.safetensors", "s3gen_meanflow.safetensors"},
@@ -248,7 +255,32 @@ const std::vector<std::string> &builtin_voice_tensor_names() {
     return names;
 }
 
-ModelFiles ModelFiles::open(const std::string &path) {
+namespace {
+
+// "v2 (t3_mtl23ls_v2.safetensors), v3 (t3_mtl23ls_v3.safetensors)": the T3 choices of a variant.
+std::string t3_model_choices(Variant variant) {
+    std::string out;
+    for (const OfficialFolder &folder : official_folders())
+        if (folder.variant == variant && folder.t3_model)
+            out += concat(out.empty() ? "" : ", ", folder.t3_model, " (", folder.component_file("t3"), ")");
+    return out;
+}
+
+// The official folder whose T3 `name` asks for among the variant's; throws Error (prefixed with `where`)
+// for a variant with one T3 or a name none answers to.
+const OfficialFolder &t3_model_folder(const std::string &where, Variant variant, const std::string &name) {
+    const std::string choices = t3_model_choices(variant);
+    if (choices.empty())
+        fail(where, ": t3_model \"", name, "\" asks for one of the multilingual model's T3 checkpoints (",
+             t3_model_choices(Variant::multilingual), "), but this is the ", variant, " model, which has one T3");
+    for (const OfficialFolder &folder : official_folders())
+        if (folder.variant == variant && folder.t3_model && folder.answers_t3_model(name)) return folder;
+    fail(where, ": unknown t3_model \"", name, "\" (choose among ", choices, ")");
+}
+
+} // namespace
+
+ModelFiles ModelFiles::open(const std::string &path, const ModelOpenOptions &options) {
     ModelFiles files;
     files.path_ = path;
     std::error_code ec;
@@ -257,9 +289,9 @@ ModelFiles ModelFiles::open(const std::string &path) {
         fail(path, ": no such file or folder — expected the official Chatterbox folder (ve/t3_cfg/s3gen "
                    ".safetensors, tokenizer.json, conds.pt) or a .gguf from chatterbox-convert");
     if (fs::is_directory(status))
-        files.open_folder(path);
+        files.open_folder(path, options);
     else
-        files.open_gguf(path);
+        files.open_gguf(path, options);
     files.read_builtin_voice();
     return files;
 }
@@ -275,11 +307,19 @@ const std::string &ModelFiles::tokenizer_json() const {
 
 namespace {
 
-// The official folder dir holds, told by its T3 file; throws Error listing what was looked for.
-const OfficialFolder &folder_layout(const std::string &dir) {
+// The official folder dir holds, told by its T3 file (its variant's first present, or the one
+// t3_model asks for); throws Error listing what was looked for.
+const OfficialFolder &folder_layout(const std::string &dir, const std::string &t3_model) {
     std::string t3_files;
     for (const OfficialFolder &folder : official_folders()) {
-        if (fs::is_regular_file(fs::path(dir) / folder.component_file("t3"))) return folder;
+        if (fs::is_regular_file(fs::path(dir) / folder.component_file("t3"))) {
+            if (t3_model.empty()) return folder;
+            const OfficialFolder &chosen = t3_model_folder(dir, folder.variant, t3_model);
+            if (!fs::is_regular_file(fs::path(dir) / chosen.component_file("t3")))
+                fail(dir, ": t3_model \"", t3_model, "\" asks for ", chosen.component_file("t3"),
+                     ", which the folder does not hold (looked for ", t3_model_choices(chosen.variant), ")");
+            return chosen;
+        }
         t3_files += concat(t3_files.empty() ? "" : ", ", folder.component_file("t3"), " (", folder.variant, ")");
     }
     fail(dir, ": no T3 checkpoint (", t3_files,
@@ -316,8 +356,9 @@ void add_torch_state_dict(WeightStore &store, const fs::path &path, const std::s
 
 } // namespace
 
-void ModelFiles::open_folder(const std::string &dir) {
-    const OfficialFolder &layout = folder_layout(dir);
+void ModelFiles::open_folder(const std::string &dir, const ModelOpenOptions &options) {
+    const OfficialFolder &layout = folder_layout(dir, options.t3_model);
+    if (layout.t3_model) t3_model_ = layout.t3_model;
     for (const ModelComponent &c : model_components())
         if (checkpoint_path(dir, layout.component_file(c.name)).empty())
             fail(dir, ": no ", layout.component_file(c.name), " — the official ", layout.variant,
@@ -348,13 +389,24 @@ void ModelFiles::open_folder(const std::string &dir) {
     }
 }
 
-void ModelFiles::open_gguf(const std::string &file) {
+void ModelFiles::open_gguf(const std::string &file, const ModelOpenOptions &options) {
     store_.add_gguf(file);
     const GgufFile &gguf = *store_.gguf();
     if (!gguf.has_key(kVariant))
         fail(file, ": a GGUF file but not a Chatterbox model (no ", kVariant,
              " metadata) — convert the official folder with chatterbox-convert");
     hparams_ = ModelHparams::from_metadata(gguf);
+    if (gguf.has_key(model_keys::kT3Model)) t3_model_ = gguf.get_string(model_keys::kT3Model);
+    if (!options.t3_model.empty()) {
+        // A GGUF holds one T3: the one asked for must be the one it was converted from.
+        const OfficialFolder &chosen = t3_model_folder(file, hparams_.variant, options.t3_model);
+        if (t3_model_ != chosen.t3_model)
+            fail(file, ": t3_model \"", options.t3_model, "\" asks for ", chosen.component_file("t3"),
+                 ", but this GGUF ",
+                 t3_model_.empty() ? std::string("does not say which T3 it holds (") + model_keys::kT3Model + ")"
+                                   : "holds " + t3_model_,
+                 " — convert the official folder with --t3-model ", chosen.t3_model);
+    }
     components_ = gguf.get_string_array(kComponents);
     for (const std::string &component : components_) {
         const auto &known_components = model_components();

@@ -69,6 +69,7 @@ template <class Hparams, class Visit> void visit_component_hparams(Hparams &h, V
 
 // GGUF metadata keys written by chatterbox-convert (besides ModelHparams' own).
 namespace model_keys {
+constexpr const char *kT3Model = "chatterbox.t3_model"; // the official T3 converted ("v2", "v3"), when chosen
 constexpr const char *kVariant = "chatterbox.variant";
 constexpr const char *kComponents = "chatterbox.components";         // string array: "ve", "t3", "s3gen"
 constexpr const char *kTokenizerJson = "tokenizer.huggingface.json"; // GGUF's standard key for tokenizer.json
@@ -92,7 +93,13 @@ struct OfficialFolder {
     // The default local folder's name (model_download.h); nullptr: the repository's name. Multilingual
     // shares English's repository, not its folder, whose T3 file would be taken for English.
     const char *local_folder = nullptr;
+    // The name a load asks for this folder's T3 by (ModelOpenOptions::t3_model: "v2", "v3"), when a
+    // variant has several; nullptr: the variant's only T3.
+    const char *t3_model = nullptr;
     std::string local_folder_name() const;
+    // True when `name` asks for this folder's T3: its t3_model, or its T3 file's name with or without
+    // the extension (mtl_tts.py's t3_model accepts "v3", "t3_mtl23ls_v3", "t3_mtl23ls_v3.safetensors").
+    bool answers_t3_model(const std::string &name) const;
     const char *component_file(const std::string &component) const; // throws for an unknown component
     // Every file, small ones first (tokenizer, optional files, conds.pt, then the checkpoints): what a
     // download fetches.
@@ -125,11 +132,19 @@ struct BuiltinVoice {
 // Store names of the built-in voice tensors ("conds.t3.speaker_emb", ...), in BuiltinVoice order.
 const std::vector<std::string> &builtin_voice_tensor_names();
 
+// How to read a model whose official folder offers a choice.
+struct ModelOpenOptions {
+    // Which T3 of a variant with several (multilingual: "v2", "v3", or the file's name); empty: the
+    // variant's default that the folder holds (multilingual: v2, else v3). Asking for one the folder
+    // does not hold, or of a variant without a choice, is an Error naming the files looked for.
+    std::string t3_model;
+};
+
 class ModelFiles {
   public:
     // `path`: the official folder or a .gguf written by chatterbox-convert. Throws Error naming
     // the path and what is missing or wrong.
-    static ModelFiles open(const std::string &path);
+    static ModelFiles open(const std::string &path, const ModelOpenOptions &options = {});
 
     const std::string &path() const { return path_; }
     bool is_gguf() const { return store_.gguf() != nullptr; }
@@ -147,11 +162,14 @@ class ModelFiles {
     const std::optional<std::string> &cangjie_json() const { return cangjie_json_; }
 
     const std::optional<BuiltinVoice> &builtin_voice() const { return voice_; }
+    // The T3 chosen among a variant's several ("v2", "v3"; a GGUF's chatterbox.t3_model); empty when
+    // the variant has one T3 or a GGUF does not say.
+    const std::string &t3_model() const { return t3_model_; }
 
   private:
     ModelFiles() = default;
-    void open_folder(const std::string &dir);
-    void open_gguf(const std::string &file);
+    void open_folder(const std::string &dir, const ModelOpenOptions &options);
+    void open_gguf(const std::string &file, const ModelOpenOptions &options);
     void read_builtin_voice(); // from the conds.* tensors of the store, validating their shapes
 
     std::string path_;
@@ -161,6 +179,7 @@ class ModelFiles {
     std::optional<std::string> tokenizer_json_;
     std::optional<std::string> cangjie_json_;
     std::optional<BuiltinVoice> voice_;
+    std::string t3_model_;
 };
 
 } // namespace chatterbox

@@ -243,6 +243,11 @@ void fill_tensor(const std::string &name, const Shape &shape, uint64_t seed, voi
 }
 
 void write_synthetic_model(const std::string &out_dir, uint64_t seed, Variant variant) {
+    write_synthetic_folder(out_dir, ModelHparams::for_variant(variant), seed);
+}
+
+void write_synthetic_folder(const std::string &out_dir, const ModelHparams &hp, uint64_t seed) {
+    const Variant variant = hp.variant;
     std::error_code error;
     std::filesystem::create_directories(out_dir, error);
     if (error) fail("cannot create the folder ", out_dir, ": ", error.message());
@@ -250,7 +255,7 @@ void write_synthetic_model(const std::string &out_dir, uint64_t seed, Variant va
     // multilingual English's with its text vocabulary, written as safetensors (ModelFiles reads a .pt
     // checkpoint's safetensors twin), the T3 file of its other folders (v3) hard links to the default's.
     const OfficialFolder &folder = official_folder(variant);
-    for (const ManifestCheckpoint &checkpoint : scaled_manifest(ModelHparams::for_variant(variant))) {
+    for (const ManifestCheckpoint &checkpoint : scaled_manifest(hp)) {
         std::vector<SafetensorsEntry> entries;
         for (const ManifestTensor &tensor : checkpoint.tensors) {
             // fill_tensor writes int64 exactly for the zero_int64 rule: the buffer type must agree.

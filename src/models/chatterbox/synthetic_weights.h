@@ -61,6 +61,9 @@ void fill_tensor(const std::string &name, const Shape &shape, uint64_t seed, voi
 // written (they are not made by the rule; the golden folders ship them).
 void write_synthetic_model(const std::string &out_dir, uint64_t seed = kDefaultSeed,
                            Variant variant = Variant::english);
+// The same file set at the sizes of hp (scaled_manifest; e.g. tiny_hparams(): an official-layout folder
+// of a tiny model, for tests of the folder path).
+void write_synthetic_folder(const std::string &out_dir, const ModelHparams &hp, uint64_t seed = kDefaultSeed);
 
 // The tiny model: the variant's architecture (English: Llama T3 and the standard flow; Turbo, Nano:
 // GPT-2 T3 and the mean flow) with 2 T3 layers of 128, one block of each kind in the flow, 2 CFM
