@@ -33,6 +33,12 @@ void write_sample(std::string &out, const std::string &name, const std::string &
     out += concat(name, with_braces(labels), " ", number(value), "\n");
 }
 
+// A metric of one unlabelled sample: its header and the sample.
+void write_single(std::string &out, const char *name, const char *type, const char *help, double value) {
+    write_header(out, name, type, help);
+    write_sample(out, name, "", value);
+}
+
 // Request durations: from the quick probes (/health) to long syntheses.
 std::vector<double> request_buckets() { return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}; }
 
@@ -190,49 +196,43 @@ std::string Metrics::exposition(const ServerGauges &gauges) const {
     write_header(out, "chatterbox_real_time_factor", "histogram",
                  "Synthesis time divided by the duration of the audio made, per completed synthesis.");
     real_time_factor_.write(out, "chatterbox_real_time_factor", "");
-    write_header(out, "chatterbox_audio_seconds_total", "counter", "Seconds of audio made by completed syntheses.");
-    write_sample(out, "chatterbox_audio_seconds_total", "", audio_seconds_);
-    write_header(out, "chatterbox_speech_tokens_total", "counter", "Speech tokens made by completed syntheses.");
-    write_sample(out, "chatterbox_speech_tokens_total", "", double(speech_tokens_));
+    write_single(out, "chatterbox_audio_seconds_total", "counter", "Seconds of audio made by completed syntheses.",
+                 audio_seconds_);
+    write_single(out, "chatterbox_speech_tokens_total", "counter", "Speech tokens made by completed syntheses.",
+                 double(speech_tokens_));
 
-    write_header(out, "chatterbox_sessions", "gauge", "Synthesis sessions of the pool.");
-    write_sample(out, "chatterbox_sessions", "", gauges.sessions);
-    write_header(out, "chatterbox_sessions_busy", "gauge", "Sessions running a synthesis now.");
-    write_sample(out, "chatterbox_sessions_busy", "", gauges.busy);
-    write_header(out, "chatterbox_queue_depth", "gauge", "Requests waiting for a session now.");
-    write_sample(out, "chatterbox_queue_depth", "", gauges.waiting);
-    write_header(out, "chatterbox_requests_in_flight", "gauge", "Speech requests waiting or running now.");
-    write_sample(out, "chatterbox_requests_in_flight", "", gauges.in_flight);
-    write_header(out, "chatterbox_draining", "gauge", "1 while the server drains before it stops (SIGTERM).");
-    write_sample(out, "chatterbox_draining", "", gauges.draining ? 1 : 0);
+    write_single(out, "chatterbox_sessions", "gauge", "Synthesis sessions of the pool.", gauges.sessions);
+    write_single(out, "chatterbox_sessions_busy", "gauge", "Sessions running a synthesis now.", gauges.busy);
+    write_single(out, "chatterbox_queue_depth", "gauge", "Requests waiting for a session now.", gauges.waiting);
+    write_single(out, "chatterbox_requests_in_flight", "gauge", "Speech requests waiting or running now.",
+                 gauges.in_flight);
+    write_single(out, "chatterbox_draining", "gauge", "1 while the server drains before it stops (SIGTERM).",
+                 gauges.draining ? 1 : 0);
 
-    write_header(out, "chatterbox_t3_batch_size", "gauge", "Requests T3 decodes together at most (0: no batching).");
-    write_sample(out, "chatterbox_t3_batch_size", "", gauges.batch_size);
-    write_header(out, "chatterbox_t3_batch_requests", "gauge", "Requests in the T3 batch now.");
-    write_sample(out, "chatterbox_t3_batch_requests", "", gauges.batch_requests);
-    write_header(out, "chatterbox_t3_batch_waiting", "gauge", "Prefilled requests waiting for room in the T3 batch.");
-    write_sample(out, "chatterbox_t3_batch_waiting", "", gauges.batch_waiting);
-    write_header(out, "chatterbox_t3_batch_steps_total", "counter", "T3 batch decode steps run.");
-    write_sample(out, "chatterbox_t3_batch_steps_total", "", double(gauges.batch_steps));
-    write_header(out, "chatterbox_t3_batch_request_steps_total", "counter",
+    write_single(out, "chatterbox_t3_batch_size", "gauge", "Requests T3 decodes together at most (0: no batching).",
+                 gauges.batch_size);
+    write_single(out, "chatterbox_t3_batch_requests", "gauge", "Requests in the T3 batch now.", gauges.batch_requests);
+    write_single(out, "chatterbox_t3_batch_waiting", "gauge", "Prefilled requests waiting for room in the T3 batch.",
+                 gauges.batch_waiting);
+    write_single(out, "chatterbox_t3_batch_steps_total", "counter", "T3 batch decode steps run.",
+                 double(gauges.batch_steps));
+    write_single(out, "chatterbox_t3_batch_request_steps_total", "counter",
                  "Requests decoded by the T3 batch steps, summed over the steps (divided by the steps: the mean "
-                 "occupancy).");
-    write_sample(out, "chatterbox_t3_batch_request_steps_total", "", double(gauges.batch_request_steps));
+                 "occupancy).",
+                 double(gauges.batch_request_steps));
 
-    write_header(out, "chatterbox_t3_voice_prefix_hits_total", "counter",
-                 "Requests whose voice's T3 conditioning prefix was kept (no conditioning prefill).");
-    write_sample(out, "chatterbox_t3_voice_prefix_hits_total", "", double(gauges.voice_prefix_hits));
-    write_header(out, "chatterbox_t3_voice_prefix_misses_total", "counter",
-                 "Requests that computed their voice's T3 conditioning prefix.");
-    write_sample(out, "chatterbox_t3_voice_prefix_misses_total", "", double(gauges.voice_prefix_misses));
+    write_single(out, "chatterbox_t3_voice_prefix_hits_total", "counter",
+                 "Requests whose voice's T3 conditioning prefix was kept (no conditioning prefill).",
+                 double(gauges.voice_prefix_hits));
+    write_single(out, "chatterbox_t3_voice_prefix_misses_total", "counter",
+                 "Requests that computed their voice's T3 conditioning prefix.", double(gauges.voice_prefix_misses));
 
     // --- Wyoming
     write_header(out, "chatterbox_wyoming_events_total", "counter",
                  "Wyoming events received, by type (unknown types as other).");
     for (const auto &[type, count] : wyoming_events_)
         write_sample(out, "chatterbox_wyoming_events_total", label("type", type), double(count));
-    write_header(out, "chatterbox_wyoming_connections", "gauge", "Wyoming connections open now.");
-    write_sample(out, "chatterbox_wyoming_connections", "", wyoming_connections_);
+    write_single(out, "chatterbox_wyoming_connections", "gauge", "Wyoming connections open now.", wyoming_connections_);
     // ---
     return out;
 }

@@ -12,6 +12,7 @@
 #include "models/chatterbox/t3/batch_session.h"
 #include "models/chatterbox/t3/embeddings.h"
 #include "support/test_support.h"
+#include "support/tiny_t3.h"
 
 #include <gtest/gtest.h>
 
@@ -23,32 +24,7 @@ using namespace chatterbox::t3;
 
 namespace {
 
-struct TinyT3 {
-    std::unique_ptr<Engine> engine;
-    std::unique_ptr<Backend> backend;
-    CondEmbeddings cond;
-
-    explicit TinyT3(const std::string &path) {
-        EngineOptions options;
-        options.model_path = path;
-        options.backend.threads = 2;
-        options.components = components(Component::t3, Component::text);
-        engine = std::make_unique<Engine>(options);
-        backend = std::make_unique<Backend>(options.backend);
-        cond = encode_conditioning(engine->t3(), *backend, engine->builtin_voice(0.5f).t3);
-    }
-    const Model &model() const { return engine->t3(); }
-    const HParams &hp() const { return engine->t3().hparams(); }
-
-    // n_ids text ids, framed as the model takes them.
-    std::vector<int32_t> text(int n_ids) const {
-        std::vector<int32_t> ids;
-        if (hp().framed_text != 0) ids.push_back(hp().start_text_token);
-        for (int i = 0; i < n_ids; ++i) ids.push_back(1 + (i * 37) % (hp().text_vocab - 3));
-        if (hp().framed_text != 0) ids.push_back(hp().stop_text_token);
-        return ids;
-    }
-};
+using test::TinyT3;
 
 RuntimeOptions runtime(nn::AttentionPath attention, ggml_type kv_type) {
     RuntimeOptions o;

@@ -12,6 +12,7 @@
 #include "models/chatterbox/t3/generate.h"
 #include "models/chatterbox/t3/prefix_cache.h"
 #include "support/test_support.h"
+#include "support/tiny_t3.h"
 
 #include <gtest/gtest.h>
 
@@ -22,33 +23,14 @@ using namespace chatterbox::t3;
 
 namespace {
 
-struct TinyT3 {
-    std::unique_ptr<Engine> engine;
-    std::unique_ptr<Backend> backend;
-    CondEmbeddings cond, other_cond;
+using test::TinyT3;
 
-    explicit TinyT3(const std::string &path) {
-        EngineOptions options;
-        options.model_path = path;
-        options.backend.threads = 2;
-        options.components = components(Component::t3, Component::text);
-        engine = std::make_unique<Engine>(options);
-        backend = std::make_unique<Backend>(options.backend);
-        cond = encode_conditioning(engine->t3(), *backend, engine->builtin_voice(0.5f).t3);
-        Conditioning other = engine->builtin_voice(0.9f).t3; // another emotion, and another speaker for Turbo's sake
-        for (float &x : other.speaker_emb) x *= 0.5f;
-        other_cond = encode_conditioning(engine->t3(), *backend, other);
-    }
-    const Model &model() const { return engine->t3(); }
-    const HParams &hp() const { return engine->t3().hparams(); }
-    std::vector<int32_t> text(int n_ids) const {
-        std::vector<int32_t> ids;
-        if (hp().framed_text != 0) ids.push_back(hp().start_text_token);
-        for (int i = 0; i < n_ids; ++i) ids.push_back(1 + (i * 37) % (hp().text_vocab - 3));
-        if (hp().framed_text != 0) ids.push_back(hp().stop_text_token);
-        return ids;
-    }
-};
+// Another voice: another emotion, and another speaker for Turbo's sake (it has no emotion token).
+CondEmbeddings other_voice(const TinyT3 &m) {
+    Conditioning other = m.engine->builtin_voice(0.9f).t3;
+    for (float &x : other.speaker_emb) x *= 0.5f;
+    return encode_conditioning(m.model(), *m.backend, other);
+}
 
 class T3Prefix : public ::testing::TestWithParam<const char *> {
   protected:
@@ -129,7 +111,7 @@ TEST_P(T3Prefix, TheCacheTellsVoicesAndTypesApartAndDropsTheLeastRecentlyUsed) {
     Session f16_session(m.model(), *m.backend), f32_session(m.model(), *m.backend, f32);
     const auto first = cache.get(f16_session, m.cond);
     EXPECT_EQ(cache.get(f16_session, m.cond), first); // a hit: the same entry
-    const auto other = cache.get(f16_session, m.other_cond);
+    const auto other = cache.get(f16_session, other_voice(m));
     EXPECT_NE(other, first);
     EXPECT_NE(other->k[0], first->k[0]) << "another voice gives other keys";
     const auto as_f32 = cache.get(f32_session, m.cond); // the f16 entry of cond is now the least recent

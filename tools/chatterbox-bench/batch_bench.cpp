@@ -4,6 +4,7 @@
 #include "models/chatterbox/engine.h"
 #include "models/chatterbox/t3/batch_scheduler.h"
 #include "models/chatterbox/t3/embeddings.h"
+#include "request_inputs.h"
 #include "timing.h"
 
 #include <algorithm>
@@ -79,19 +80,11 @@ nlohmann::json run_batch_bench(const BackendOptions &backend, const BatchBenchOp
     if (options.decode_tokens < 4 || options.rounds < 1) fail("batch bench: need >= 4 tokens and >= 1 round");
     const Engine engine({options.weights, backend, components(Component::t3)});
     const t3::HParams &hp = engine.t3().hparams();
-    // Inputs with the shapes of a real request; their values do not change the cost.
     std::mt19937_64 rng(1234);
-    std::uniform_real_distribution<float> value(-0.1f, 0.1f);
-    t3::Conditioning voice;
-    for (int i = 0; i < hp.speaker_embed; ++i) voice.speaker_emb.push_back(value(rng));
-    std::uniform_int_distribution<int32_t> unit(0, hp.speech_token_limit - 1);
-    for (int i = 0; i < options.prompt_tokens; ++i) voice.prompt_tokens.push_back(unit(rng));
+    const RequestInputs inputs = request_inputs(hp, options.prompt_tokens, options.text_tokens, rng);
+    const std::vector<int32_t> &text = inputs.text;
     Backend cond_backend(backend);
-    const t3::CondEmbeddings cond = t3::encode_conditioning(engine.t3(), cond_backend, voice);
-    std::uniform_int_distribution<int32_t> text_id(1, hp.start_text_token - 1);
-    std::vector<int32_t> text{hp.start_text_token};
-    for (int i = 0; i < options.text_tokens; ++i) text.push_back(text_id(rng));
-    text.push_back(hp.stop_text_token);
+    const t3::CondEmbeddings cond = t3::encode_conditioning(engine.t3(), cond_backend, inputs.voice);
 
     nlohmann::json rows = nlohmann::json::array();
     for (int round = 0; round < options.rounds; ++round) {

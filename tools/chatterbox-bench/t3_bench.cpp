@@ -5,6 +5,7 @@
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
 #include "models/chatterbox/t3/prefix_cache.h"
+#include "request_inputs.h"
 #include "timing.h"
 
 #include <random>
@@ -38,21 +39,13 @@ nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions 
     session_options.t3.decode_bucket = options.decode_bucket;
     Session session(engine, session_options);
 
-    // Inputs with the shapes of a real request; their values do not change the cost.
     std::mt19937_64 rng(1234);
-    std::uniform_real_distribution<float> unit(-0.1f, 0.1f);
-    t3::Conditioning cond;
-    for (int i = 0; i < hp.speaker_embed; ++i) cond.speaker_emb.push_back(unit(rng));
-    std::uniform_int_distribution<int32_t> speech_unit(0, hp.speech_token_limit - 1);
-    for (int i = 0; i < options.prompt_tokens; ++i) cond.prompt_tokens.push_back(speech_unit(rng));
+    const RequestInputs inputs = request_inputs(hp, options.prompt_tokens, options.text_tokens, rng);
+    const std::vector<int32_t> &text = inputs.text;
     start = Clock::now();
-    const t3::CondEmbeddings cond_emb = t3::encode_conditioning(model, session.backend(), cond);
+    const t3::CondEmbeddings cond_emb = t3::encode_conditioning(model, session.backend(), inputs.voice);
     const double conditioning_ms = ms_since(start);
-
-    std::uniform_int_distribution<int32_t> text_id(1, hp.start_text_token - 1);
-    std::vector<int32_t> text{hp.start_text_token};
-    for (int i = 0; i < options.text_tokens; ++i) text.push_back(text_id(rng));
-    text.push_back(hp.stop_text_token);
+    std::uniform_int_distribution<int32_t> speech_unit(0, hp.speech_token_limit - 1);
     t3::GenerationHooks hooks;
     for (int i = 0; i < max_new_tokens; ++i) hooks.forced_tokens.push_back(speech_unit(rng));
 
