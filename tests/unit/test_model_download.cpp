@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -125,6 +126,22 @@ TEST(ModelDownload, OfficialFilesAreWhatTtsPyLoads) {
     std::sort(files.begin(), files.end());
     EXPECT_EQ(files, (std::vector<std::string>{"conds.pt", "s3gen.safetensors", "t3_cfg.safetensors", "tokenizer.json",
                                                "ve.safetensors"}));
+}
+
+TEST(ModelDownload, MultilingualFetchesTheT3ItIsAskedFor) {
+    const auto has = [](const std::vector<std::string> &files, const std::string &file) {
+        return std::find(files.begin(), files.end(), file) != files.end();
+    };
+    const std::vector<std::string> v2 = official_model_files(Variant::multilingual);
+    const std::vector<std::string> v3 = official_model_files(Variant::multilingual, "v3");
+    EXPECT_TRUE(has(v2, "t3_mtl23ls_v2.safetensors"));
+    EXPECT_FALSE(has(v2, "t3_mtl23ls_v3.safetensors"));
+    EXPECT_TRUE(has(v3, "t3_mtl23ls_v3.safetensors"));
+    EXPECT_FALSE(has(v3, "t3_mtl23ls_v2.safetensors"));
+    EXPECT_EQ(official_model_files(Variant::multilingual, "t3_mtl23ls_v3"), v3);
+    EXPECT_EQ(official_model_files(Variant::multilingual, "v2"), v2);
+    EXPECT_TRUE(test::contains(error_of([] { official_model_files(Variant::multilingual, "v9"); }), "v2, v3"));
+    EXPECT_TRUE(test::contains(error_of([] { official_model_files(Variant::english, "v3"); }), "one T3"));
 }
 
 TEST(ModelDownload, DefaultModelPath) {

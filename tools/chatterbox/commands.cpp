@@ -177,7 +177,7 @@ int run_download(const DownloadOptions &options) {
                                 ? chatterbox::default_model_path(chatterbox::ModelEnvironment::from_process(), variant)
                                 : options.model;
     Progress progress(options.quiet);
-    download_model(dir, progress, variant);
+    download_model(dir, progress, variant, options.t3_model);
     return kExitOk;
 }
 

@@ -33,10 +33,12 @@ bool user_agrees_to_download(const std::string &dir, const std::vector<std::stri
 
 } // namespace
 
-void download_model(const std::string &dir, Progress &progress, chatterbox::Variant variant) {
+void download_model(const std::string &dir, Progress &progress, chatterbox::Variant variant,
+                    const std::string &t3_model) {
     const auto env = chatterbox::ModelEnvironment::from_process();
     chatterbox::ModelDownloadOptions options;
     options.variant = variant;
+    options.t3_model = t3_model;
     options.endpoint = env.hf_endpoint;
     std::string label;
     options.on_file = [&](size_t index, size_t count, const std::string &file) {

@@ -15,8 +15,9 @@ namespace cli {
 std::string locate_model(const EngineOptions &engine, Progress &progress);
 
 // Downloads the missing official files into `dir` with a progress bar; the error of a failed
-// download also says how to go on without network access.
+// download also says how to go on without network access. t3_model: which T3 of a variant with
+// several ("" its first).
 void download_model(const std::string &dir, Progress &progress,
-                    chatterbox::Variant variant = chatterbox::Variant::english);
+                    chatterbox::Variant variant = chatterbox::Variant::english, const std::string &t3_model = "");
 
 } // namespace cli

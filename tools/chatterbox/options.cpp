@@ -192,9 +192,11 @@ void add_download_options(CLI::App &app, DownloadOptions &options) {
         "for multilingual, turbo and nano chatterbox-multilingual, chatterbox-turbo, chatterbox-nano beside it)");
     app.add_option("--variant", options.variant,
                    "the official model to fetch: english (ResembleAI/chatterbox), multilingual (ResembleAI/chatterbox, "
-                   "its v2 files), turbo (ResembleAI/chatterbox-turbo) or nano (ResembleAI/chatterbox-nano)")
+                   "its v2 files, or v3's with --t3-model v3), turbo (ResembleAI/chatterbox-turbo) or nano "
+                   "(ResembleAI/chatterbox-nano)")
         ->capture_default_str()
         ->check(CLI::IsMember({"english", "multilingual", "turbo", "nano"}));
+    app.add_option("--t3-model", options.t3_model, "multilingual: which T3 to fetch, v2 (default) or v3");
     app.add_flag("-q,--quiet", options.quiet, "no progress on stderr");
 }
 

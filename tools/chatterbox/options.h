@@ -58,6 +58,7 @@ struct ConversionOptions {
 struct DownloadOptions {
     std::string model;               // "" : the default model location of the variant
     std::string variant = "english"; // which official repository: english, turbo, nano
+    std::string t3_model;            // multilingual: v2 ("", the default) or v3
     bool quiet = false;
 };
 

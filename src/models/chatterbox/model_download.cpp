@@ -33,7 +33,25 @@ std::string default_model_path(const ModelEnvironment &env, Variant variant) {
     fail("no default model folder: neither CHATTERBOX_MODEL, XDG_CACHE_HOME nor HOME is set");
 }
 
-std::vector<std::string> official_model_files(Variant variant) { return official_folder(variant).all_files(); }
+namespace {
+
+const OfficialFolder &download_folder(Variant variant, const std::string &t3_model) {
+    if (t3_model.empty()) return official_folder(variant);
+    std::string known;
+    for (const OfficialFolder &folder : official_folders()) {
+        if (folder.variant != variant || !folder.t3_model) continue;
+        if (folder.answers_t3_model(t3_model)) return folder;
+        known += (known.empty() ? "" : ", ") + std::string(folder.t3_model);
+    }
+    if (known.empty()) fail("the ", variant_name(variant), " model has one T3: no --t3-model to choose");
+    fail("no ", variant_name(variant), " T3 \"", t3_model, "\" to download (", known, ")");
+}
+
+} // namespace
+
+std::vector<std::string> official_model_files(Variant variant, const std::string &t3_model) {
+    return download_folder(variant, t3_model).all_files();
+}
 
 namespace {
 std::string endpoint_or_default(const std::string &endpoint) {
@@ -58,9 +76,9 @@ std::string file_list(const std::vector<std::string> &files) {
     return out;
 }
 
-std::vector<std::string> missing_model_files(const std::string &dir, Variant variant) {
+std::vector<std::string> missing_model_files(const std::string &dir, Variant variant, const std::string &t3_model) {
     std::vector<std::string> missing;
-    for (const std::string &file : official_model_files(variant)) {
+    for (const std::string &file : official_model_files(variant, t3_model)) {
         std::error_code ec;
         if (!fs::is_regular_file(fs::path(dir) / file, ec)) missing.push_back(file);
     }
@@ -68,8 +86,8 @@ std::vector<std::string> missing_model_files(const std::string &dir, Variant var
 }
 
 void download_official_model(const std::string &dir, const ModelDownloadOptions &options) {
-    const std::vector<std::string> missing = missing_model_files(dir, options.variant);
-    const char *repo = official_folder(options.variant).repo;
+    const std::vector<std::string> missing = missing_model_files(dir, options.variant, options.t3_model);
+    const char *repo = download_folder(options.variant, options.t3_model).repo;
     try {
         std::error_code ec;
         fs::create_directories(dir, ec);
@@ -80,9 +98,10 @@ void download_official_model(const std::string &dir, const ModelDownloadOptions 
                               (fs::path(dir) / missing[i]).string(), options.transfer);
         }
     } catch (const Error &e) {
-        fail(e.what(), "\nWithout network access here, download ", file_list(missing_model_files(dir, options.variant)),
-             " from ", hub_repo_page(options.endpoint, repo, kOfficialRevision),
-             " on another machine and copy them into ", dir, " (a run with network access resumes partial files).");
+        fail(e.what(), "\nWithout network access here, download ",
+             file_list(missing_model_files(dir, options.variant, options.t3_model)), " from ",
+             hub_repo_page(options.endpoint, repo, kOfficialRevision), " on another machine and copy them into ", dir,
+             " (a run with network access resumes partial files).");
     }
 }
 

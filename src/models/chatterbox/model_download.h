@@ -34,7 +34,9 @@ std::string default_model_path(const ModelEnvironment &env, Variant variant = Va
 constexpr const char *kOfficialRepo = "ResembleAI/chatterbox";
 constexpr const char *kOfficialRevision = "main";
 constexpr const char *kDefaultHubEndpoint = "https://huggingface.co";
-std::vector<std::string> official_model_files(Variant variant = Variant::english);
+// t3_model picks a T3 of a variant that has several (ModelOpenOptions::t3_model: "v2", "v3"); "" its
+// first. Error for a name no folder of the variant answers.
+std::vector<std::string> official_model_files(Variant variant = Variant::english, const std::string &t3_model = "");
 
 // "<endpoint>/<repo>/resolve/<revision>/<file>"; endpoint "" means kDefaultHubEndpoint.
 std::string hub_file_url(const std::string &endpoint, const std::string &repo, const std::string &revision,
@@ -43,12 +45,14 @@ std::string hub_file_url(const std::string &endpoint, const std::string &repo, c
 std::string hub_repo_page(const std::string &endpoint, const std::string &repo, const std::string &revision);
 
 // The variant's official files missing from `dir` (all of them when it does not exist).
-std::vector<std::string> missing_model_files(const std::string &dir, Variant variant = Variant::english);
+std::vector<std::string> missing_model_files(const std::string &dir, Variant variant = Variant::english,
+                                             const std::string &t3_model = "");
 // "a, b, c", for messages.
 std::string file_list(const std::vector<std::string> &files);
 
 struct ModelDownloadOptions {
     Variant variant = Variant::english; // which repository (official_folder(variant).repo)
+    std::string t3_model;               // which T3 of a variant with several ("": its first)
     std::string endpoint;               // "" : kDefaultHubEndpoint
     // Called before each file starts (index into the files being fetched, their count, name).
     std::function<void(size_t index, size_t count, const std::string &file)> on_file;
