@@ -3,13 +3,10 @@
 #include "core/error.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace chatterbox::t3 {
 
 namespace {
-
-int round_up(int value, int step) { return (value + step - 1) / step * step; }
 
 constexpr size_t kMaxGraphNodes = 8192;
 // Decode graphs kept, by (rows, attended positions); past this many the oldest set is dropped
@@ -119,23 +116,23 @@ std::vector<std::vector<float>> BatchSession::decode(const std::vector<Step> &st
         if (s.length >= s.positions)
             fail("T3 batch decode: sequence ", s.handle, " is at its ", s.positions, " reserved positions");
         by_row[index] = &step;
-        n_kv = std::max(n_kv, std::min(round_up(s.length + 1, options_.decode_bucket), capacity_));
+        n_kv = std::max(n_kv, decode_attended_positions(s.length, options_, capacity_));
     }
     const int n_rows = rows_in_use();
     Graph &g = decode_graph(n_rows, n_kv);
     std::vector<float> embeds(size_t(n_rows) * hidden);
     std::vector<int32_t> positions(static_cast<size_t>(n_rows));
     std::vector<int64_t> slots(static_cast<size_t>(n_rows));
-    const ggml_fp16_t zero = ggml_fp32_to_fp16(0.0f), blocked = ggml_fp32_to_fp16(-INFINITY);
-    std::vector<ggml_fp16_t> mask(size_t(n_rows) * size_t(n_kv), blocked);
+    std::vector<ggml_fp16_t> mask(size_t(n_rows) * size_t(n_kv));
     for (size_t i = 0; i < sequences_.size(); ++i) {
         const Sequence &s = sequences_[i];
+        const std::vector<ggml_fp16_t> row_mask = causal_mask(1, n_kv, s.length); // sees [0, length]
         for (int r = s.row; r < s.row + s.n_rows; ++r) {
             std::copy(by_row[i]->embed.begin(), by_row[i]->embed.end(),
                       embeds.begin() + std::ptrdiff_t(size_t(r) * hidden));
             positions[size_t(r)] = s.length;
             slots[size_t(r)] = s.length;
-            std::fill_n(mask.begin() + std::ptrdiff_t(size_t(r) * size_t(n_kv)), s.length + 1, zero);
+            std::copy(row_mask.begin(), row_mask.end(), mask.begin() + std::ptrdiff_t(size_t(r) * size_t(n_kv)));
         }
     }
     g.runner->set_input(g.in.embeds, embeds);

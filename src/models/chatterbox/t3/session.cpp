@@ -26,6 +26,10 @@ struct Session::Graph {
     int visible = 0;                   // decode only: the mask lets the query see cache positions [0, visible)
 };
 
+int decode_attended_positions(int length, const RuntimeOptions &options, int capacity) {
+    return std::min(round_up(length + 1, options.decode_bucket), capacity);
+}
+
 Session::Session(const Model &model, Backend &backend, RuntimeOptions options)
     : model_(model), backend_(backend), options_(options) {
     if (options_.prefill_bucket < 1 || options_.decode_bucket < 1 || options_.capacity_step < 1)
@@ -202,7 +206,7 @@ std::vector<float> Session::decode(const std::vector<float> &embed) {
     if (length_ >= cache_->capacity())
         fail("T3 decode: the KV cache is full (", cache_->capacity(),
              " positions); reserve more new tokens at prefill");
-    Graph &g = decode_graph(std::min(round_up(length_ + 1, options_.decode_bucket), cache_->capacity()));
+    Graph &g = decode_graph(decode_attended_positions(length_, options_, cache_->capacity()));
     // Every row gets the same token at the same position.
     const size_t row_bytes = hidden * sizeof(float);
     for (int r = 0; r < cache_->n_rows(); ++r)

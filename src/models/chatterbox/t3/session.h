@@ -28,6 +28,10 @@ struct RuntimeOptions {
     int capacity_step = 256; // the KV cache grows in multiples of this many positions
 };
 
+// The cache positions a decode step attends to when `length` are in use: one more (the new token),
+// rounded up to options.decode_bucket, at most capacity. Sessions and batches use the same graphs' sizes.
+int decode_attended_positions(int length, const RuntimeOptions &options, int capacity);
+
 class Session {
   public:
     // backend: where this session's cache lives and its graphs run (one per session).
