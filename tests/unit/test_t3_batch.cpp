@@ -106,14 +106,16 @@ TEST_P(T3Batch, SequencesJoiningAndLeavingGetTheirLogitsAlone) {
             const std::vector<std::vector<float>> logits = batch.decode(steps);
             for (size_t k = 0; k < which.size(); ++k) {
                 const size_t i = which[k];
-                // Equal up to the rounding of kernels chosen by shape (the batch's matrix products
-                // are wider, and flash attention splits rows by the thread count, which follows the
-                // load): measured up to 3e-5.
+                // Equal up to the rounding of kernels chosen by shape: the batch's matrix products
+                // are wider (plain attention, f32 cache: measured up to 5e-7), and flash attention
+                // with an f16 cache splits a row over 512+ positions between the threads, which the
+                // batch's longer attended length reaches sooner (measured up to 3.5e-4 on GPT-2).
                 const std::vector<float> &want = sequences[i].alone[size_t(done[i])];
                 ASSERT_EQ(logits[k].size(), want.size());
                 float worst = 0;
                 for (size_t j = 0; j < want.size(); ++j) worst = std::max(worst, std::abs(logits[k][j] - want[j]));
-                ASSERT_LT(worst, 1e-4f) << "sequence " << i << ", step " << done[i];
+                ASSERT_LT(worst, attention == nn::AttentionPath::plain ? 1e-5f : 1e-3f)
+                    << "sequence " << i << ", step " << done[i];
                 if (++done[i] == sequences[i].steps) {
                     batch.leave(handle[i]);
                     handle[i] = -1;
