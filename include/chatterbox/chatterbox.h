@@ -78,6 +78,10 @@ typedef struct chatterbox_engine_params {
      * "v3" (also the file's name, "t3_mtl23ls_v3"). NULL or "": the default the folder holds. A T3 the model
      * lacks, or any value for another variant, fails with CHATTERBOX_ERROR_MODEL naming the files. */
     const char *t3_model;
+    /* The flow's CFM steps of up to this many concurrent session requests batched into one estimator run
+     * each (a request gets the mel it gets alone, within f32 rounding); 0 (default): each session solves
+     * alone. */
+    int flow_batch;
 } chatterbox_engine_params;
 
 chatterbox_engine_params chatterbox_engine_default_params(void);

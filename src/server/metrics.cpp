@@ -39,6 +39,23 @@ void write_single(std::string &out, const char *name, const char *type, const ch
     write_sample(out, name, "", value);
 }
 
+// The five metrics of one stage's batch, named prefix_size, _requests, _waiting, _steps_total and
+// _request_steps_total; stage and step name it in the help texts ("T3", "decode").
+void write_batch(std::string &out, const std::string &prefix, const std::string &stage, const std::string &step,
+                 const BatchGauges &batch) {
+    const auto write = [&](const char *suffix, const char *type, const std::string &help, double value) {
+        write_single(out, (prefix + suffix).c_str(), type, help.c_str(), value);
+    };
+    write("_size", "gauge", "Requests the " + stage + " batch runs together at most (0: no batching).", batch.size);
+    write("_requests", "gauge", "Requests in the " + stage + " batch now.", batch.counts.active);
+    write("_waiting", "gauge", "Requests waiting for room in the " + stage + " batch.", batch.counts.waiting);
+    write("_steps_total", "counter", stage + " batch " + step + " steps run.", double(batch.counts.steps));
+    write("_request_steps_total", "counter",
+          "Requests run by the " + stage + " batch " + step +
+              " steps, summed over the steps (divided by the steps: the mean occupancy).",
+          double(batch.counts.request_steps));
+}
+
 // Request durations: from the quick probes (/health) to long syntheses.
 std::vector<double> request_buckets() { return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}; }
 
@@ -209,17 +226,8 @@ std::string Metrics::exposition(const ServerGauges &gauges) const {
     write_single(out, "chatterbox_draining", "gauge", "1 while the server drains before it stops (SIGTERM).",
                  gauges.draining ? 1 : 0);
 
-    write_single(out, "chatterbox_t3_batch_size", "gauge", "Requests T3 decodes together at most (0: no batching).",
-                 gauges.batch_size);
-    write_single(out, "chatterbox_t3_batch_requests", "gauge", "Requests in the T3 batch now.", gauges.batch_requests);
-    write_single(out, "chatterbox_t3_batch_waiting", "gauge", "Prefilled requests waiting for room in the T3 batch.",
-                 gauges.batch_waiting);
-    write_single(out, "chatterbox_t3_batch_steps_total", "counter", "T3 batch decode steps run.",
-                 double(gauges.batch_steps));
-    write_single(out, "chatterbox_t3_batch_request_steps_total", "counter",
-                 "Requests decoded by the T3 batch steps, summed over the steps (divided by the steps: the mean "
-                 "occupancy).",
-                 double(gauges.batch_request_steps));
+    write_batch(out, "chatterbox_t3_batch", "T3", "decode", gauges.t3_batch);
+    write_batch(out, "chatterbox_flow_batch", "flow CFM", "estimator", gauges.flow_batch);
 
     write_single(out, "chatterbox_t3_voice_prefix_hits_total", "counter",
                  "Requests whose voice's T3 conditioning prefix was kept (no conditioning prefill).",

@@ -148,14 +148,10 @@ void Server::add_routes() {
     });
     http_->Get("/metrics", [this](const httplib::Request &, httplib::Response &response) {
         ServerGauges gauges{pool_.size(), pool_.busy(), pool_.waiting(), watch_.in_flight(), watch_.draining()};
-        if (const t3::BatchScheduler *batch = engine_.t3_batch()) {
-            const t3::BatchStats stats = batch->stats();
-            gauges.batch_size = batch->options().max_sequences;
-            gauges.batch_requests = stats.active;
-            gauges.batch_waiting = stats.waiting;
-            gauges.batch_steps = stats.steps;
-            gauges.batch_request_steps = stats.sequence_steps;
-        }
+        if (const t3::BatchScheduler *batch = engine_.t3_batch())
+            gauges.t3_batch = {batch->options().max_sequences, batch->counts()};
+        if (const s3gen::FlowBatchScheduler *batch = engine_.flow_batch())
+            gauges.flow_batch = {batch->options().max_requests, batch->counts()};
         if (const t3::PrefixCache *prefixes = engine_.t3_prefixes()) {
             gauges.voice_prefix_hits = prefixes->hits();
             gauges.voice_prefix_misses = prefixes->misses();

@@ -295,13 +295,13 @@ TEST(ServerProcessOps, ADrainThatRunsOutOfTimeCancelsWhatIsLeft) {
 
 } // namespace
 
-// --batch: concurrent requests share the T3 batch (the metrics count steps that decoded both), a
-// client that hangs up mid-batch frees its place at once, and the server keeps serving.
+// --batch: concurrent requests share the T3 and flow batches (the metrics count steps that ran
+// both), a client that hangs up mid-batch frees its place at once, and the server keeps serving.
 TEST(ServerProcessOps, ABatchingServerDecodesConcurrentRequestsTogether) {
     test::ServerProcess process({"--batch", "2"});
     ASSERT_GT(process.port(), 0);
     EXPECT_TRUE(test::contains(process.log(), "2 session(s)")) << process.log(); // --sessions follows --batch
-    EXPECT_TRUE(test::contains(process.log(), "T3 batch 2")) << process.log();
+    EXPECT_TRUE(test::contains(process.log(), "T3 and flow batch 2")) << process.log();
     std::vector<std::future<int>> statuses;
     for (int i = 0; i < 2; ++i)
         statuses.push_back(std::async(std::launch::async, [&process] {
@@ -317,6 +317,11 @@ TEST(ServerProcessOps, ABatchingServerDecodesConcurrentRequestsTogether) {
     const double steps = sample(metrics, "chatterbox_t3_batch_steps_total");
     EXPECT_GE(steps, 59) << "each request decodes its 59 tokens after the prefill in the batch";
     EXPECT_GT(sample(metrics, "chatterbox_t3_batch_request_steps_total"), steps) << "no step decoded both";
+    EXPECT_EQ(sample(metrics, "chatterbox_flow_batch_size"), 2);
+    EXPECT_EQ(sample(metrics, "chatterbox_flow_batch_requests"), 0);
+    const double flow_steps = sample(metrics, "chatterbox_flow_batch_steps_total");
+    EXPECT_GT(flow_steps, 0) << "the flow did not run in the batch";
+    EXPECT_GE(sample(metrics, "chatterbox_flow_batch_request_steps_total"), flow_steps);
 
     {
         httplib::Client impatient = process.client();

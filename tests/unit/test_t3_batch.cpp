@@ -197,15 +197,15 @@ TEST_P(T3Batch, ScheduledRequestsGetTheTokensTheyGetAlone) {
         EXPECT_EQ(result.end, alone[i].end) << "request " << i;
         EXPECT_EQ(result.eos_step, alone[i].eos_step) << "request " << i;
     }
-    const BatchStats stats = scheduler.stats();
+    const BatchCounts stats = scheduler.counts();
     EXPECT_EQ(stats.active, 0);
-    EXPECT_GT(stats.sequence_steps, stats.steps) << "no step decoded more than one request";
+    EXPECT_GT(stats.request_steps, stats.steps) << "no step decoded more than one request";
 }
 
 // Waits (bounded) until the scheduler's stats satisfy `ready`.
 template <class Ready> bool wait_for(const BatchScheduler &scheduler, Ready ready) {
     for (int i = 0; i < 3000; ++i) {
-        if (ready(scheduler.stats())) return true;
+        if (ready(scheduler.counts())) return true;
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return false;
@@ -228,7 +228,7 @@ TEST_P(T3Batch, AStoppedRequestEndsAsAloneAndFreesItsRowsAtOnce) {
     std::future<GenerationResult> stopped = std::async(std::launch::async, [&] {
         return scheduler.generate(session, m.cond, m.text(spec.text_ids), sampling(spec), hooks);
     });
-    ASSERT_TRUE(wait_for(scheduler, [](const BatchStats &s) { return s.active == 1; }));
+    ASSERT_TRUE(wait_for(scheduler, [](const BatchCounts &s) { return s.active == 1; }));
     std::future<GenerationResult> waiting = std::async(std::launch::async, [&] {
         Backend backend(m.engine->options().backend);
         Session s(m.model(), backend);
@@ -240,7 +240,7 @@ TEST_P(T3Batch, AStoppedRequestEndsAsAloneAndFreesItsRowsAtOnce) {
     const GenerationResult after = waiting.get();
     // The stopped request decoded a few steps past its stop at most (its hook runs on its own
     // thread), far from its 200: then the waiting one took the rows.
-    const BatchStats stats = scheduler.stats();
+    const BatchCounts stats = scheduler.counts();
     EXPECT_LE(stats.steps, uint64_t(kStopAt + 6) + after.tokens.size());
     EXPECT_EQ(stats.active, 0);
 }
@@ -257,7 +257,7 @@ TEST_P(T3Batch, AHookThatThrowsLeavesTheBatchBeforeTheCallRethrows) {
     };
     Session session(m.model(), *m.backend);
     EXPECT_THROW(scheduler.generate(session, m.cond, m.text(12), sampling({12, 9, 200, 0.5f}), hooks), Cancelled);
-    EXPECT_EQ(scheduler.stats().active, 0);
+    EXPECT_EQ(scheduler.counts().active, 0);
     const GenerationResult after = scheduler.generate(session, m.cond, m.text(12), sampling({12, 9, 20, 0.5f}));
     EXPECT_EQ(after.tokens.size(), size_t(20));
 }

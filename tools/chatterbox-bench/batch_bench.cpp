@@ -69,8 +69,8 @@ Level run_level(const Engine &engine, const BackendOptions &backend, const Batch
             std::count_if(times.begin(), times.end(), [&](Clock::time_point t) { return t > begin && t <= end; }));
     level.window_s = ms_between(begin, end) / 1e3;
     level.cpu_s = (process_cpu_ms() - cpu_start) / 1e3;
-    const t3::BatchStats stats = scheduler.stats();
-    level.occupancy = stats.steps ? double(stats.sequence_steps) / double(stats.steps) : 0;
+    const BatchCounts stats = scheduler.counts();
+    level.occupancy = stats.steps ? double(stats.request_steps) / double(stats.steps) : 0;
     return level;
 }
 

@@ -65,6 +65,13 @@ Engine::Engine(const EngineOptions &options)
     if (options.voice_prefixes > 0) t3_prefixes_ = std::make_unique<t3::PrefixCache>(size_t(options.voice_prefixes));
     if (has(Component::flow))
         flow_ = std::make_unique<s3gen::FlowModel>(store, *weights_backend_, files_.hparams().flow);
+    if (options.flow_batch < 0)
+        throw InvalidArgument(concat("flow_batch is ", options.flow_batch, ", expected 0 (off) or more"));
+    if (options.flow_batch > 0 && flow_) {
+        s3gen::FlowBatchOptions batch;
+        batch.max_requests = options.flow_batch;
+        flow_batch_ = std::make_unique<s3gen::FlowBatchScheduler>(*flow_, options.backend, batch);
+    }
     if (has(Component::vocoder))
         vocoder_ = std::make_unique<hift::VocoderModel>(store, *weights_backend_, files_.hparams().hift);
 }

@@ -14,6 +14,7 @@
 #include "models/chatterbox/hift/vocoder.h"
 #include "models/chatterbox/model_files.h"
 #include "models/chatterbox/s3gen/flow.h"
+#include "models/chatterbox/s3gen/flow_batch.h"
 #include "models/chatterbox/t3/batch_scheduler.h"
 #include "models/chatterbox/t3/model.h"
 #include "models/chatterbox/t3/prefix_cache.h"
@@ -50,6 +51,9 @@ struct EngineOptions {
     // requests share each step; 0 (default): each session decodes alone.
     int batch = 0;
     int batch_capacity = 1536; // cache positions per batched request (longer ones decode alone)
+    // The flow's CFM steps batched across the sessions' requests (s3gen/flow_batch.h): up to this
+    // many requests share each estimator run; 0 (default): each session solves alone.
+    int flow_batch = 0;
     // Voices whose T3 conditioning prefix (its keys/values) is kept, so that a request in a kept
     // voice prefills only its text (t3/prefix_cache.h); 0 (default): every prefill computes it.
     int voice_prefixes = 0;
@@ -85,6 +89,8 @@ class Engine {
 
     // The T3 batch the sessions decode in, or nullptr (EngineOptions::batch 0).
     t3::BatchScheduler *t3_batch() const { return t3_batch_.get(); }
+    // The flow batch the sessions solve in, or nullptr (EngineOptions::flow_batch 0).
+    s3gen::FlowBatchScheduler *flow_batch() const { return flow_batch_.get(); }
     // The kept voice prefixes, or nullptr (EngineOptions::voice_prefixes 0).
     t3::PrefixCache *t3_prefixes() const { return t3_prefixes_.get(); }
 
@@ -101,8 +107,9 @@ class Engine {
     std::unique_ptr<t3::Model> t3_;
     std::unique_ptr<s3gen::FlowModel> flow_;
     std::unique_ptr<hift::VocoderModel> vocoder_;
-    std::unique_ptr<t3::BatchScheduler> t3_batch_; // a service with its own thread, not model state
-    std::unique_ptr<t3::PrefixCache> t3_prefixes_; // filled by the sessions' requests
+    std::unique_ptr<t3::BatchScheduler> t3_batch_;          // a service with its own thread, not model state
+    std::unique_ptr<s3gen::FlowBatchScheduler> flow_batch_; // likewise
+    std::unique_ptr<t3::PrefixCache> t3_prefixes_;          // filled by the sessions' requests
     mutable std::once_flag voice_builder_once_;
     mutable std::unique_ptr<VoiceBuilder> voice_builder_;
 };

@@ -169,6 +169,7 @@ Session::Session(const Engine &engine, const SessionOptions &options)
     if (engine.has(Component::t3)) t3_ = std::make_unique<t3::Session>(engine.t3(), backend_, options.t3);
     if (engine.has(Component::flow)) {
         flow_ = std::make_unique<s3gen::FlowSession>(engine.flow(), backend_, options.flow_attention);
+        flow_->use_batch(engine.flow_batch(), &cancel_);
         flow_stage_ = std::make_unique<FlowAdapter>(*flow_);
     }
     if (engine.has(Component::vocoder)) {

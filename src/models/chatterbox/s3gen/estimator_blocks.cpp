@@ -45,7 +45,8 @@ ResnetBlock::ResnetBlock(ModuleWeights &w, const std::string &prefix, int64_t in
       time_proj(w, prefix + ".mlp.1", hp.time_embed_dim(), out), res_conv(w, prefix + ".res_conv", in, out, 1, 0, 0) {}
 
 ggml_tensor *ResnetBlock::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *time_features) const {
-    ggml_tensor *h = ggml_add(ctx, block1(ctx, x), time_proj(ctx, time_features)); // broadcast over frames and rows
+    ggml_tensor *h =
+        ggml_add(ctx, block1(ctx, x), time_proj(ctx, time_features)); // broadcast over frames (and rows when shared)
     return ggml_add(ctx, block2(ctx, h), res_conv(ctx, x));
 }
 
@@ -62,7 +63,8 @@ TransformerBlock::TransformerBlock(ModuleWeights &w, const std::string &prefix, 
           nn::Activation::gelu_erf),
       n_heads(hp.decoder_heads), head_dim(hp.decoder_head_dim) {}
 
-ggml_tensor *TransformerBlock::operator()(ggml_context *ctx, ggml_tensor *x, nn::AttentionPath attention) const {
+ggml_tensor *TransformerBlock::operator()(ggml_context *ctx, ggml_tensor *x, nn::AttentionPath attention,
+                                          const AttentionSegments &segments) const {
     const int64_t frames = x->ne[1], rows = x->ne[2];
     ggml_tensor *normed = norm1(ctx, x);
     auto heads = [&](const nn::Linear &projection) {
@@ -71,7 +73,23 @@ ggml_tensor *TransformerBlock::operator()(ggml_context *ctx, ggml_tensor *x, nn:
     ggml_tensor *q = heads(to_q), *k = heads(to_k), *v = heads(to_v);
     nn::AttentionOptions options;
     options.path = attention;
-    ggml_tensor *mixed = nn::attention(ctx, q, k, v, options); // ggml [H*D, T, R]
+    ggml_tensor *mixed = nullptr; // ggml [H*D, T, R]
+    if (segments.empty()) {
+        mixed = nn::attention(ctx, q, k, v, options);
+    } else {
+        // Each request attends over its own frames, as it would alone; its padding frames get zeros.
+        for (const AttentionSegment &segment : segments) {
+            const auto part = [&](ggml_tensor *t) {
+                return ggml_cont(ctx, ggml_view_4d(ctx, t, head_dim, n_heads, segment.frames, segment.rows, t->nb[1],
+                                                   t->nb[2], t->nb[3], size_t(segment.first_row) * t->nb[3]));
+            };
+            ggml_tensor *own = nn::attention(ctx, part(q), part(k), part(v), options);
+            if (segment.frames < frames) own = ggml_pad(ctx, own, 0, int(frames - segment.frames), 0, 0);
+            mixed = mixed ? ggml_concat(ctx, mixed, own, 2) : own;
+        }
+        if (mixed->ne[2] != rows)
+            fail("TransformerBlock: the attention segments cover ", mixed->ne[2], " of ", rows, " rows");
+    }
     x = ggml_add(ctx, x, to_out(ctx, mixed));
     return ggml_add(ctx, x, feed_forward(ctx, norm3(ctx, x)));
 }
@@ -83,9 +101,9 @@ ResnetStage::ResnetStage(ModuleWeights &w, const std::string &prefix, int64_t in
 }
 
 ggml_tensor *ResnetStage::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *time_features,
-                                     nn::AttentionPath attention) const {
+                                     nn::AttentionPath attention, const AttentionSegments &segments) const {
     x = resnet(ctx, x, time_features);
-    for (const TransformerBlock &block : transformers) x = block(ctx, x, attention);
+    for (const TransformerBlock &block : transformers) x = block(ctx, x, attention, segments);
     return x;
 }
 

@@ -27,7 +27,7 @@ struct TimeEmbedding {
 
     TimeEmbedding() = default;
     TimeEmbedding(ModuleWeights &w, const std::string &prefix, const FlowHParams &hp);
-    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *sinusoid) const; // ggml [320, 1] -> [1024, 1]
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *sinusoid) const; // ggml [320, ...] -> [1024, ...]
 };
 
 // CausalBlock1D: Mish(LayerNorm over channels(CausalConv1d(x))); `block.0` conv, `block.2` norm.
@@ -40,6 +40,14 @@ struct CausalBlock {
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x) const;
 };
 
+// Rows [first_row, first_row + rows) of a batch whose attention covers only their first `frames`
+// frames (one request of a batch padded to the longest).
+struct AttentionSegment {
+    int64_t first_row = 0, rows = 0, frames = 0;
+};
+// Every row over every frame: no segments.
+using AttentionSegments = std::vector<AttentionSegment>;
+
 // CausalResnetBlock1D: h = block1(x) + mlp(temb); out = block2(h) + res_conv(x), mlp = Linear(Mish(temb)).
 struct ResnetBlock {
     CausalBlock block1, block2;
@@ -48,7 +56,7 @@ struct ResnetBlock {
 
     ResnetBlock() = default;
     ResnetBlock(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, const FlowHParams &hp);
-    // time_features: Mish(temb), ggml [1024, 1], shared by every row.
+    // time_features: Mish(temb), ggml [1024, 1, 1] shared by every row or [1024, 1, R] per row.
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *time_features) const;
 };
 
@@ -63,7 +71,9 @@ struct TransformerBlock {
 
     TransformerBlock() = default;
     TransformerBlock(ModuleWeights &w, const std::string &prefix, const FlowHParams &hp);
-    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, nn::AttentionPath attention) const;
+    // segments: empty, or the rows' requests (attention within each, over its frames).
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, nn::AttentionPath attention,
+                            const AttentionSegments &segments = {}) const;
 };
 
 // A resnet block followed by its transformer blocks (one entry of down/mid/up_blocks).
@@ -74,8 +84,8 @@ struct ResnetStage {
     ResnetStage() = default;
     // Binds `<prefix>.0` (resnet) and `<prefix>.1.{j}` (transformer blocks).
     ResnetStage(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, const FlowHParams &hp);
-    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *time_features,
-                            nn::AttentionPath attention) const;
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *time_features, nn::AttentionPath attention,
+                            const AttentionSegments &segments = {}) const;
 };
 
 } // namespace chatterbox::s3gen

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "models/chatterbox/s3gen/flow_batch.h"
 #include "modules/rel_pos_attention.h"
 
 #include <algorithm>
@@ -149,6 +150,9 @@ std::vector<float> FlowSession::solve(const FlowEncoding &encoding, const FlowRe
         fail("S3Gen flow: the initial noise has ", noise.size(), " values, expected ", hp.mel_bins, " x ",
              encoding.frames);
     check_finite(noise, "the initial noise");
+    if (batch_)
+        return batch_->solve(encoding, prompt_condition(reference, encoding.frames), std::move(noise), batch_cancel_,
+                             observer);
     EstimatorGraph &graph = estimator_graph(encoding.frames);
     graph.set_conditioning(encoding.mu, encoding.speaker, prompt_condition(reference, encoding.frames));
     return solve_euler(graph, std::move(noise), hp, observer);

@@ -15,6 +15,7 @@
 // is bound when hp.mean_flow (FlowHParams::from_checkpoint sets it by that tensor's presence).
 
 #include "core/backend.h"
+#include "core/cancel.h"
 #include "core/module_weights.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/s3gen/flow_cfm.h"
@@ -63,6 +64,8 @@ Mel generated_part(const std::vector<float> &full, int64_t mel_bins, int64_t fra
 // appends three so the mean-flow decoder ends the piece in silence; the standard flow none).
 std::vector<int32_t> flow_input_tokens(std::vector<int32_t> speech_tokens, const FlowHParams &hp);
 
+class FlowBatchScheduler;
+
 class FlowModel {
   public:
     // Binds every tensor under prefix ("s3gen.flow."): all problems (missing, mis-shaped,
@@ -108,7 +111,15 @@ class FlowSession {
     // The estimator graph for this frame count: built on first use, then reused.
     EstimatorGraph &estimator_graph(int64_t frames);
 
+    // From now on solve() steps in this batch (flow_batch.h), polling cancel (optional) between
+    // steps; nullptr: alone, on this session's backend (the default).
+    void use_batch(FlowBatchScheduler *batch, const CancelFlag *cancel = nullptr) {
+        batch_ = batch;
+        batch_cancel_ = cancel;
+    }
+
     // The full CFM result (80, frames) from the initial noise (80, frames), prompt region included.
+    // In a batch the observer runs on the batch's thread.
     std::vector<float> solve(const FlowEncoding &encoding, const FlowReference &reference, std::vector<float> noise,
                              const CfmStepObserver &observer = {});
 
@@ -122,6 +133,8 @@ class FlowSession {
     Backend &backend_;
     nn::AttentionPath attention_;
     std::unique_ptr<EstimatorGraph> estimator_graph_; // the last length used
+    FlowBatchScheduler *batch_ = nullptr;
+    const CancelFlag *batch_cancel_ = nullptr;
 };
 
 } // namespace chatterbox::s3gen

@@ -33,42 +33,68 @@ std::vector<float> cfm_time_grid(const FlowHParams &hp);
 // n values from N(0, 1) drawn from rng (Box–Muller); the same rng state gives the same values.
 std::vector<float> standard_normal(size_t n, std::mt19937_64 &rng);
 
+// The estimator over one request, or over several batched: each request takes hp.cfg_rows() rows,
+// is padded at the end to the longest, attends over its own frames only and runs its own step
+// (time), so its velocity is what it gets alone (estimator_blocks.h says why padding is exact).
 class EstimatorGraph {
   public:
+    // One request of `frames` frames.
     EstimatorGraph(const Estimator &estimator, const FlowHParams &hp, Backend &backend, int64_t frames,
                    nn::AttentionPath attention);
+    // Requests of these frame counts, in this order.
+    EstimatorGraph(const Estimator &estimator, const FlowHParams &hp, Backend &backend,
+                   const std::vector<int64_t> &request_frames, nn::AttentionPath attention);
     EstimatorGraph(const EstimatorGraph &) = delete;
     EstimatorGraph &operator=(const EstimatorGraph &) = delete;
 
-    int64_t frames() const { return frames_; }
+    int64_t frames() const { return frames_; } // the longest request's
+    const std::vector<int64_t> &request_frames() const { return request_frames_; }
 
-    // The conditional row's inputs, PyTorch order: mu (80, T), speaker (80), prompt condition
+    // A request's conditional-row inputs, PyTorch order: mu (80, T), speaker (80), prompt condition
     // (80, T) (the prompt mel in its first frames, zeros after). The unconditional row is zero.
-    void set_conditioning(const std::vector<float> &mu, const std::vector<float> &speaker,
+    void set_conditioning(size_t request, const std::vector<float> &mu, const std::vector<float> &speaker,
                           const std::vector<float> &prompt_condition);
-    // Estimator output for sample x (80, T) on the step from t to r (r is seen by the mean-flow
-    // estimator only): (R, 80, T), R = hp.cfg_rows(), conditional row first.
+    void set_conditioning(const std::vector<float> &mu, const std::vector<float> &speaker,
+                          const std::vector<float> &prompt_condition) {
+        set_conditioning(0, mu, speaker, prompt_condition);
+    }
+
+    // One request's sample x (80, T) and its step from t to r (r is seen by the mean-flow estimator only).
+    struct RequestStep {
+        const std::vector<float> *x = nullptr;
+        float t = 0, r = 0;
+    };
+    // One estimator run for every request (steps in request order): each request's rows
+    // (R, 80, T), R = hp.cfg_rows(), conditional row first.
+    std::vector<std::vector<float>> velocities(const std::vector<RequestStep> &steps);
+    // The same for the only request.
     std::vector<float> velocity(const std::vector<float> &x, float t, float r);
 
-    // Of the last velocity() call: time_mlp of each time (P, 1024), P = hp.time_points() (t, then
-    // r), and the time embedding the estimator used (1024).
+    // Of the last run, the first request: time_mlp of each time (P, 1024), P = hp.time_points()
+    // (t, then r), and the time embedding the estimator used (1024).
     std::vector<float> time_mlp_output();
     std::vector<float> time_embedding();
 
   private:
     const FlowHParams &hp_;
-    int64_t frames_;
-    std::vector<float> conditioning_values_; // (R, T, 240), set by set_conditioning
+    std::vector<int64_t> request_frames_;
+    int64_t frames_ = 0, rows_ = 0, time_rows_ = 1;
+    std::vector<float> conditioning_values_; // (rows, T, 240), set by set_conditioning
+    std::vector<bool> conditioned_;
     GraphRunner graph_;
-    ggml_tensor *sample_ = nullptr;       // (80, T)
-    ggml_tensor *conditioning_ = nullptr; // (R, T, 240)
-    ggml_tensor *sinusoids_ = nullptr;    // (P, 320)
-    ggml_tensor *velocity_ = nullptr;     // (R, 80, T)
+    ggml_tensor *sample_ = nullptr;       // (rows, T, 80)
+    ggml_tensor *conditioning_ = nullptr; // (rows, T, 240)
+    ggml_tensor *sinusoids_ = nullptr;    // (S, P, 320): S = 1 shared, or one per row
+    ggml_tensor *velocity_ = nullptr;     // (rows, 80, T)
     EstimatorTimeTaps time_taps_;
 };
 
 // Called after every Euler step with the step index and the sample after it (80, T).
 using CfmStepObserver = std::function<void(int step, const std::vector<float> &sample)>;
+
+// One Euler step x += dt·v of a request's sample x (80, T), v its estimator rows (R, 80, T),
+// combined with CFG rate hp.cfg_rate when there are two.
+void euler_update(std::vector<float> &x, const std::vector<float> &v, float dt, const FlowHParams &hp);
 
 // Integrates from the initial noise (80, T) to t = 1 with hp.cfm_steps Euler steps on
 // cfm_time_grid(hp), combining the rows with CFG rate hp.cfg_rate when there are two; the graph

@@ -17,8 +17,8 @@ namespace chatterbox::s3gen {
 
 // Intermediate time tensors of one estimator graph, for inspection.
 struct EstimatorTimeTaps {
-    ggml_tensor *time_mlp = nullptr;       // ggml [1024, P]: time_mlp of each time (t, then r)
-    ggml_tensor *time_embedding = nullptr; // ggml [1024, 1]: what the resnet blocks receive
+    ggml_tensor *time_mlp = nullptr;       // ggml [1024, P, S]: time_mlp of each time (t, then r)
+    ggml_tensor *time_embedding = nullptr; // ggml [1024, 1, S]: what the resnet blocks receive
 };
 
 class Estimator {
@@ -29,10 +29,13 @@ class Estimator {
 
     // x: f32 ggml [80, T, R] (the current sample of every row); conditioning: ggml [240, T, R]
     // (mu, speaker broadcast over T, prompt mel — zeros in the unconditional row); sinusoids:
-    // ggml [320, P] = timestep_sinusoid of t (P = 1) or of t and r (P = 2, mean flow), shared by the
-    // rows. Returns the velocity ggml [80, T, R]; taps (optional) receives the time tensors.
+    // ggml [320, P, S] = timestep_sinusoid of t (P = 1) or of t and r (P = 2, mean flow), shared by
+    // the rows (S = 1) or one per row (S = R); segments: the rows' requests when several are
+    // batched (estimator_blocks.h). Returns the velocity ggml [80, T, R]; taps (optional) receives
+    // the time tensors.
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *conditioning, ggml_tensor *sinusoids,
-                            nn::AttentionPath attention, EstimatorTimeTaps *taps = nullptr) const;
+                            nn::AttentionPath attention, EstimatorTimeTaps *taps = nullptr,
+                            const AttentionSegments &segments = {}) const;
 
   private:
     int64_t time_points_ = 1; // P

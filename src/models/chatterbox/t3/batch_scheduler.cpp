@@ -32,30 +32,19 @@ struct StepCopy {
 
 } // namespace
 
-struct BatchScheduler::Request {
-    Request(Session &s, bool logits) : session(s), relay_logits(logits) {}
+struct BatchRequest : BatchRequestEnd {
+    BatchRequest(Session &s, bool logits) : session(s), relay_logits(logits) {}
     Session &session;
     const bool relay_logits;
     std::optional<Generation> generation;
     int positions = 0; // cache positions the sequence may reach
     int handle = -1;
     std::atomic<bool> stop{false}; // the caller's on_step said stop
-    // Scheduler -> caller.
-    std::mutex mutex;
-    std::condition_variable changed;
-    std::deque<StepCopy> steps;
-    bool done = false;
-    std::exception_ptr error;
+    std::deque<StepCopy> steps;    // scheduler -> caller, under mutex
 
     void deliver(const StepRecord &record) {
         std::lock_guard<std::mutex> lock(mutex);
         steps.emplace_back(record, relay_logits);
-        changed.notify_one();
-    }
-    void finish(std::exception_ptr e = nullptr) {
-        std::lock_guard<std::mutex> lock(mutex);
-        done = true;
-        error = std::move(e);
         changed.notify_one();
     }
 };
@@ -65,34 +54,15 @@ BatchScheduler::BatchScheduler(const Model &model, const BackendOptions &backend
     if (options.max_sequences < 1) fail("T3 batch: max_sequences is ", options.max_sequences, ", expected >= 1");
     batch_ =
         std::make_unique<BatchSession>(model, backend_, 2 * options.max_sequences, options.capacity, options.runtime);
-    thread_ = std::thread([this] { run(); });
+    start();
 }
 
-BatchScheduler::~BatchScheduler() {
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        stopping_ = true;
-    }
-    wake_.notify_one();
-    thread_.join();
-}
-
-BatchStats BatchScheduler::stats() const {
-    BatchStats s;
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        s.waiting = int(waiting_.size());
-    }
-    s.active = active_count_.load();
-    s.steps = steps_.load();
-    s.sequence_steps = sequence_steps_.load();
-    return s;
-}
+BatchScheduler::~BatchScheduler() { stop(); }
 
 GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings &cond,
                                           const std::vector<int32_t> &text_tokens, const SamplingParams &params,
                                           const GenerationHooks &hooks, const KvPrefix *prefix) {
-    Request request(session, hooks.step_logits);
+    BatchRequest request(session, hooks.step_logits);
     GenerationHooks relayed;
     relayed.forced_tokens = hooks.forced_tokens;
     if (hooks.on_step)
@@ -138,11 +108,7 @@ GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings
         relay_steps(lock);
     }
     if (go_on && !request.stop) {
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            waiting_.push_back(&request);
-        }
-        wake_.notify_one();
+        enqueue(&request);
         std::unique_lock<std::mutex> lock(request.mutex);
         for (;;) {
             request.changed.wait(lock, [&] { return !request.steps.empty() || request.done; });
@@ -167,22 +133,15 @@ GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings
     return result;
 }
 
-void BatchScheduler::run() {
-    for (;;) {
-        {
-            std::unique_lock<std::mutex> lock(mutex_);
-            wake_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !active_.empty(); });
-            if (stopping_ && waiting_.empty() && active_.empty()) return;
-        }
-        admit_waiting();
-        if (!active_.empty()) step_batch();
-    }
+void BatchScheduler::round() {
+    admit_waiting();
+    if (!active_.empty()) step_batch();
 }
 
 void BatchScheduler::admit_waiting() {
     std::lock_guard<std::mutex> lock(mutex_);
     while (!waiting_.empty()) {
-        Request *request = waiting_.front();
+        BatchRequest *request = waiting_.front();
         if (!batch_->has_room(request->generation->n_rows())) return;
         waiting_.pop_front();
         if (request->stop) { // said stop while waiting: nothing more to decode
@@ -196,31 +155,32 @@ void BatchScheduler::admit_waiting() {
             continue;
         }
         active_.push_back(request);
-        active_count_ = int(active_.size());
+        publish_active();
     }
 }
 
 void BatchScheduler::step_batch() {
     std::vector<BatchSession::Step> steps;
     steps.reserve(active_.size());
-    for (Request *r : active_) steps.push_back({r->handle, r->generation->next_embedding()});
+    for (const BatchRequest *r : active_) steps.push_back({r->handle, r->generation->next_embedding()});
     std::vector<std::vector<float>> logits;
     try {
         logits = batch_->decode(steps);
     } catch (...) {
-        active_count_ = 0;
-        for (Request *r : active_) {
+        const std::vector<BatchRequest *> failed = std::move(active_);
+        active_.clear();
+        publish_active();
+        for (BatchRequest *r : failed) {
             batch_->leave(r->handle);
             r->finish(std::current_exception());
         }
-        active_.clear();
         return;
     }
-    ++steps_;
-    sequence_steps_ += active_.size();
-    std::vector<Request *> still;
+    count_step();
+    std::vector<BatchRequest *> still;
+    std::vector<std::pair<BatchRequest *, std::exception_ptr>> ended;
     for (size_t i = 0; i < active_.size(); ++i) {
-        Request *r = active_[i];
+        BatchRequest *r = active_[i];
         std::exception_ptr error;
         bool go_on = false;
         try {
@@ -232,11 +192,12 @@ void BatchScheduler::step_batch() {
             still.push_back(r);
         } else {
             batch_->leave(r->handle); // its rows are free for the next step
-            --active_count_;
-            r->finish(error);
+            ended.emplace_back(r, error);
         }
     }
     active_ = std::move(still);
+    publish_active(); // before the callers wake: a request that ended is out of the count
+    for (auto &[r, error] : ended) r->finish(error);
 }
 
 } // namespace chatterbox::t3

@@ -14,15 +14,10 @@
 // analyzer (it watches attention heads), and requests longer than the batch's capacity.
 
 #include "core/backend.h"
+#include "core/batch_loop.h"
 #include "models/chatterbox/t3/generate.h"
 
-#include <atomic>
-#include <condition_variable>
-#include <cstdint>
-#include <deque>
 #include <memory>
-#include <mutex>
-#include <thread>
 
 namespace chatterbox::t3 {
 
@@ -34,32 +29,24 @@ struct BatchOptions {
     RuntimeOptions runtime;
 };
 
-// Occupancy since start: steps run, and the requests each of them decoded.
-struct BatchStats {
-    int active = 0;  // requests in the batch now
-    int waiting = 0; // prefilled requests waiting for room
-    uint64_t steps = 0, sequence_steps = 0;
-};
+struct BatchRequest;
 
-class BatchScheduler {
+class BatchScheduler : private BatchLoop<BatchRequest> {
   public:
     // The scheduler's own backend (device, threads) computes the batch.
     BatchScheduler(const Model &model, const BackendOptions &backend, const BatchOptions &options);
-    ~BatchScheduler(); // waits for the requests in flight
-    BatchScheduler(const BatchScheduler &) = delete;
-    BatchScheduler &operator=(const BatchScheduler &) = delete;
+    ~BatchScheduler() override; // waits for the requests in flight
 
     // As generate(session, ...) in generate.h, with the decode steps in the batch; thread-safe.
     GenerationResult generate(Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
                               const SamplingParams &params, const GenerationHooks &hooks = {},
                               const KvPrefix *prefix = nullptr);
 
-    BatchStats stats() const;
+    using BatchLoop::counts; // waiting: prefilled requests waiting for room; steps: decode steps
     const BatchOptions &options() const { return options_; }
 
   private:
-    struct Request;
-    void run();
+    void round() override;
     void admit_waiting();
     void step_batch();
 
@@ -67,14 +54,6 @@ class BatchScheduler {
     BatchOptions options_;
     Backend backend_;
     std::unique_ptr<BatchSession> batch_;
-    mutable std::mutex mutex_;
-    std::condition_variable wake_;
-    std::deque<Request *> waiting_; // prefilled, in arrival order
-    std::vector<Request *> active_; // in the batch (touched by the scheduler thread only)
-    std::atomic<int> active_count_{0};
-    std::atomic<uint64_t> steps_{0}, sequence_steps_{0};
-    bool stopping_ = false;
-    std::thread thread_;
 };
 
 } // namespace chatterbox::t3
