@@ -1,9 +1,10 @@
-// needs: synthetic-weights
+// needs: synthetic-weights tiny-model
 // chatterbox-bench runs end to end at tiny sizes (the real measurements stay out of the suite):
 // s3gen writes every figure to its JSON, counts the estimator's FLOPs as the closed form of
 // bench/README.md says, and the same weights given twice produce identical outputs; pipeline
 // reports every stage of a short request (without the streaming run, to keep the suite short), and
-// T3's steps against the bandwidth bound, for exactly --max-tokens steps in one pass.
+// T3's steps against the bandwidth bound, for exactly --max-tokens steps in one pass; flow-batch
+// (tiny model) gives the batched requests the sequential mel and reports both times.
 
 #include "support/test_support.h"
 
@@ -48,6 +49,25 @@ TEST(BenchSmoke, S3GenReportsEveryStageAndIsDeterministic) {
     }
     EXPECT_EQ(results["s3gen"][1]["mel_max_diff"].get<double>(), 0.0);
     EXPECT_EQ(results["s3gen"][1]["wave_max_diff"].get<double>(), 0.0);
+}
+
+TEST(BenchSmoke, FlowBatchComparesBatchedWithSequential) {
+    const std::string json_path = temp_dir("bench_smoke_flow_batch") + "/flow_batch.json";
+    const ToolRun run = run_tool("chatterbox-bench", {"flow-batch", "--weights", tiny_model_path(), "--requests", "1",
+                                                      "2", "--tokens", "5", "--json", json_path});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    std::ifstream in(json_path);
+    ASSERT_TRUE(in) << "no JSON written";
+    const nlohmann::json rows = nlohmann::json::parse(in)["flow_batch"];
+    ASSERT_EQ(rows.size(), 2u);
+    for (const nlohmann::json &row : rows) {
+        EXPECT_GT(row["sequential_s"].get<double>(), 0.0);
+        EXPECT_GT(row["batched_s"].get<double>(), 0.0);
+        EXPECT_GT(row["mel_s"].get<double>(), 0.0);
+        EXPECT_LE(row["max_difference"].get<double>(), 1e-5);
+    }
+    EXPECT_DOUBLE_EQ(rows[0]["mean_occupancy"].get<double>(), 1.0);
+    EXPECT_GE(rows[1]["mean_occupancy"].get<double>(), 1.0); // how much the two overlap is the machine's timing
 }
 
 TEST(BenchSmoke, BadSizesAreClearErrors) {

@@ -96,7 +96,9 @@ TEST(TextGpt2Tokenizer, MatchesTheGoldenCases) {
 TEST(TextGpt2Tokenizer, TokenizerJsonGivesTheSameIds) {
     const BpeTokenizer from_json = BpeTokenizer::from_folder(write_tokenizer_json(test::temp_dir("gpt2_json")));
     EXPECT_EQ(from_json.size(), turbo_tokenizer().size());
-    for (const json &c : read_json(test::data_path("turbo/tokenizer_cases.json"))["cases"]) {
+    // Named: a range-for over a member of a temporary would read the temporary after its end.
+    const json cases = read_json(test::data_path("turbo/tokenizer_cases.json"));
+    for (const json &c : cases["cases"]) {
         EXPECT_EQ(from_json.encode(c["punc_norm"].get<std::string>()), c["ids"].get<Ids>()) << c["punc_norm"];
     }
 }

@@ -9,6 +9,7 @@
 #include "batch_bench.h"
 #include "core/backend.h"
 #include "core/error.h"
+#include "flow_batch_bench.h"
 #include "matmul_probe.h"
 #include "memory_bandwidth.h"
 #include "pipeline_bench.h"
@@ -196,6 +197,20 @@ void run_batch(const BackendOptions &backend_options, const bench::BatchBenchOpt
     results["batch"] = rows;
 }
 
+void run_flow_batch(const BackendOptions &backend_options, const bench::FlowBatchBenchOptions &options,
+                    nlohmann::json &results) {
+    std::printf("flow batch, %d thread(s): %d speech tokens in the first request, %d round(s)\n",
+                backend_options.threads, options.tokens, options.rounds);
+    std::printf("%8s %6s %7s %12s %9s %7s %10s %9s\n", "requests", "round", "mel_s", "sequential_s", "batched_s",
+                "ratio", "occupancy", "max_diff");
+    const nlohmann::json rows = bench::run_flow_batch_bench(backend_options, options);
+    for (const nlohmann::json &r : rows)
+        std::printf("%8d %6d %7.2f %12.2f %9.2f %7.2f %10.2f %9.1e\n", r["requests"].get<int>(), r["round"].get<int>(),
+                    r["mel_s"].get<double>(), r["sequential_s"].get<double>(), r["batched_s"].get<double>(),
+                    r["ratio"].get<double>(), r["mean_occupancy"].get<double>(), r["max_difference"].get<double>());
+    results["flow_batch"] = rows;
+}
+
 void run_wyoming(const BackendOptions &backend_options, const bench::WyomingBenchOptions &options,
                  nlohmann::json &results) {
     std::printf("wyoming, %d thread(s), one session, max_new_tokens %d%s per sentence, %d repeat(s)\n",
@@ -348,6 +363,16 @@ int main(int argc, char **argv) {
     batch->add_option("--cfg", batch_options.cfg_weight, "cfg_weight (0 runs one row per request)")
         ->capture_default_str();
     batch->add_option("--rounds", batch_options.rounds, "runs of all levels, interleaved")->capture_default_str();
+    CLI::App *flow_batch = app.add_subcommand(
+        "flow-batch", "the flow's CFM steps of 1, 2, 4 requests: one after another against batched (same mel)");
+    bench::FlowBatchBenchOptions flow_batch_options;
+    flow_batch->add_option("--weights", flow_batch_options.weights, "official folder or GGUF")->required();
+    flow_batch->add_option("--requests", flow_batch_options.levels, "concurrent requests, one run per value")
+        ->capture_default_str();
+    flow_batch->add_option("--tokens", flow_batch_options.tokens, "speech tokens of the first request")
+        ->capture_default_str();
+    flow_batch->add_option("--rounds", flow_batch_options.rounds, "runs of all levels, interleaved")
+        ->capture_default_str();
     CLI::App *wyoming = app.add_subcommand(
         "wyoming",
         "chatterbox-server's Wyoming side, text streamed word by word: first complete sentence -> first audio");
@@ -381,6 +406,7 @@ int main(int argc, char **argv) {
         if (*server) run_server(backend_options, server_options, results);
         if (*wyoming) run_wyoming(backend_options, wyoming_options, results);
         if (*batch) run_batch(backend_options, batch_options, results);
+        if (*flow_batch) run_flow_batch(backend_options, flow_batch_options, results);
         if (!json_path.empty()) {
             std::ofstream out(json_path);
             if (!out) fail("cannot write ", json_path);

@@ -1,0 +1,96 @@
+#include "flow_batch_bench.h"
+
+#include "core/error.h"
+#include "models/chatterbox/engine.h"
+#include "models/chatterbox/s3gen/flow_batch.h"
+#include "timing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <thread>
+
+namespace chatterbox::bench {
+
+namespace {
+
+struct FlowRequest {
+    s3gen::FlowEncoding encoding;
+    std::vector<float> prompt_condition, noise;
+};
+
+std::vector<FlowRequest> make_requests(const Engine &engine, s3gen::FlowSession &session,
+                                       const s3gen::FlowReference &reference, int n, int tokens) {
+    const s3gen::FlowHParams &hp = engine.flow().hparams();
+    std::mt19937_64 rng(uint64_t(n) * 1000 + uint64_t(tokens));
+    std::vector<FlowRequest> requests;
+    for (int k = 0; k < n; ++k) {
+        std::vector<int32_t> ids(size_t(tokens + tokens * k / 10));
+        for (int32_t &id : ids) id = int32_t(rng() % uint64_t(hp.vocab));
+        FlowRequest r;
+        r.encoding = session.encode(ids, reference);
+        r.prompt_condition = session.prompt_condition(reference, r.encoding.frames);
+        r.noise = s3gen::standard_normal(size_t(hp.mel_bins * r.encoding.frames), rng);
+        requests.push_back(std::move(r));
+    }
+    return requests;
+}
+
+} // namespace
+
+nlohmann::json run_flow_batch_bench(const BackendOptions &backend, const FlowBatchBenchOptions &options) {
+    if (options.tokens < 1 || options.rounds < 1) fail("flow batch bench: need >= 1 token and >= 1 round");
+    const Engine engine({options.weights, backend, components(Component::flow)});
+    const s3gen::FlowHParams &hp = engine.flow().hparams();
+    const s3gen::FlowReference reference = engine.builtin_voice(0.5f).s3gen;
+    const int64_t prompt_frames = int64_t(reference.prompt_mel.size()) / hp.mel_bins;
+    Backend session_backend(backend);
+    s3gen::FlowSession session(engine.flow(), session_backend);
+
+    nlohmann::json rows = nlohmann::json::array();
+    for (int round = 0; round < options.rounds; ++round)
+        for (int n : options.levels) {
+            if (n < 1) fail("flow batch bench: level ", n, ", expected 1 or more");
+            const std::vector<FlowRequest> requests = make_requests(engine, session, reference, n, options.tokens);
+            double mel_s = 0;
+            std::vector<std::vector<float>> alone;
+            const Clock::time_point sequential_start = Clock::now();
+            for (const FlowRequest &r : requests) {
+                s3gen::EstimatorGraph &graph = session.estimator_graph(r.encoding.frames);
+                graph.set_conditioning(r.encoding.mu, r.encoding.speaker, r.prompt_condition);
+                alone.push_back(s3gen::solve_euler(graph, r.noise, hp));
+                mel_s += double(r.encoding.frames - prompt_frames) / 50.0; // 50 mel frames a second
+            }
+            const double sequential_s = ms_since(sequential_start) / 1e3;
+
+            s3gen::FlowBatchOptions batch_options;
+            batch_options.max_requests = n;
+            s3gen::FlowBatchScheduler batch(engine.flow(), backend, batch_options);
+            std::vector<std::vector<float>> batched(requests.size());
+            const Clock::time_point batched_start = Clock::now();
+            std::vector<std::thread> threads;
+            for (size_t i = 0; i < requests.size(); ++i)
+                threads.emplace_back([&, i] {
+                    batched[i] = batch.solve(requests[i].encoding, requests[i].prompt_condition, requests[i].noise);
+                });
+            for (std::thread &t : threads) t.join();
+            const double batched_s = ms_since(batched_start) / 1e3;
+
+            float worst = 0;
+            for (size_t i = 0; i < requests.size(); ++i)
+                for (size_t j = 0; j < alone[i].size(); ++j)
+                    worst = std::max(worst, std::abs(alone[i][j] - batched[i][j]));
+            const BatchCounts counts = batch.counts();
+            rows.push_back({{"requests", n},
+                            {"round", round},
+                            {"mel_s", mel_s},
+                            {"sequential_s", sequential_s},
+                            {"batched_s", batched_s},
+                            {"ratio", batched_s > 0 ? sequential_s / batched_s : 0},
+                            {"mean_occupancy", counts.steps ? double(counts.request_steps) / double(counts.steps) : 0},
+                            {"max_difference", worst}});
+        }
+    return rows;
+}
+
+} // namespace chatterbox::bench
