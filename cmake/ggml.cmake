@@ -54,3 +54,16 @@ add_subdirectory("${CHATTERBOX_GGML_DIR}/ggml" "${CMAKE_BINARY_DIR}/_deps/ggml-b
 if(CMAKE_C_COMPILER_ID STREQUAL "GNU" AND CMAKE_C_COMPILER_VERSION VERSION_LESS 13)
   target_include_directories(ggml-cpu BEFORE PRIVATE "${CMAKE_SOURCE_DIR}/cmake/gcc12-amx")
 endif()
+
+# ThreadSanitizer: ggml's thread pool, graph scheduling and backend code are instrumented (the
+# synchronisation a race in this project would go through); its math kernels are not. Each kernel
+# thread works on its own rows between the pool's barriers, and instrumenting those loops slows the
+# suite's full-size golden tests more than tenfold (an estimated 3 hours of the two cores).
+if(CHATTERBOX_TSAN)
+  set(_ggml_kernels ops.cpp vec.cpp binary-ops.cpp unary-ops.cpp quants.c repack.cpp traits.cpp
+                    llamafile/sgemm.cpp amx/amx.cpp amx/mmq.cpp arch/x86/quants.c arch/x86/repack.cpp)
+  list(TRANSFORM _ggml_kernels PREPEND "${CHATTERBOX_GGML_DIR}/ggml/src/ggml-cpu/")
+  set_source_files_properties(${_ggml_kernels} TARGET_DIRECTORY ggml-cpu PROPERTIES COMPILE_OPTIONS -fno-sanitize=thread)
+  set_source_files_properties("${CHATTERBOX_GGML_DIR}/ggml/src/ggml-quants.c" TARGET_DIRECTORY ggml-base
+                              PROPERTIES COMPILE_OPTIONS -fno-sanitize=thread)
+endif()
