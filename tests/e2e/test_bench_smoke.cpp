@@ -53,8 +53,9 @@ TEST(BenchSmoke, S3GenReportsEveryStageAndIsDeterministic) {
 
 TEST(BenchSmoke, FlowBatchComparesBatchedWithSequential) {
     const std::string json_path = temp_dir("bench_smoke_flow_batch") + "/flow_batch.json";
-    const ToolRun run = run_tool("chatterbox-bench", {"flow-batch", "--weights", tiny_model_path(), "--requests", "1",
-                                                      "2", "--tokens", "5", "--json", json_path});
+    const ToolRun run =
+        run_tool("chatterbox-bench", {"flow-batch", "--weights", tiny_model_path(), "--prompt-tokens", "4",
+                                      "--requests", "1", "2", "--tokens", "5", "--json", json_path});
     ASSERT_EQ(run.exit_code, 0) << run.err;
     std::ifstream in(json_path);
     ASSERT_TRUE(in) << "no JSON written";

@@ -36,13 +36,24 @@ std::vector<FlowRequest> make_requests(const Engine &engine, s3gen::FlowSession 
     return requests;
 }
 
+// A reference of the golden case's shape with random values: prompt_tokens speech tokens, their
+// 2·prompt_tokens mel frames, an x-vector (synthetic models have no built-in voice).
+s3gen::FlowReference random_reference(const s3gen::FlowHParams &hp, int prompt_tokens) {
+    std::mt19937_64 rng(99);
+    s3gen::FlowReference reference;
+    for (int i = 0; i < prompt_tokens; ++i) reference.prompt_tokens.push_back(int32_t(rng() % uint64_t(hp.vocab)));
+    reference.prompt_mel = s3gen::standard_normal(size_t(prompt_tokens * hp.token_mel_ratio * hp.mel_bins), rng);
+    reference.xvector = s3gen::standard_normal(size_t(hp.speaker_dim), rng);
+    return reference;
+}
+
 } // namespace
 
 nlohmann::json run_flow_batch_bench(const BackendOptions &backend, const FlowBatchBenchOptions &options) {
     if (options.tokens < 1 || options.rounds < 1) fail("flow batch bench: need >= 1 token and >= 1 round");
     const Engine engine({options.weights, backend, components(Component::flow)});
     const s3gen::FlowHParams &hp = engine.flow().hparams();
-    const s3gen::FlowReference reference = engine.builtin_voice(0.5f).s3gen;
+    const s3gen::FlowReference reference = random_reference(hp, options.prompt_tokens);
     const int64_t prompt_frames = int64_t(reference.prompt_mel.size()) / hp.mel_bins;
     Backend session_backend(backend);
     s3gen::FlowSession session(engine.flow(), session_backend);

@@ -1,6 +1,6 @@
 #pragma once
 // The flow's CFM steps batched across requests (s3gen/flow_batch.h): for each concurrency level N,
-// N requests of different lengths (the built-in voice's prompt, random speech tokens) solve their
+// N requests of different lengths (a random voice prompt, random speech tokens) solve their
 // 10 (Turbo: 2) Euler steps one after another, each alone on one session, then all at once in a
 // FlowBatchScheduler of size N, interleaved in one run. The ratio sequential / batched wall time
 // is the batching gain for the same mel.
@@ -18,6 +18,7 @@ struct FlowBatchBenchOptions {
     std::string weights;
     std::vector<int> levels{1, 2, 4}; // concurrent requests, one run each
     int tokens = 100;                 // speech tokens of the first request; the k-th has 10 % more per k
+    int prompt_tokens = 150;          // of the voice prompt (the golden case's)
     int rounds = 1;                   // the levels are run this many times, interleaved
 };
 

@@ -371,6 +371,8 @@ int main(int argc, char **argv) {
         ->capture_default_str();
     flow_batch->add_option("--tokens", flow_batch_options.tokens, "speech tokens of the first request")
         ->capture_default_str();
+    flow_batch->add_option("--prompt-tokens", flow_batch_options.prompt_tokens, "speech tokens of the voice prompt")
+        ->capture_default_str();
     flow_batch->add_option("--rounds", flow_batch_options.rounds, "runs of all levels, interleaved")
         ->capture_default_str();
     CLI::App *wyoming = app.add_subcommand(
