@@ -81,11 +81,7 @@ class FlowBatch : public ::testing::TestWithParam<const char *> {
         FlowSession session(f.model(), *f.backend);
         for (const auto &[tokens, seed] : {std::pair{12, 1}, std::pair{31, 2}, std::pair{20, 3}})
             requests_.push_back(make_request(f, session, size_t(tokens), uint64_t(seed)));
-        for (const FlowRequest &r : requests_) {
-            EstimatorGraph &graph = session.estimator_graph(r.encoding.frames);
-            graph.set_conditioning(r.encoding.mu, r.encoding.speaker, r.prompt_condition);
-            alone_.push_back(solve_euler(graph, r.noise, f.hp()));
-        }
+        for (const FlowRequest &r : requests_) alone_.push_back(session.solve(r.encoding, f.reference, r.noise));
     }
     std::vector<FlowRequest> requests_;
     std::vector<std::vector<float>> alone_;

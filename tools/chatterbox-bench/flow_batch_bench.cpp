@@ -67,9 +67,7 @@ nlohmann::json run_flow_batch_bench(const BackendOptions &backend, const FlowBat
             std::vector<std::vector<float>> alone;
             const Clock::time_point sequential_start = Clock::now();
             for (const FlowRequest &r : requests) {
-                s3gen::EstimatorGraph &graph = session.estimator_graph(r.encoding.frames);
-                graph.set_conditioning(r.encoding.mu, r.encoding.speaker, r.prompt_condition);
-                alone.push_back(s3gen::solve_euler(graph, r.noise, hp));
+                alone.push_back(session.solve(r.encoding, reference, r.noise));
                 mel_s += double(r.encoding.frames - prompt_frames) / 50.0; // 50 mel frames a second
             }
             const double sequential_s = ms_since(sequential_start) / 1e3;

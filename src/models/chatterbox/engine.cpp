@@ -48,25 +48,26 @@ ModelFiles open_model(const EngineOptions &options) {
 
 Engine::Engine(const EngineOptions &options)
     : options_(options), files_(open_model(options)), weights_backend_(std::make_unique<Backend>(options.backend)) {
+    // Options first: a bad one must not cost the weights' load.
+    if (options.batch < 0) throw InvalidArgument(concat("batch is ", options.batch, ", expected 0 (off) or more"));
+    if (options.voice_prefixes < 0)
+        throw InvalidArgument(concat("voice_prefixes is ", options.voice_prefixes, ", expected 0 (off) or more"));
+    if (options.flow_batch < 0)
+        throw InvalidArgument(concat("flow_batch is ", options.flow_batch, ", expected 0 (off) or more"));
     const WeightStore &store = files_.weights();
     if (has(Component::text))
         text_ = std::make_unique<TextFrontEnd>(files_.tokenizer_json(), files_.path() + " tokenizer",
                                                files_.hparams().t3, files_.cangjie_json());
     if (has(Component::t3)) t3_ = std::make_unique<t3::Model>(store, *weights_backend_, files_.hparams().t3);
-    if (options.batch < 0) throw InvalidArgument(concat("batch is ", options.batch, ", expected 0 (off) or more"));
     if (options.batch > 0 && t3_) {
         t3::BatchOptions batch;
         batch.max_sequences = options.batch;
         batch.capacity = options.batch_capacity;
         t3_batch_ = std::make_unique<t3::BatchScheduler>(*t3_, options.backend, batch);
     }
-    if (options.voice_prefixes < 0)
-        throw InvalidArgument(concat("voice_prefixes is ", options.voice_prefixes, ", expected 0 (off) or more"));
     if (options.voice_prefixes > 0) t3_prefixes_ = std::make_unique<t3::PrefixCache>(size_t(options.voice_prefixes));
     if (has(Component::flow))
         flow_ = std::make_unique<s3gen::FlowModel>(store, *weights_backend_, files_.hparams().flow);
-    if (options.flow_batch < 0)
-        throw InvalidArgument(concat("flow_batch is ", options.flow_batch, ", expected 0 (off) or more"));
     if (options.flow_batch > 0 && flow_) {
         s3gen::FlowBatchOptions batch;
         batch.max_requests = options.flow_batch;
