@@ -202,15 +202,6 @@ TEST_P(T3Batch, ScheduledRequestsGetTheTokensTheyGetAlone) {
     EXPECT_GT(stats.request_steps, stats.steps) << "no step decoded more than one request";
 }
 
-// Waits (bounded) until the scheduler's stats satisfy `ready`.
-template <class Ready> bool wait_for(const BatchScheduler &scheduler, Ready ready) {
-    for (int i = 0; i < 3000; ++i) {
-        if (ready(scheduler.counts())) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
-}
-
 TEST_P(T3Batch, AStoppedRequestEndsAsAloneAndFreesItsRowsAtOnce) {
     TinyT3 &m = t3();
     const RequestSpec spec{15, 7, 200, 0.5f}, next{10, 8, 30, 0.5f};
@@ -225,10 +216,18 @@ TEST_P(T3Batch, AStoppedRequestEndsAsAloneAndFreesItsRowsAtOnce) {
     BatchOptions options;
     options.max_sequences = 1; // the next request waits for the stopped one's rows
     BatchScheduler scheduler(m.model(), m.engine->options().backend, options);
+    // Read from the hook at step 1: the request is in the batch until its hook says stop (step 9),
+    // so the count is seen however fast the tiny model decodes (polling could miss the whole run).
+    std::promise<int> active_at_step_1;
+    GenerationHooks batched = hooks;
+    batched.on_step = [&](const StepRecord &step) {
+        if (step.step == 1) active_at_step_1.set_value(scheduler.counts().active);
+        return step.step < kStopAt;
+    };
     std::future<GenerationResult> stopped = std::async(std::launch::async, [&] {
-        return scheduler.generate(session, m.cond, m.text(spec.text_ids), sampling(spec), hooks);
+        return scheduler.generate(session, m.cond, m.text(spec.text_ids), sampling(spec), batched);
     });
-    ASSERT_TRUE(wait_for(scheduler, [](const BatchCounts &s) { return s.active == 1; }));
+    ASSERT_EQ(active_at_step_1.get_future().get(), 1);
     std::future<GenerationResult> waiting = std::async(std::launch::async, [&] {
         Backend backend(m.engine->options().backend);
         Session s(m.model(), backend);
