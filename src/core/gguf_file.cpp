@@ -133,7 +133,7 @@ void check_tensor_size(const std::string &path, const std::string &name, ggml_ty
 // Reader
 
 GgufFile::GgufFile(const std::string &path) {
-    file_ = std::make_unique<MappedFile>(path);
+    file_ = std::make_shared<const MappedFile>(path);
     const uint8_t *bytes = file_->data();
     const size_t size = file_->size();
 
@@ -205,6 +205,7 @@ GgufFile::GgufFile(const std::string &path) {
                  view.nbytes, " bytes at offset ", data_offset + offset, ") extends past the end of the file (", size,
                  " bytes; file truncated?)");
         view.data = bytes + data_offset + offset;
+        view.mapping = file_;
         if (!index_.emplace(name, tensors_.size()).second) fail(path, ": tensor name ", name, " appears twice");
         tensors_.push_back(std::move(view));
     }

@@ -44,7 +44,7 @@ public:
     gguf_context *raw() const { return ctx_; }
 
 private:
-    std::unique_ptr<MappedFile> file_;
+    std::shared_ptr<const MappedFile> file_;
     gguf_context *ctx_ = nullptr;
     std::vector<TensorView> tensors_;
     std::map<std::string, size_t> index_;

@@ -1,6 +1,7 @@
 #include "core/module_weights.h"
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "core/shape.h"
 #include "core/string_match.h"
 #include "kernels/onednn.h"
@@ -45,6 +46,7 @@ ModuleWeights::ModuleWeights(const WeightStore &store, std::string prefix, Backe
 ModuleWeights::~ModuleWeights() {
     onednn_.reset(); // forgets the buffers before they are freed
     for (ggml_backend_buffer_t buffer : buffers_) ggml_backend_buffer_free(buffer);
+    for (ggml_backend_buffer_t buffer : mapped_buffers_) ggml_backend_buffer_free(buffer);
     for (ggml_context *ctx : contexts_) ggml_free(ctx);
 }
 
@@ -152,16 +154,50 @@ void ModuleWeights::load() {
 
 void ModuleWeights::upload_all() {
     std::map<ggml_backend_buffer_type_t, std::vector<Upload *>> by_buffer_type;
+    std::map<const MappedFile *, std::vector<Upload *>> by_mapping;
     for (Upload &u : uploads_) {
         ggml_backend_buffer_type_t faster = u.matmul_only ? backend_.matmul_weight_buffer_type(u.tensor) : nullptr;
-        by_buffer_type[faster ? faster : backend_.weight_buffer_type()].push_back(&u);
+        if (faster)
+            by_buffer_type[faster].push_back(&u);
+        else if (usable_in_place(u))
+            by_mapping[u.source->mapping.get()].push_back(&u);
+        else
+            by_buffer_type[backend_.weight_buffer_type()].push_back(&u);
     }
     for (const auto &[buft, uploads] : by_buffer_type) upload_to(buft, uploads);
+    for (const auto &[mapping, uploads] : by_mapping) bind_in_place(uploads);
     if (backend_.matmul_route() == MatmulRoute::onednn) {
         // Only host buffers hold f32 weights; a repack buffer (quantised weights) is not one.
-        std::vector<ggml_backend_buffer_t> host;
+        std::vector<ggml_backend_buffer_t> host = mapped_buffers_;
         std::copy_if(buffers_.begin(), buffers_.end(), std::back_inserter(host), ggml_backend_buffer_is_host);
         onednn_ = std::make_unique<kernels::OnednnWeights>(std::move(host));
+    }
+}
+
+bool ModuleWeights::usable_in_place(const Upload &upload) const {
+    const TensorView *source = upload.source;
+    if (!source || !source->mapping || source->type != upload.tensor->type) return false;
+    if (!backend_.is_cpu() || !ggml_backend_buft_is_host(backend_.weight_buffer_type())) return false;
+    // ggml's CPU kernels load weights unaligned, but never below an element's natural alignment
+    // (a quantised block's widest member is 4 bytes).
+    const ggml_type type = source->type;
+    const size_t natural = ggml_blck_size(type) == 1 ? ggml_type_size(type) : 4;
+    return reinterpret_cast<uintptr_t>(source->data) % natural == 0 && source->nbytes == ggml_nbytes(upload.tensor);
+}
+
+void ModuleWeights::bind_in_place(const std::vector<Upload *> &uploads) {
+    const std::shared_ptr<const MappedFile> &mapping = uploads.front()->source->mapping;
+    // The mapping is read-only: weights are never written after load, and a stray write faults.
+    ggml_backend_buffer_t buffer =
+        ggml_backend_cpu_buffer_from_ptr(const_cast<uint8_t *>(mapping->data()), mapping->size());
+    if (!buffer) fail("cannot use the weights of '", prefix_, "' in place in ", mapping->path());
+    mapped_buffers_.push_back(buffer);
+    mappings_.push_back(mapping);
+    ggml_backend_buffer_set_usage(buffer, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    for (Upload *u : uploads) {
+        if (ggml_backend_tensor_alloc(buffer, u->tensor, const_cast<void *>(u->source->data)) != GGML_STATUS_SUCCESS)
+            fail("cannot place weight ", ggml_get_name(u->tensor), " in place in ", mapping->path());
+        in_place_bytes_ += ggml_nbytes(u->tensor);
     }
 }
 
@@ -196,7 +232,7 @@ void ModuleWeights::upload_to(ggml_backend_buffer_type_t buft, const std::vector
 }
 
 size_t ModuleWeights::bytes() const {
-    size_t total = 0;
+    size_t total = in_place_bytes_;
     for (ggml_backend_buffer_t buffer : buffers_) total += ggml_backend_buffer_get_size(buffer);
     return total;
 }

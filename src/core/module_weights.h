@@ -3,7 +3,10 @@
 //
 // A component declares every tensor it uses with its expected PyTorch shape; problems are
 // collected, not thrown one at a time, so a bad model reports every missing, unexpected or
-// mis-shaped tensor by name in one error. Then load() allocates one backend buffer and uploads.
+// mis-shaped tensor by name in one error. Then load() puts every tensor on the backend: on the CPU a
+// tensor stored in a mapped file in its final type and layout is used in place (no copy: the file's
+// pages are the weights, shared with the page cache and with other processes), any other is uploaded
+// into one backend buffer per buffer type.
 //
 //   ModuleWeights w(store, "t3.", backend);
 //   ggml_tensor *q = w.get("tfmr.layers.0.self_attn.q_proj.weight", {1024, 1024}, WeightUse::matmul);
@@ -65,10 +68,10 @@ class ModuleWeights {
     // Tensors under this name prefix are present but deliberately unused (not "unexpected").
     void ignore(const std::string &name_prefix);
 
-    // Reports every problem (missing, mis-shaped, unexpected) in one Error, or allocates a backend
-    // buffer and uploads every declared tensor.
+    // Reports every problem (missing, mis-shaped, unexpected) in one Error, or puts every declared
+    // tensor on the backend (in place or uploaded, see above).
     void load();
-    size_t bytes() const; // size of the uploaded weights
+    size_t bytes() const; // size of the weights on the backend, in place or uploaded
     const std::string &prefix() const { return prefix_; }
     // How the modules bound here multiply their f32 weights (the backend's choice).
     MatmulRoute matmul_route() const { return backend_.matmul_route(); }
@@ -85,6 +88,10 @@ class ModuleWeights {
     void upload_all();
     // Allocates one buffer of `buft` holding `uploads` and writes their values.
     void upload_to(ggml_backend_buffer_type_t buft, const std::vector<Upload *> &uploads);
+    // Whether the stored bytes can be the CPU tensor itself: the same type, in a mapped file, aligned.
+    bool usable_in_place(const Upload &upload) const;
+    // Points `uploads` (all in the same mapped file) at their bytes in the mapping.
+    void bind_in_place(const std::vector<Upload *> &uploads);
 
     const WeightStore &store_;
     std::string prefix_;
@@ -92,6 +99,9 @@ class ModuleWeights {
     std::vector<ggml_context *> contexts_; // tensor metadata; a new one when the last is full
     int context_free_slots_ = 0;
     std::vector<ggml_backend_buffer_t> buffers_;     // the default weight buffer, then any faster-layout ones
+    std::vector<ggml_backend_buffer_t> mapped_buffers_; // one per mapped file with tensors used in place
+    std::vector<std::shared_ptr<const MappedFile>> mappings_; // kept mapped while those tensors live
+    size_t in_place_bytes_ = 0;
     std::unique_ptr<kernels::OnednnWeights> onednn_; // reordered f32 matmul weights (onednn route only)
     bool loaded_ = false;
     std::vector<Upload> uploads_;

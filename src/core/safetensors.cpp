@@ -140,7 +140,7 @@ nlohmann::json parse_header(const std::string &path, const char *begin, const ch
 
 } // namespace
 
-SafetensorsFile::SafetensorsFile(const std::string &path) : file_(std::make_unique<MappedFile>(path)) {
+SafetensorsFile::SafetensorsFile(const std::string &path) : file_(std::make_shared<const MappedFile>(path)) {
     const uint64_t file_size = file_->size();
     if (file_size < 8)
         fail(path, ": file is ", file_size, " bytes, too short for the 8-byte header length — not a safetensors file");
@@ -189,6 +189,7 @@ SafetensorsFile::SafetensorsFile(const std::string &path) : file_(std::make_uniq
     for (const DataRange &range : ranges) {
         TensorView view = std::move(views[range.tensor]);
         view.data = data + range.begin;
+        view.mapping = file_;
         index_[view.name] = tensors_.size();
         tensors_.push_back(std::move(view));
     }

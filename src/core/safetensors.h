@@ -27,7 +27,7 @@ public:
     const std::map<std::string, std::string> &metadata() const { return metadata_; }
 
 private:
-    std::unique_ptr<MappedFile> file_;
+    std::shared_ptr<const MappedFile> file_;
     std::vector<TensorView> tensors_;
     std::map<std::string, size_t> index_;
     std::map<std::string, std::string> metadata_;

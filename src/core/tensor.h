@@ -5,10 +5,13 @@
 #include "ggml.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace chatterbox {
+
+class MappedFile;
 
 using Shape = std::vector<int64_t>; // PyTorch order: shape[0] is the slowest-varying dimension
 
@@ -26,6 +29,9 @@ struct TensorView {
     Shape shape;
     const void *data = nullptr;
     size_t nbytes = 0;
+    // The mapped file `data` lies in, or nullptr for bytes in memory; holding it keeps `data` valid
+    // (a CPU backend's weights use the mapped bytes in place: ModuleWeights).
+    std::shared_ptr<const MappedFile> mapping;
 
     int64_t numel() const { return shape_numel(shape); }
 };

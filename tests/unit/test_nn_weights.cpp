@@ -3,10 +3,14 @@
 #include "nn_harness.h"
 
 #include "core/error.h"
+#include "core/safetensors.h"
 #include "core/shape.h"
 #include "modules/weight_norm.h"
 
 #include "ggml-backend.h"
+
+#include <cstring>
+#include <memory>
 
 namespace chatterbox {
 namespace {
@@ -16,7 +20,7 @@ using test::NnHarness;
 std::vector<float> tensor_values(const ggml_tensor *t) {
     std::vector<uint8_t> raw(ggml_nbytes(t));
     ggml_backend_tensor_get(t, raw.data(), 0, raw.size());
-    return to_f32(TensorView{"", t->type, torch_shape_of(t), raw.data(), raw.size()});
+    return to_f32(TensorView{"", t->type, torch_shape_of(t), raw.data(), raw.size(), nullptr});
 }
 
 std::string load_error(ModuleWeights &w) {
@@ -62,6 +66,38 @@ TEST(NnWeights, UploadsStoredConvertedAndDerivedTensors) {
 
     EXPECT_THROW(w.get("a.weight", {4, 32}, WeightUse::as_stored), Error) << "declaring after load()";
     EXPECT_THROW(w.load(), Error) << "loading twice";
+}
+
+// On the CPU a tensor stored in a mapped file in its final type is the mapped bytes themselves; one
+// converted at load (f16 read as f32) is uploaded. The tensors keep the file mapped, so they stay
+// valid after the store that opened it is gone.
+TEST(NnWeights, MappedTensorsOfTheFinalTypeAreUsedInPlace) {
+    const std::vector<float> plain = test::random_values(6 * 8, 11), halves = test::random_values(16, 12);
+    const std::string path = test::temp_dir("nn_weights_in_place") + "/m.safetensors";
+    write_safetensors(path, {{"plain.weight", GGML_TYPE_F32, {6, 8},
+                              [&](void *dst) { std::memcpy(dst, plain.data(), plain.size() * sizeof(float)); }},
+                             {"half.bias", GGML_TYPE_F16, {16}, [&](void *dst) {
+                                  ggml_fp32_to_fp16_row(halves.data(), static_cast<ggml_fp16_t *>(dst), 16);
+                              }}});
+    Backend backend(BackendOptions{"cpu", 2});
+    auto store = std::make_unique<WeightStore>();
+    store->add_safetensors(path, "m.");
+    const TensorView &stored = store->get("m.plain.weight");
+    ModuleWeights w(*store, "m.", backend);
+    ggml_tensor *weight = w.get("plain.weight", {6, 8}, WeightUse::matmul);
+    ggml_tensor *bias = w.get("half.bias", {16}, WeightUse::f32);
+    w.load();
+    EXPECT_EQ(weight->data, stored.data) << "no copy";
+    EXPECT_STREQ(ggml_backend_buffer_name(weight->buffer), "CPU_Mapped");
+    EXPECT_EQ(ggml_backend_buffer_get_usage(weight->buffer), GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    EXPECT_STRNE(ggml_backend_buffer_name(bias->buffer), "CPU_Mapped");
+    EXPECT_EQ(w.bytes(), 6 * 8 * 4 + ggml_backend_buffer_get_size(bias->buffer));
+
+    store.reset();
+    EXPECT_EQ(tensor_values(weight), plain);
+    std::vector<float> rounded(16);
+    for (size_t i = 0; i < rounded.size(); ++i) rounded[i] = ggml_fp16_to_fp32(ggml_fp32_to_fp16(halves[i]));
+    EXPECT_EQ(tensor_values(bias), rounded);
 }
 
 // The declared use picks the buffer: a weight only multiplied may take the repacked layout; one

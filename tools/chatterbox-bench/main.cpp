@@ -162,7 +162,7 @@ void run_pipeline(Backend &backend, const BackendOptions &backend_options, const
 
 void run_server(const BackendOptions &backend_options, const bench::ServerBenchOptions &options,
                 nlohmann::json &results) {
-    std::printf("server, %d thread(s) per session, T3 batch %d: \"%s\", max_new_tokens %d%s, %d streamed pcm "
+    std::printf("server, %d thread(s) per session, T3 and flow batch %d: \"%s\", max_new_tokens %d%s, %d streamed pcm "
                 "request(s) per client\n",
                 options.session_threads, options.batch, options.text.c_str(), options.max_new_tokens,
                 options.ignore_eos ? " (EOS ignored)" : "", options.requests_per_client);
@@ -345,7 +345,7 @@ int main(int argc, char **argv) {
         ->capture_default_str();
     server->add_option("--session-threads", server_options.session_threads, "CPU threads per session")
         ->capture_default_str();
-    server->add_option("--batch", server_options.batch, "T3 decode batched across up to N requests (0: off)")
+    server->add_option("--batch", server_options.batch, "T3 decode and flow steps batched across up to N requests (0: off), as chatterbox-server --batch")
         ->capture_default_str();
     server->add_option("--max-tokens", server_options.max_new_tokens, "T3 max_new_tokens per request")
         ->capture_default_str();

@@ -123,6 +123,7 @@ nlohmann::json run_server_bench(const BackendOptions &backend, const ServerBench
     engine_options.backend = backend;
     engine_options.backend.threads = options.session_threads;
     engine_options.batch = options.batch;
+    engine_options.flow_batch = options.batch;
     const Engine engine(engine_options);
     nlohmann::json rows = nlohmann::json::array();
     for (int clients : options.clients) {
