@@ -345,7 +345,8 @@ int main(int argc, char **argv) {
         ->capture_default_str();
     server->add_option("--session-threads", server_options.session_threads, "CPU threads per session")
         ->capture_default_str();
-    server->add_option("--batch", server_options.batch, "T3 decode and flow steps batched across up to N requests (0: off), as chatterbox-server --batch")
+    server->add_option("--batch", server_options.batch,
+                       "T3 decode and flow steps batched across up to N requests (0: off), as chatterbox-server --batch")
         ->capture_default_str();
     server->add_option("--max-tokens", server_options.max_new_tokens, "T3 max_new_tokens per request")
         ->capture_default_str();
