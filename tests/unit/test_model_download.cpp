@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <thread>
 
 namespace fs = std::filesystem;
@@ -64,6 +65,7 @@ class FakeHub {
         }
         http_.Get("/(.*)/resolve/main/(.*)", [this](const httplib::Request &request, httplib::Response &response) {
             const std::string file = request.matches[2];
+            const std::lock_guard<std::mutex> lock(mutex_);
             if (!files_.count(file)) return void(response.status = 404);
             response.set_redirect("/storage/" + file);
             if (outside_lfs_.count(file))
@@ -72,6 +74,7 @@ class FakeHub {
                 response.set_header("X-Linked-Etag", "\"" + published_.at(file) + "\"");
         });
         http_.Get("/storage/(.*)", [this](const httplib::Request &request, httplib::Response &response) {
+            const std::lock_guard<std::mutex> lock(mutex_);
             const auto found = files_.find(request.matches[1]);
             if (found == files_.end()) return void(response.status = 404);
             response.set_content(found->second, "application/octet-stream");
@@ -90,10 +93,19 @@ class FakeHub {
         return endpoint() + "/" + kOfficialRepo + "/resolve/main/" + file;
     }
     // Serves `bytes` for `file` while still publishing the digest of what it had at construction.
-    void corrupt(const std::string &file, const std::string &bytes) { files_.at(file) = bytes; }
-    void outside_lfs(const std::string &file) { outside_lfs_[file] = true; }
+    void corrupt(const std::string &file, const std::string &bytes) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        files_.at(file) = bytes;
+    }
+    void outside_lfs(const std::string &file) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        outside_lfs_[file] = true;
+    }
 
   private:
+    // The test changes files_ and outside_lfs_ while the server thread serves them; published_ is
+    // fixed before the thread starts.
+    std::mutex mutex_;
     std::map<std::string, std::string> files_, published_;
     std::map<std::string, bool> outside_lfs_;
     httplib::Server http_;
