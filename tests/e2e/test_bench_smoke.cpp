@@ -4,7 +4,8 @@
 // bench/README.md says, and the same weights given twice produce identical outputs; pipeline
 // reports every stage of a short request (without the streaming run, to keep the suite short), and
 // T3's steps against the bandwidth bound, for exactly --max-tokens steps in one pass; flow-batch
-// (tiny model) gives the batched requests the sequential mel and reports both times.
+// (tiny model) gives the batched requests the sequential mel and reports both times; batch (tiny
+// model) reports the decode rates and a late joiner's prefill beside the others' steps.
 
 #include "support/test_support.h"
 
@@ -69,6 +70,28 @@ TEST(BenchSmoke, FlowBatchComparesBatchedWithSequential) {
     }
     EXPECT_DOUBLE_EQ(rows[0]["mean_occupancy"].get<double>(), 1.0);
     EXPECT_GE(rows[1]["mean_occupancy"].get<double>(), 1.0); // how much the two overlap is the machine's timing
+}
+
+TEST(BenchSmoke, T3BatchReportsRatesAndTheLateJoiner) {
+    const std::string json_path = temp_dir("bench_smoke_batch") + "/batch.json";
+    const ToolRun run = run_tool("chatterbox-bench", {"batch", "--weights", tiny_model_path(), "--requests", "1", "2",
+                                                      "--tokens", "12", "--late-joiner", "--json", json_path});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    std::ifstream in(json_path);
+    ASSERT_TRUE(in) << "no JSON written";
+    const nlohmann::json rows = nlohmann::json::parse(in)["batch"];
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_DOUBLE_EQ(rows[0]["ratio_to_single"].get<double>(), 1.0);
+    for (const nlohmann::json &row : rows) {
+        EXPECT_GT(row["tokens_per_s"].get<double>(), 0.0);
+        EXPECT_GE(row["mean_occupancy"].get<double>(), 1.0);
+        const nlohmann::json &join = row.at("join");
+        for (const char *key : {"prefill_ms", "median_step_ms", "longest_step_ms"})
+            EXPECT_GT(join[key].get<double>(), 0.0) << key;
+        EXPECT_DOUBLE_EQ(join["longest_in_steps"].get<double>(),
+                         join["longest_step_ms"].get<double>() / join["median_step_ms"].get<double>());
+    }
+    EXPECT_TRUE(contains(run.out, "a late joiner: prefill")) << run.out;
 }
 
 TEST(BenchSmoke, BadSizesAreClearErrors) {

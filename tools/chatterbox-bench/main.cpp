@@ -190,10 +190,16 @@ void run_batch(const BackendOptions &backend_options, const bench::BatchBenchOpt
     std::printf("%8s %6s %9s %7s %9s %8s %10s %7s\n", "requests", "round", "window_s", "tokens", "tokens/s", "ratio",
                 "occupancy", "cpu_s");
     const nlohmann::json rows = bench::run_batch_bench(backend_options, options);
-    for (const nlohmann::json &r : rows)
+    for (const nlohmann::json &r : rows) {
         std::printf("%8d %6d %9.2f %7zu %9.2f %8.2f %10.2f %7.1f\n", r["requests"].get<int>(), r["round"].get<int>(),
                     r["window_s"].get<double>(), r["tokens"].get<size_t>(), r["tokens_per_s"].get<double>(),
                     r.value("ratio_to_single", 0.0), r["mean_occupancy"].get<double>(), r["cpu_s"].get<double>());
+        if (r.contains("join"))
+            std::printf("         a late joiner: prefill %.0f ms; the others' step %.0f ms before it, %.0f ms at most "
+                        "while it prefilled and joined (%.2f steps)\n",
+                        r["join"]["prefill_ms"].get<double>(), r["join"]["median_step_ms"].get<double>(),
+                        r["join"]["longest_step_ms"].get<double>(), r["join"]["longest_in_steps"].get<double>());
+    }
     results["batch"] = rows;
 }
 
@@ -364,6 +370,8 @@ int main(int argc, char **argv) {
     batch->add_option("--cfg", batch_options.cfg_weight, "cfg_weight (0 runs one row per request)")
         ->capture_default_str();
     batch->add_option("--rounds", batch_options.rounds, "runs of all levels, interleaved")->capture_default_str();
+    batch->add_flag("--late-joiner", batch_options.late_joiner,
+                    "per level, a second run with one more request prefilling mid-batch: does it stall the others?");
     CLI::App *flow_batch = app.add_subcommand(
         "flow-batch", "the flow's CFM steps of 1, 2, 4 requests: one after another against batched (same mel)");
     bench::FlowBatchBenchOptions flow_batch_options;
