@@ -13,10 +13,13 @@ if(NOT _rc EQUAL 0)
 endif()
 
 # ggml's option() calls honour these plain variables (CMP0077 is NEW in ggml's CMakeLists).
-set(BUILD_SHARED_LIBS   OFF)
+# Static ggml by default. A CUDA build has ggml's backends as modules that the engine loads at run
+# time (GGML_BACKEND_DL, which needs ggml as shared libraries): the same programs then run on a
+# machine without an NVIDIA driver or GPU, where libggml-cuda.so fails to load or finds no device.
 set(GGML_BUILD_TESTS    OFF)
 set(GGML_BUILD_EXAMPLES OFF)
-set(GGML_BACKEND_DL     OFF)
+set(GGML_BACKEND_DL     ${CHATTERBOX_CUDA})
+set(BUILD_SHARED_LIBS   ${CHATTERBOX_CUDA})
 if(CHATTERBOX_TSAN)
   set(GGML_OPENMP       OFF)
 else()
@@ -26,28 +29,48 @@ set(GGML_CCACHE         OFF)
 # ggml turns llamafile's tinyBLAS kernels off when it is a subproject; they are ~30 % faster
 # for the f32/f16 matrix products of the flow decoder and the vocoder.
 set(GGML_LLAMAFILE      ON)
-set(GGML_NATIVE         ${CHATTERBOX_NATIVE})
-if(NOT CHATTERBOX_NATIVE)
+# ggml cannot build a native CPU backend as a loadable module (the module's feature check needs
+# explicit instruction sets), so a CUDA build's CPU part is the portable one.
+if(CHATTERBOX_NATIVE AND NOT GGML_BACKEND_DL)
+  set(GGML_NATIVE ON)
+else()
   # portable x86-64 build: AVX2 class, runs on any machine of the last decade
+  set(GGML_NATIVE OFF)
   foreach(f SSE42 AVX AVX2 BMI2 FMA F16C)
     set(GGML_${f} ON)
   endforeach()
 endif()
 set(GGML_CUDA           ${CHATTERBOX_CUDA})
 if(CHATTERBOX_CUDA)
-  # Without VMM ggml does not link libcuda (the driver), so the same binary still starts on
-  # machines without an NVIDIA driver and simply finds no CUDA device.
-  set(GGML_CUDA_NO_VMM  ON)
   set(GGML_CUDA_NCCL    OFF)
-  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    set(CMAKE_CUDA_ARCHITECTURES "90-real")
-  endif()
+  # Each persistent graph (GraphRunner) is captured once as a CUDA graph and replayed, with its
+  # kernel arguments updated, instead of launching every kernel from the host at every step.
+  set(GGML_CUDA_GRAPHS  ON)
+  # Machine code for Ampere (A100; 80 also runs on 86, the RTX 30 series), Ada (89: L4, L40, RTX 40),
+  # Hopper (90: H100, H200), Blackwell (100: B200; 120a: RTX 50) and PTX of 80 that the driver
+  # compiles for any later GPU. Each architecture adds its own device compilation of every kernel.
+  set(CHATTERBOX_CUDA_ARCHITECTURES "80-real;86-real;89-real;90-real;100-real;120a-real;80-virtual" CACHE STRING
+      "GPU architectures of the CUDA backend (CMAKE_CUDA_ARCHITECTURES syntax)")
+  set(CMAKE_CUDA_ARCHITECTURES "${CHATTERBOX_CUDA_ARCHITECTURES}")
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
   endif()
 endif()
 
 add_subdirectory("${CHATTERBOX_GGML_DIR}/ggml" "${CMAKE_BINARY_DIR}/_deps/ggml-build" EXCLUDE_FROM_ALL SYSTEM)
+set(BUILD_SHARED_LIBS OFF) # the project's own libraries stay static
+
+if(GGML_BACKEND_DL)
+  # ggml's libraries and backend modules beside the programs, which find them through $ORIGIN
+  # (a copied folder works too); core/backend.cpp also looks in the build folder, for the tests
+  # in its subfolders.
+  set(_ggml_libraries ggml-base ggml ggml-cpu)
+  if(CHATTERBOX_CUDA)
+    list(APPEND _ggml_libraries ggml-cuda)
+  endif()
+  set_target_properties(${_ggml_libraries} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}")
+  set(CMAKE_BUILD_RPATH "\$ORIGIN")
+endif()
 
 # GCC 12 miscompiles ggml's AMX tile configuration (cmake/gcc12-amx/amxtileintrin.h says how);
 # the replacement header goes first on ggml-cpu's include path, ggml's sources stay as fetched.

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Build (incrementally) and run the whole test suite.
 #
-#   usage: scripts/test.sh [--sanitize | --tsan] [ctest arguments...]
+#   usage: scripts/test.sh [--sanitize | --tsan | --cuda] [ctest arguments...]
 #     --sanitize   use a separate ASan+UBSan build (build-sanitize/) instead of build/
 #     --tsan       use a separate ThreadSanitizer build (build-tsan/, ggml included)
-#   e.g. scripts/test.sh --tsan -R e2e.test_sessions
+#     --cuda       use the CUDA build that scripts/setup.sh --cuda made (build-cuda/)
+#   e.g. scripts/test.sh --tsan -R e2e.test_sessions;  scripts/test.sh --cuda -L gpu
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$ROOT/build"
@@ -20,6 +21,10 @@ elif [[ "${1:-}" == "--tsan" ]]; then
   CONFIG=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHATTERBOX_TSAN=ON)
   # tests/tsan.supp: reports from inside Debian's uninstrumented cpp-httplib (the file says why).
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/tests/tsan.supp"
+elif [[ "${1:-}" == "--cuda" ]]; then
+  shift
+  BUILD="$ROOT/build-cuda"
+  [[ -f "$BUILD/CMakeCache.txt" ]] || { echo "test: no CUDA build in $BUILD (run scripts/setup.sh --cuda)" >&2; exit 1; }
 fi
 if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja "${CONFIG[@]}"

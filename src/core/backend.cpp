@@ -3,17 +3,89 @@
 #include "core/error.h"
 #include "kernels/onednn.h"
 
-#include "ggml-cpu.h"
-
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
+
+#ifdef GGML_BACKEND_DL
+#include <dlfcn.h>
+#include <filesystem>
+#include <system_error>
+#endif
 
 namespace chatterbox {
 
 namespace {
 
-ggml_backend_dev_t find_gpu() {
+// ggml's default logger prints every level; its debug lines (one per repacked weight ...) are noise
+// to a user. Continuation lines follow the level of the line they continue.
+// While `capture` is set (on the thread that loads the backends) the lines go there instead.
+thread_local std::string *capture = nullptr;
+void log_without_debug(ggml_log_level level, const char *text, void *) {
+    static thread_local ggml_log_level last = GGML_LOG_LEVEL_INFO;
+    if (level != GGML_LOG_LEVEL_CONT) last = level;
+    if (last == GGML_LOG_LEVEL_DEBUG) return;
+    if (capture)
+        *capture += text;
+    else
+        std::fputs(text, stderr);
+}
+
+// What the process knows about its devices, found once: in a build with loadable backends
+// (GGML_BACKEND_DL) the modules are loaded here; a static build has them registered already.
+struct Devices {
+    ggml_backend_reg_t cpu = nullptr;
+    ggml_backend_dev_t gpu = nullptr; // the first GPU, if any
+    std::string why_no_gpu;           // for the error of --backend cuda
+};
+
+#ifdef GGML_BACKEND_DL
+// Where the modules are looked for: $CHATTERBOX_BACKEND_DIR alone when set, else the running
+// program's folder, then the build folder (so tests in its subfolders find them).
+std::vector<std::filesystem::path> module_folders() {
+    if (const char *dir = std::getenv("CHATTERBOX_BACKEND_DIR"); dir && *dir) return {dir};
+    std::vector<std::filesystem::path> folders;
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) folders.push_back(exe.parent_path());
+    folders.emplace_back(CHATTERBOX_BACKEND_BUILD_DIR);
+    return folders;
+}
+
+std::filesystem::path find_module(const std::string &file) {
+    for (const auto &folder : module_folders()) {
+        std::error_code ec;
+        if (std::filesystem::is_regular_file(folder / file, ec)) return folder / file;
+    }
+    return {};
+}
+
+std::string folder_list() {
+    std::string list;
+    for (const auto &folder : module_folders()) list += (list.empty() ? "" : ", ") + folder.string();
+    return list;
+}
+
+// Loads a backend module; what ggml logs meanwhile goes to `log`. A module ggml cannot open is
+// only logged by it, so dlopen is asked first, for the reason.
+ggml_backend_reg_t load_module(const std::filesystem::path &path, std::string &log, std::string &why_not) {
+    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char *error = dlerror();
+        why_not = concat(path.string(), " cannot be loaded: ", error ? error : "unknown error");
+        return nullptr;
+    }
+    capture = &log;
+    ggml_backend_reg_t reg = ggml_backend_load(path.c_str());
+    capture = nullptr;
+    dlclose(handle); // ggml holds its own reference
+    if (!reg) why_not = concat(path.string(), " did not initialise: ", log);
+    return reg;
+}
+#endif
+
+ggml_backend_dev_t first_gpu() {
     for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
         ggml_backend_dev_t dev = ggml_backend_dev_get(i);
         if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_GPU) return dev;
@@ -21,13 +93,52 @@ ggml_backend_dev_t find_gpu() {
     return nullptr;
 }
 
-// ggml's default logger prints every level; its debug lines (one per repacked weight ...) are noise
-// to a user. Continuation lines follow the level of the line they continue.
-void log_without_debug(ggml_log_level level, const char *text, void *) {
-    static thread_local ggml_log_level last = GGML_LOG_LEVEL_INFO;
-    if (level != GGML_LOG_LEVEL_CONT) last = level;
-    if (last == GGML_LOG_LEVEL_DEBUG) return;
-    std::fputs(text, stderr);
+Devices find_devices() {
+    Devices found;
+#ifdef GGML_BACKEND_DL
+    const std::filesystem::path cpu_module = find_module("libggml-cpu.so");
+    if (cpu_module.empty()) fail("cannot find ggml's CPU backend, libggml-cpu.so, in ", folder_list());
+    std::string log, why_not;
+    if (!load_module(cpu_module, log, why_not)) fail(why_not);
+    const std::filesystem::path cuda_module = find_module("libggml-cuda.so");
+    if (cuda_module.empty()) {
+        found.why_no_gpu = concat("this build has no CUDA backend (libggml-cuda.so is not in ", folder_list(), ")");
+    } else {
+        log.clear();
+        ggml_backend_reg_t cuda = load_module(cuda_module, log, found.why_no_gpu);
+        if (cuda && ggml_backend_reg_dev_count(cuda) == 0)
+            found.why_no_gpu = concat(cuda_module.string(), " found no CUDA device: ", log);
+        else if (cuda)
+            std::fputs(log.c_str(), stderr); // the devices it found
+    }
+#else
+    found.why_no_gpu = "this build has no GPU backend (configure with -DCHATTERBOX_CUDA=ON)";
+#endif
+    found.cpu = ggml_backend_dev_backend_reg(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+    if (!found.cpu) fail("ggml has no CPU backend");
+    found.gpu = first_gpu();
+    while (!found.why_no_gpu.empty() && (found.why_no_gpu.back() == '\n' || found.why_no_gpu.back() == ' '))
+        found.why_no_gpu.pop_back();
+    return found;
+}
+
+const Devices &devices() {
+    static std::once_flag logger_set; // process-wide in ggml: set once, before any backend logs
+    std::call_once(logger_set, [] { ggml_log_set(log_without_debug, nullptr); });
+    static const Devices found = find_devices();
+    return found;
+}
+
+// A function of the CPU backend found by name: in a build with loadable backends it is not linked.
+template <typename Function> Function cpu_function(const char *name) {
+    auto function = reinterpret_cast<Function>(ggml_backend_reg_get_proc_address(devices().cpu, name));
+    if (!function) fail("ggml's CPU backend has no ", name);
+    return function;
+}
+
+void set_cpu_threads(ggml_backend_t cpu, int threads) {
+    static const auto set_n_threads = cpu_function<ggml_backend_set_n_threads_t>("ggml_backend_set_n_threads");
+    set_n_threads(cpu, threads);
 }
 
 bool cancel_requested(void *flag) { return static_cast<const CancelFlag *>(flag)->requested(); }
@@ -49,22 +160,18 @@ MatmulRoute parse_matmul_route(const std::string &name) {
 Backend::Backend(const BackendOptions &options)
     : threads_(resolved_threads(options.threads)), repack_weights_(options.repack_weights),
       adapt_threads_(options.adapt_threads), matmul_route_(options.matmul_route), contention_(threads_) {
-    static std::once_flag logger_set; // process-wide in ggml: set once, not per backend
-    std::call_once(logger_set, [] { ggml_log_set(log_without_debug, nullptr); });
+    const Devices &found = devices();
     if (matmul_route_ == MatmulRoute::onednn && !kernels::onednn_available())
         fail("matmul route 'onednn' is not available: this build has no oneDNN");
-    cpu_ = ggml_backend_cpu_init();
+    cpu_ = ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr);
     if (!cpu_) fail("cannot initialise the ggml CPU backend");
-    ggml_backend_cpu_set_n_threads(cpu_, threads_);
+    set_cpu_threads(cpu_, threads_);
     if (options.device == "cpu") {
         main_ = cpu_;
     } else if (options.device == "cuda" || options.device == "gpu") {
-        ggml_backend_dev_t dev = find_gpu();
-        if (!dev)
-            fail("backend '", options.device,
-                 "' is not available: no GPU device found (this build can use: ", available_devices(), ")");
-        main_ = ggml_backend_dev_init(dev, nullptr);
-        if (!main_) fail("cannot initialise GPU device ", ggml_backend_dev_name(dev));
+        if (!found.gpu) fail("backend '", options.device, "' is not available: ", found.why_no_gpu);
+        main_ = ggml_backend_dev_init(found.gpu, nullptr);
+        if (!main_) fail("cannot initialise GPU device ", ggml_backend_dev_name(found.gpu));
     } else {
         fail("unknown backend '", options.device, "' (this build can use: ", available_devices(), ")");
     }
@@ -85,9 +192,8 @@ ggml_backend_buffer_type_t Backend::weight_buffer_type() const { return ggml_bac
 ggml_backend_buffer_type_t Backend::matmul_weight_buffer_type(const ggml_tensor *weight) const {
     if (!is_cpu() || !repack_weights_ || !ggml_is_quantized(weight->type)) return nullptr;
     ggml_backend_dev_t dev = ggml_backend_get_device(cpu_);
-    auto extra_buffer_types = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
-        ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(dev), "ggml_backend_dev_get_extra_bufts"));
-    if (!extra_buffer_types) return nullptr;
+    static const auto extra_buffer_types =
+        cpu_function<ggml_backend_dev_get_extra_bufts_t>("ggml_backend_dev_get_extra_bufts");
 
     // The product this weight takes part in, with the weight in an empty buffer of the candidate
     // type: the extra buffer types decide support by buffer, type and shape.
@@ -116,18 +222,25 @@ ggml_backend_buffer_type_t Backend::matmul_weight_buffer_type(const ggml_tensor 
 
 void Backend::prepare_compute() {
     const int threads = adapt_threads_ ? contention_.threads_now() : threads_;
-    if (threads != threads_last_compute_) ggml_backend_cpu_set_n_threads(cpu_, threads);
+    if (threads != threads_last_compute_) set_cpu_threads(cpu_, threads);
     threads_last_compute_ = threads;
 }
 
 void Backend::set_cancel_flag(const CancelFlag *flag) {
-    ggml_backend_cpu_set_abort_callback(cpu_, flag ? cancel_requested : nullptr, const_cast<CancelFlag *>(flag));
+    static const auto set_abort_callback =
+        cpu_function<ggml_backend_set_abort_callback_t>("ggml_backend_set_abort_callback");
+    set_abort_callback(cpu_, flag ? cancel_requested : nullptr, const_cast<CancelFlag *>(flag));
 }
 
-std::string Backend::available_devices() {
-    std::string names = "cpu";
-    if (find_gpu()) names += ", cuda";
-    return names;
+std::string Backend::available_devices() { return devices().gpu ? "cpu, cuda" : "cpu"; }
+
+std::string Backend::why_no_gpu() { return devices().why_no_gpu; }
+
+bool Backend::cpu_has_feature(const std::string &name) {
+    static const auto features = cpu_function<ggml_backend_get_features_t>("ggml_backend_get_features");
+    for (const ggml_backend_feature *f = features(devices().cpu); f && f->name; ++f)
+        if (name == f->name) return std::string(f->value) != "0";
+    return false;
 }
 
 } // namespace chatterbox

@@ -1,5 +1,6 @@
 #pragma once
-// Backend choice: the CPU (with a thread count) or a GPU backend when ggml was built with one.
+// Backend choice: the CPU (with a thread count) or a GPU backend when ggml was built with one. A CUDA
+// build has ggml's backends as modules loaded at run time, so it also runs where CUDA cannot.
 // A Backend is where graphs run; it is not safe for concurrent computes (ggml's CPU backend keeps one
 // work buffer), so every session owns one. Weights uploaded through one Backend can be used by the
 // graphs of any other Backend of the same device.
@@ -64,8 +65,14 @@ class Backend {
     // devices stop between graphs) and GraphRunner::compute then throws Cancelled. nullptr: never.
     void set_cancel_flag(const CancelFlag *flag);
 
-    // Names of the devices this build can use ("cpu", "cuda" ...), for --help and errors.
+    // Names of the devices this process can use ("cpu", "cuda" ...), for --help and errors. The first
+    // call finds them: a build with loadable backends (GGML_BACKEND_DL) loads its modules then.
     static std::string available_devices();
+    // Why there is no GPU ("" when there is one): no GPU backend in the build, a module that cannot
+    // be loaded (no driver), or no device.
+    static std::string why_no_gpu();
+    // Whether the CPU backend has an instruction set feature by ggml's name ("AVX2", "AMX_INT8" ...).
+    static bool cpu_has_feature(const std::string &name);
 
   private:
     ggml_backend_t main_ = nullptr;

@@ -6,7 +6,7 @@
 // less one for each CPU that runnable threads of other processes occupy.
 //
 //   CpuContention contention(/*max_threads=*/2);
-//   ggml_backend_cpu_set_n_threads(cpu, contention.threads_now());
+//   set_n_threads(cpu, contention.threads_now());
 
 #include <chrono>
 

@@ -12,7 +12,6 @@
 #include "models/chatterbox/synthetic_weights.h"
 #include "models/chatterbox/t3/backbone.h"
 
-#include "ggml-cpu.h"
 
 #include <functional>
 #include <map>
@@ -155,7 +154,7 @@ TEST_P(MatmulWeightPlacement, T3) {
             EXPECT_EQ(m->weight->type, GGML_TYPE_Q4_K) << ggml_get_name(m->weight);
             repacked_layer_matrices += is_repacked(m->weight);
         }
-    if (ggml_cpu_has_avx2()) {
+    if (Backend::cpu_has_feature("AVX2")) {
         EXPECT_EQ(repacked_layer_matrices, 7 * hp.n_layers);
         EXPECT_FALSE(is_repacked(model.speech_head().weight)) << "8194-like rows do not interleave by 8";
     }
@@ -197,7 +196,7 @@ TEST_P(MatmulWeightPlacement, Flow) {
 
     const Backend probe(BackendOptions{"cpu", 1, /*repack_weights=*/true});
     const int repacked = expect_placement(weights, probe, repack);
-    if (repack && ggml_cpu_has_avx2()) {
+    if (repack && Backend::cpu_has_feature("AVX2")) {
         EXPECT_GT(repacked, 0);
     }
 }

@@ -3,7 +3,6 @@
 #include "nn_harness.h"
 
 #include "core/error.h"
-#include "ggml-cpu.h"
 #include "modules/activations.h"
 #include "modules/embedding.h"
 #include "modules/feed_forward.h"
@@ -67,7 +66,7 @@ TEST(NnLinear, RepackedQuantisedWeightsMatchThePlainLayout) {
             nn::Linear proj(w, "proj", in, out, false);
             w.load();
             const bool repacked = std::string(ggml_backend_buffer_name(proj.weight->buffer)) == "CPU_REPACK";
-            EXPECT_EQ(repacked, repack && ggml_cpu_has_avx2()) << ggml_backend_buffer_name(proj.weight->buffer);
+            EXPECT_EQ(repacked, repack && Backend::cpu_has_feature("AVX2")) << ggml_backend_buffer_name(proj.weight->buffer);
             const auto x = h.input(size_t(rows * in));
             results[repack] = h.run({rows, in}, x, [&](ggml_context *ctx, ggml_tensor *t) { return proj(ctx, t); });
             test::expect_close(results[repack], naive_linear(x, w_values, {}, in, out), 2e-2,
