@@ -44,9 +44,9 @@ class Pipeline : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
         chatterbox_engine_params ep = chatterbox_engine_default_params();
-        const std::string model = test::tiny_model_path();
+        const std::string model = test::tiny_model_path(), device = test::test_device();
         ep.model_path = model.c_str();
-        ep.backend = "cpu";
+        ep.backend = device.c_str(); // the CPU, or the GPU of the gpu-labelled entry
         ASSERT_EQ(chatterbox_engine_load(&ep, &engine), CHATTERBOX_OK) << chatterbox_last_error();
         // Most tests use the first 3 s of the reference: the flow's cost grows with the voice prompt.
         audio::Audio reference = audio::read_audio(test::golden_path("ref_voice.wav"));

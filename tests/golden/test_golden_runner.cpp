@@ -50,7 +50,8 @@ void expect_finite_entries_close(const std::vector<float> &actual, const std::ve
 void expect_case_matches(const std::string &set_dir, const std::string &model, const std::string &label) {
     const std::string out = temp_dir("golden-" + label);
     const ToolRun run = run_tool("chatterbox-golden", {"--case", set_dir + "/index.json", "--inputs", set_dir,
-                                                       "--model", model, "--out", out + "/arrays", "-t", "2"});
+                                                       "--model", model, "--out", out + "/arrays", "-t", "2",
+                                                       "--backend", test_device()});
     ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
     std::printf("%s%s", run.out.c_str(), run.err.c_str());
 

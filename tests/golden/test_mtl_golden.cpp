@@ -51,7 +51,7 @@ nlohmann::json golden_case() {
 // The folder and its models, built once for every test (gigabytes).
 struct MtlModel {
     ModelFiles files = ModelFiles::open(mtl_model_dir());
-    Backend backend{BackendOptions{"cpu", 2}};
+    Backend backend{test_backend_options(2)};
     t3::Model t3{files.weights(), backend, files.hparams().t3};
     t3::Conditioning conditioning = [] {
         t3::Conditioning c;

@@ -21,7 +21,7 @@ std::vector<int32_t> golden_tokens(const std::string &name) { return read_token_
 // The folder's voice models and the golden reference's voice, built once for every test (gigabytes).
 struct TurboVoice {
     ModelFiles files = ModelFiles::open(turbo_model_dir());
-    Backend backend{BackendOptions{"cpu", 2}};
+    Backend backend{test_backend_options(2)};
     VoiceBuilder builder{files, backend};
     VoiceTaps taps;
     Voice voice = builder.from_file(backend, turbo_golden_path("ref_voice.wav"), 0.5f, &taps);

@@ -61,7 +61,7 @@ class VoiceGolden : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
         files_ = std::make_unique<ModelFiles>(ModelFiles::open(synthetic_dir()));
-        backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
+        backend_ = std::make_unique<Backend>(test_backend_options(2));
         builder_ = std::make_unique<VoiceBuilder>(*files_, *backend_);
         taps_ = std::make_unique<VoiceTaps>();
         voice_ = std::make_unique<Voice>(builder_->from_file(*backend_, golden_path("ref_voice.wav"), 0.5f, taps_.get()));

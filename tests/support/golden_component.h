@@ -1,7 +1,8 @@
 #pragma once
 // The one fixture of the per-component golden tests: the full-size synthetic checkpoint (a ctest
-// fixture), a 2-thread CPU backend and the component under test, made once per suite and shared by
-// its tests (loading a full-size component costs seconds).
+// fixture), a backend on the test device (test_device(): 2 CPU threads, or the GPU of the gpu-labelled
+// entries) and the component under test, made once per suite and shared by its tests (loading a
+// full-size component costs seconds). Without the test device every test skips (test_support.h).
 //
 //   class CampPlusGolden : public test::GoldenComponent<campplus::CampPlus> {
 //     protected:
@@ -34,9 +35,10 @@ template <class Component> class GoldenComponent : public ::testing::Test {
                      const std::string &folder = synthetic_dir()) {
         store_ = std::make_unique<WeightStore>();
         store_->add_safetensors(folder + "/" + file, prefix);
-        backend_ = std::make_unique<Backend>(BackendOptions{"cpu", 2});
+        backend_ = std::make_unique<Backend>(test_backend_options(2));
         model_ = make(*store_, *backend_);
     }
+
     static void TearDownTestSuite() {
         model_.reset();
         backend_.reset();

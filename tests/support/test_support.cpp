@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -82,6 +83,39 @@ std::string tiny_turbo_model_path() { return CHATTERBOX_TINY_TURBO_MODEL; }
 std::string tiny_nano_model_path() { return CHATTERBOX_TINY_NANO_MODEL; }
 std::string tiny_multilingual_model_path() { return CHATTERBOX_TINY_MULTILINGUAL_MODEL; }
 std::string mtl_golden_path(const std::string &name) { return data_path("mtl/" + name); }
+
+std::string test_device() {
+    const char *device = std::getenv("CHATTERBOX_TEST_BACKEND");
+    return device && *device ? device : "cpu";
+}
+
+BackendOptions test_backend_options(int threads) {
+    BackendOptions options;
+    options.device = test_device();
+    options.threads = threads;
+    return options;
+}
+
+std::string test_device_missing() {
+    const std::string device = test_device();
+    if (device != "cuda" && device != "gpu") return ""; // the CPU, or a name Backend rejects loudly
+    const std::string why = Backend::why_no_gpu();
+    return why.empty() ? "" : "no GPU to test on: " + why;
+}
+
+namespace {
+
+class SkipWithoutTestDevice : public ::testing::Environment {
+  public:
+    void SetUp() override {
+        if (const std::string why = test_device_missing(); !why.empty()) GTEST_SKIP() << why;
+    }
+};
+// Registered before main (gtest_main) runs the tests.
+[[maybe_unused]] ::testing::Environment *const skip_without_test_device =
+    ::testing::AddGlobalTestEnvironment(new SkipWithoutTestDevice);
+
+} // namespace
 
 std::string tool_path(const std::string &tool) { return std::string(CHATTERBOX_TOOLS_DIR) + "/" + tool; }
 

@@ -1,6 +1,8 @@
 #pragma once
 // Helpers shared by the tests: fixture paths and array comparisons.
 
+#include "core/backend.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -34,6 +36,14 @@ std::string tiny_multilingual_model_path(); // tiny multilingual (fixture tiny_m
 std::string mtl_golden_path(const std::string &name); // tests/data/mtl/<name> (the multilingual test data)
 std::string tool_path(const std::string &tool);       // a built tool executable
 std::string temp_dir(const std::string &tag);         // a fresh empty folder for this test
+
+// The device the golden, pipeline and cross-backend tests compute on: $CHATTERBOX_TEST_BACKEND
+// ("cuda" for the gpu-labelled ctest entries) or "cpu".
+std::string test_device();
+BackendOptions test_backend_options(int threads); // on test_device()
+// Why test_device() cannot be used here ("" when it can). Every test program linked with this support
+// library then skips all its tests with that reason (a gtest environment).
+std::string test_device_missing();
 
 // Runs a built tool through the shell with stdin from a file (not a terminal), capturing its output.
 struct ToolRun {

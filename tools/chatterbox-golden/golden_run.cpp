@@ -87,9 +87,9 @@ GoldenCase GoldenCase::load(const std::string &path) {
 }
 
 GoldenRun::GoldenRun(GoldenCase golden_case, std::string inputs_dir, std::string model_path, std::string out_dir,
-                     int threads)
+                     BackendOptions backend)
     : case_(std::move(golden_case)), inputs_dir_(std::move(inputs_dir)), model_path_(std::move(model_path)),
-      out_dir_(std::move(out_dir)), threads_(threads) {
+      out_dir_(std::move(out_dir)), backend_(std::move(backend)) {
     std::filesystem::create_directories(out_dir_);
 }
 
@@ -114,7 +114,7 @@ const NpyArray &GoldenRun::computed(const std::string &array_name) const {
 }
 
 std::unique_ptr<Engine> load_engine(const GoldenRun &run, Components components) {
-    EngineOptions options{run.model_path(), BackendOptions{"cpu", run.threads()}, components};
+    EngineOptions options{run.model_path(), run.backend_options(), components};
     options.open.t3_model = run.golden_case().t3_model;
     auto engine = std::make_unique<Engine>(options);
     const Variant model = engine->files().hparams().variant;

@@ -43,11 +43,12 @@ struct GoldenCase {
 
 class GoldenRun {
   public:
-    GoldenRun(GoldenCase golden_case, std::string inputs_dir, std::string model_path, std::string out_dir, int threads);
+    GoldenRun(GoldenCase golden_case, std::string inputs_dir, std::string model_path, std::string out_dir,
+              BackendOptions backend);
 
     const GoldenCase &golden_case() const { return case_; }
     const std::string &model_path() const { return model_path_; }
-    int threads() const { return threads_; }
+    const BackendOptions &backend_options() const { return backend_; } // the device and threads
     std::string input_path(const std::string &file) const; // inputs_dir/file; an absolute file as it is
     NpyArray input(const std::string &array_name) const;   // inputs_dir/<array_name>.npy
     void write(const std::string &array_name, const NpyArray &array);
@@ -66,13 +67,13 @@ class GoldenRun {
   private:
     GoldenCase case_;
     std::string inputs_dir_, model_path_, out_dir_;
-    int threads_;
+    BackendOptions backend_;
     std::set<std::string> written_;
     std::map<std::string, NpyArray> computed_;
     std::map<std::string, std::shared_ptr<void>> shared_;
 };
 
-// The engine a stage computes with, on the run's model and threads; throws Error when the model is
+// The engine a stage computes with, on the run's model and backend options; throws Error when the model is
 // not of the case's variant.
 std::unique_ptr<Engine> load_engine(const GoldenRun &run, Components components);
 

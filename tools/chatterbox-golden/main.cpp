@@ -36,7 +36,7 @@ std::vector<std::string> golden_array_names(const std::string &inputs_dir) {
 
 int main(int argc, char **argv) {
     CLI::App app{"Recompute the stages of a golden case with Chatterbox Engine and write them as .npy files"};
-    std::string case_path, inputs_dir, model_path, out_dir, only;
+    std::string case_path, inputs_dir, model_path, out_dir, only, device = "cpu";
     int threads = int(std::max(1u, std::thread::hardware_concurrency()));
     app.add_option("--case", case_path, "case JSON (the \"case\" object of index.json, or index.json itself)")
         ->required()
@@ -50,10 +50,15 @@ int main(int argc, char **argv) {
     app.add_option("--out", out_dir, "output folder for <name>.npy")->required();
     app.add_option("--only", only, "run only the stages whose name contains this text");
     app.add_option("-t,--threads", threads, "CPU threads")->check(CLI::Range(1, 1024));
+    app.add_option("--backend", device, "device the stages compute on: cpu or cuda (cpu)")
+        ->check(CLI::IsMember({"cpu", "cuda"}));
     CLI11_PARSE(app, argc, argv);
 
     try {
-        GoldenRun run(GoldenCase::load(case_path), inputs_dir, model_path, out_dir, threads);
+        BackendOptions backend;
+        backend.device = device;
+        backend.threads = threads;
+        GoldenRun run(GoldenCase::load(case_path), inputs_dir, model_path, out_dir, backend);
         std::vector<std::string> ran, failed;
         for (const Stage &stage : all_stages()) {
             if (!only.empty() && stage.name.find(only) == std::string::npos) continue;
