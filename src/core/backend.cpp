@@ -18,16 +18,22 @@ namespace chatterbox {
 
 namespace {
 
+// What ggml logs while the backends load: the information (the devices found) apart from the
+// problems (why a module gave no device).
+struct LoadLog {
+    std::string info, problems;
+};
+
 // ggml's default logger prints every level; its debug lines (one per repacked weight ...) are noise
-// to a user. Continuation lines follow the level of the line they continue.
-// While `capture` is set (on the thread that loads the backends) the lines go there instead.
-thread_local std::string *capture = nullptr;
+// to a user. Continuation lines follow the level of the line they continue. While `capture` is set
+// (on the thread that loads the backends) the lines go there instead.
+thread_local LoadLog *capture = nullptr;
 void log_without_debug(ggml_log_level level, const char *text, void *) {
     static thread_local ggml_log_level last = GGML_LOG_LEVEL_INFO;
     if (level != GGML_LOG_LEVEL_CONT) last = level;
     if (last == GGML_LOG_LEVEL_DEBUG) return;
     if (capture)
-        *capture += text;
+        (last >= GGML_LOG_LEVEL_WARN ? capture->problems : capture->info) += text;
     else
         std::fputs(text, stderr);
 }
@@ -69,7 +75,7 @@ std::string folder_list() {
 
 // Loads a backend module; what ggml logs meanwhile goes to `log`. A module ggml cannot open is
 // only logged by it, so dlopen is asked first, for the reason.
-ggml_backend_reg_t load_module(const std::filesystem::path &path, std::string &log, std::string &why_not) {
+ggml_backend_reg_t load_module(const std::filesystem::path &path, LoadLog &log, std::string &why_not) {
     void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         const char *error = dlerror();
@@ -80,7 +86,7 @@ ggml_backend_reg_t load_module(const std::filesystem::path &path, std::string &l
     ggml_backend_reg_t reg = ggml_backend_load(path.c_str());
     capture = nullptr;
     dlclose(handle); // ggml holds its own reference
-    if (!reg) why_not = concat(path.string(), " did not initialise: ", log);
+    if (!reg) why_not = concat(path.string(), " did not initialise: ", log.problems);
     return reg;
 }
 #endif
@@ -98,18 +104,19 @@ Devices find_devices() {
 #ifdef GGML_BACKEND_DL
     const std::filesystem::path cpu_module = find_module("libggml-cpu.so");
     if (cpu_module.empty()) fail("cannot find ggml's CPU backend, libggml-cpu.so, in ", folder_list());
-    std::string log, why_not;
+    LoadLog log;
+    std::string why_not;
     if (!load_module(cpu_module, log, why_not)) fail(why_not);
     const std::filesystem::path cuda_module = find_module("libggml-cuda.so");
     if (cuda_module.empty()) {
         found.why_no_gpu = concat("this build has no CUDA backend (libggml-cuda.so is not in ", folder_list(), ")");
     } else {
-        log.clear();
+        log = {};
         ggml_backend_reg_t cuda = load_module(cuda_module, log, found.why_no_gpu);
         if (cuda && ggml_backend_reg_dev_count(cuda) == 0)
-            found.why_no_gpu = concat(cuda_module.string(), " found no CUDA device: ", log);
+            found.why_no_gpu = concat(cuda_module.string(), " found no CUDA device: ", log.problems);
         else if (cuda)
-            std::fputs(log.c_str(), stderr); // the devices it found
+            std::fputs((log.info + log.problems).c_str(), stderr); // the devices it found
     }
 #else
     found.why_no_gpu = "this build has no GPU backend (configure with -DCHATTERBOX_CUDA=ON)";

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 using namespace chatterbox;
@@ -62,6 +63,36 @@ TEST(BackendDevices, CudaRunsOnTheGpuOrSaysWhyThereIsNone) {
     EXPECT_TRUE(test::contains(why, "no GPU backend"));
 #endif
     test::expect_error([] { Backend backend(BackendOptions{"cuda", 1}); }, why);
+}
+
+// The command line in a CUDA build on a machine whose NVIDIA driver library is there but finds no GPU:
+// the CUDA toolkit's stub libcuda.so stands in for the driver (it answers every call with an error).
+TEST(BackendDevices, WithADriverButNoGpuAutoRunsOnTheCpuAndCudaSaysSo) {
+#ifndef GGML_BACKEND_DL
+    GTEST_SKIP() << "a build without loadable backends";
+#else
+    namespace fs = std::filesystem;
+    const fs::path stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+    if (has_gpu()) GTEST_SKIP() << "this machine has a GPU";
+    if (!fs::exists(stub)) GTEST_SKIP() << "no CUDA toolkit stub driver at " << stub;
+    const std::string drivers = test::temp_dir("stub-driver");
+    fs::create_symlink(stub, fs::path(drivers) / "libcuda.so.1");
+    test::ToolInput input;
+    input.env = {"LD_LIBRARY_PATH=" + drivers};
+    const std::string out = drivers + "/out.wav";
+    const test::ToolRun cuda =
+        test::run_tool("chatterbox", {"-m", test::tiny_model_path(), "--backend", "cuda", "-o", out, "Hello."}, input);
+    EXPECT_EQ(cuda.exit_code, 1) << cuda.err;
+    EXPECT_TRUE(test::contains(cuda.err, "backend 'cuda' is not available: "));
+    EXPECT_TRUE(test::contains(cuda.err, "libggml-cuda.so found no CUDA device"));
+    EXPECT_FALSE(fs::exists(out));
+    const test::ToolRun automatic =
+        test::run_tool("chatterbox", {"-m", test::tiny_model_path(), "--backend", "auto", "-o", out, "Hello."}, input);
+    EXPECT_EQ(automatic.exit_code, 0) << automatic.err;
+    EXPECT_TRUE(test::contains(automatic.err, "CPU (")); // the model line names the device
+    EXPECT_TRUE(fs::exists(out));
+    std::printf("cuda: %s", cuda.err.c_str());
+#endif
 }
 
 TEST(BackendDevices, TheCpuBackendReportsItsInstructionSets) {
