@@ -7,19 +7,11 @@
 # only when the gpu tests pass, unless --bench-anyway.
 #
 #   usage: scripts/gpu-check.sh [--no-build] [--bench-anyway] [results-dir]   (default: gpu-check-results)
-#          scripts/gpu-check.sh --pack [bundle-dir]                            (default: gpu-bundle)
-#          scripts/gpu-check.sh --bundle bundle-dir [--bench-anyway] [results-dir]
 #   env:   CHATTERBOX_CUDA_ARCHITECTURES  GPU architectures to build (default: native, this machine's GPU)
 #          GPU_CHECK_BUILD                the CUDA build folder (default: build-cuda)
 #
-# A GPU machine without the project's Debian packages (a bare CUDA image) cannot build it. There,
-# the build made here travels instead: --pack (on the build machine, after
-# `CHATTERBOX_CUDA_ARCHITECTURES=90-real scripts/setup.sh --cuda` for an H100/H200) writes the CUDA
-# build's programs, libraries, ctest files and the Debian libraries they load into bundle-dir;
-# --bundle (on the GPU machine, in a checkout of the same commit) unpacks it where the build's own
-# paths point (a link from the build machine's checkout path when the checkout lies elsewhere:
-# needs root) and runs the check without building. The CUDA runtime and cuBLAS come from the GPU
-# machine's toolkit.
+# It needs what scripts/setup.sh needs (Debian 12's packages, installed beforehand: it runs
+# setup.sh --no-apt) plus the CUDA toolkit and an NVIDIA driver.
 #
 # results-dir gets: summary.txt (what passed, the RTFs), gpu.txt (nvidia-smi), build.log, ctest-gpu.log
 # and ctest-gpu.xml (JUnit), cli-cuda.*, bench-*.txt and bench-*.json. Exit status: 0 when the gpu
@@ -29,64 +21,15 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${GPU_CHECK_BUILD:-$ROOT/build-cuda}"
 BUILD_STEP=1
 BENCH_ANYWAY=0
-BUNDLE=""
-
-# The Debian libraries the programs load, for a machine that has only the C and C++ runtimes and CUDA.
-system_library() {
-  [[ "$1" =~ /(ld-linux|libc|libm|libmvec|libpthread|libdl|librt|libutil|libresolv|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libnvidia)[.-] ]]
-}
-
-pack() {
-  local dest="$1"
-  [[ -f "$BUILD/libggml-cuda.so" ]] || { echo "gpu-check: no CUDA build in $BUILD (scripts/setup.sh --cuda)" >&2; exit 1; }
-  rm -rf "$dest" && mkdir -p "$dest"
-  local list="$dest/files.txt" deps="$dest/deps"
-  mkdir -p "$deps"
-  # The programs and tests, ggml's and the engine's libraries (with their versioned names), and
-  # every folder's ctest file.
-  (cd "$BUILD" && { find . -maxdepth 2 \( -name '*.so' -o -name '*.so.*' \
-                      -o \( -type f -perm -u+x \( -name 'chatterbox*' -o -path './tests/test_*' \) \) \)
-                    find . -name CTestTestfile.cmake; } | sort -u) >"$list"
-  while read -r file; do
-    ldd "$BUILD/$file" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}'
-  done <"$list" | sort -u | while read -r lib; do
-    [[ "$lib" == "$BUILD"/* ]] || system_library "$lib" || cp -L "$lib" "$deps/"
-  done
-  tar -C "$BUILD" -cJf "$dest/build.tar.xz" -T "$list"
-  printf '%s\n%s\n' "$ROOT" "$BUILD" >"$dest/origin.txt"
-  git -C "$ROOT" rev-parse HEAD >"$dest/commit.txt" 2>/dev/null || true
-  tar -C "$dest" -cJf "$dest/deps.tar.xz" deps && rm -rf "$deps"
-  echo "gpu-check: packed $(wc -l <"$list") files of $BUILD and their libraries into $dest ($(du -sh "$dest" | cut -f1))" >&2
-}
-
-unpack() {
-  local bundle="$1" origin_root origin_build
-  origin_root="$(sed -n 1p "$bundle/origin.txt")"
-  origin_build="$(sed -n 2p "$bundle/origin.txt")"
-  if [[ "$(cd "$origin_root" 2>/dev/null && pwd -P)" != "$(cd "$ROOT" && pwd -P)" ]]; then
-    [[ -e "$origin_root" ]] && { echo "gpu-check: $origin_root exists and is not this checkout" >&2; exit 1; }
-    mkdir -p "$(dirname "$origin_root")" && ln -s "$ROOT" "$origin_root" ||
-      { echo "gpu-check: cannot link $origin_root to this checkout (the bundle's paths point there)" >&2; exit 1; }
-  fi
-  BUILD="$origin_build"
-  mkdir -p "$BUILD"
-  tar -C "$BUILD" -xJf "$bundle/build.tar.xz" && tar -C "$BUILD" -xJf "$bundle/deps.tar.xz" || exit 1
-  export LD_LIBRARY_PATH="$BUILD/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  [[ -d /usr/local/cuda/lib64 ]] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64"
-  BUILD_STEP=0
-}
 
 while [[ "${1:-}" == --* ]]; do
   case "$1" in
     --no-build) BUILD_STEP=0 ;;
     --bench-anyway) BENCH_ANYWAY=1 ;;
-    --pack) pack "${2:-$ROOT/gpu-bundle}"; exit 0 ;;
-    --bundle) BUNDLE="${2:?--bundle needs the bundle folder}"; shift ;;
     *) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
-[[ -n "$BUNDLE" ]] && unpack "$BUNDLE"
 OUT="$(mkdir -p "${1:-$ROOT/gpu-check-results}" && cd "${1:-$ROOT/gpu-check-results}" && pwd)"
 SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"
