@@ -115,7 +115,7 @@ std::string backend_device(const char *backend) {
     if (name != "auto" && name != "cpu" && name != "cuda" && name != "gpu")
         throw argument_error(chatterbox::concat("unknown backend '", name, "', expected auto, cpu, cuda or gpu"));
     if (name != "auto") return name;
-    return chatterbox::Backend::available_devices().find("cuda") != std::string::npos ? "cuda" : "cpu";
+    return chatterbox::Backend::why_no_gpu().empty() ? "cuda" : "cpu";
 }
 
 // Where each parameter of the engine's table lives in the C struct (the table itself is

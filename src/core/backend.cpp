@@ -59,17 +59,17 @@ std::vector<std::filesystem::path> module_folders() {
     return folders;
 }
 
-std::filesystem::path find_module(const std::string &file) {
-    for (const auto &folder : module_folders()) {
+std::filesystem::path find_module(const std::vector<std::filesystem::path> &folders, const std::string &file) {
+    for (const auto &folder : folders) {
         std::error_code ec;
         if (std::filesystem::is_regular_file(folder / file, ec)) return folder / file;
     }
     return {};
 }
 
-std::string folder_list() {
+std::string folder_list(const std::vector<std::filesystem::path> &folders) {
     std::string list;
-    for (const auto &folder : module_folders()) list += (list.empty() ? "" : ", ") + folder.string();
+    for (const auto &folder : folders) list += (list.empty() ? "" : ", ") + folder.string();
     return list;
 }
 
@@ -102,14 +102,16 @@ ggml_backend_dev_t first_gpu() {
 Devices find_devices() {
     Devices found;
 #ifdef GGML_BACKEND_DL
-    const std::filesystem::path cpu_module = find_module("libggml-cpu.so");
-    if (cpu_module.empty()) fail("cannot find ggml's CPU backend, libggml-cpu.so, in ", folder_list());
+    const std::vector<std::filesystem::path> folders = module_folders();
+    const std::filesystem::path cpu_module = find_module(folders, "libggml-cpu.so");
+    if (cpu_module.empty()) fail("cannot find ggml's CPU backend, libggml-cpu.so, in ", folder_list(folders));
     LoadLog log;
     std::string why_not;
     if (!load_module(cpu_module, log, why_not)) fail(why_not);
-    const std::filesystem::path cuda_module = find_module("libggml-cuda.so");
+    const std::filesystem::path cuda_module = find_module(folders, "libggml-cuda.so");
     if (cuda_module.empty()) {
-        found.why_no_gpu = concat("this build has no CUDA backend (libggml-cuda.so is not in ", folder_list(), ")");
+        found.why_no_gpu =
+            concat("this build has no CUDA backend (libggml-cuda.so is not in ", folder_list(folders), ")");
     } else {
         log = {};
         ggml_backend_reg_t cuda = load_module(cuda_module, log, found.why_no_gpu);

@@ -38,7 +38,6 @@ template <class Component> class GoldenComponent : public ::testing::Test {
         backend_ = std::make_unique<Backend>(test_backend_options(2));
         model_ = make(*store_, *backend_);
     }
-
     static void TearDownTestSuite() {
         model_.reset();
         backend_.reset();
