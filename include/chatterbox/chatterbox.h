@@ -82,6 +82,9 @@ typedef struct chatterbox_engine_params {
      * each (a request gets the mel it gets alone, within f32 rounding); 0 (default): each session solves
      * alone. */
     int flow_batch;
+    /* The vocoder (HiFT) of up to this many concurrent session requests' mels run as one batch (each
+     * gets the wave it gets alone, within f32 rounding); 0 (default): each session vocodes alone. */
+    int vocoder_batch;
 } chatterbox_engine_params;
 
 chatterbox_engine_params chatterbox_engine_default_params(void);

@@ -228,6 +228,7 @@ std::string Metrics::exposition(const ServerGauges &gauges) const {
 
     write_batch(out, "chatterbox_t3_batch", "T3", "decode", gauges.t3_batch);
     write_batch(out, "chatterbox_flow_batch", "flow CFM", "estimator", gauges.flow_batch);
+    write_batch(out, "chatterbox_vocoder_batch", "HiFT", "vocoder", gauges.vocoder_batch);
 
     write_single(out, "chatterbox_t3_voice_prefix_hits_total", "counter",
                  "Requests whose voice's T3 conditioning prefix was kept (no conditioning prefill).",

@@ -13,7 +13,8 @@
 //   chatterbox_t3_batch_size, _batch_requests, _batch_waiting                             gauges
 //   chatterbox_t3_batch_steps_total, _batch_request_steps_total    counters (their ratio: the mean occupancy)
 //   chatterbox_flow_batch_size, ... _request_steps_total           the same of the flow's CFM batch
-//   chatterbox_t3_voice_prefix_hits_total, _misses_total           counters of the kept voice prefixes
+//   chatterbox_vocoder_batch_size, ... _request_steps_total        the same of the vocoder's batch (a step: one HiFT
+//   run) chatterbox_t3_voice_prefix_hits_total, _misses_total           counters of the kept voice prefixes
 //   chatterbox_wyoming_events_total{type}                   counter    Wyoming events received (wyoming_server.h)
 //   chatterbox_wyoming_connections                          gauge      Wyoming connections open now
 //
@@ -56,7 +57,7 @@ class Histogram {
     uint64_t count_ = 0;
 };
 
-// A batch of one stage (t3/batch_scheduler.h, s3gen/flow_batch.h): its size (0: no batching),
+// A batch of one stage (t3/batch_scheduler.h, s3gen/flow_batch.h, hift/vocoder_batch.h): its size (0: no batching),
 // requests in it and waiting for room, and since start the steps and the requests those steps ran.
 struct BatchGauges {
     int size = 0;
@@ -66,7 +67,7 @@ struct BatchGauges {
 struct ServerGauges {
     int sessions = 0, busy = 0, waiting = 0, in_flight = 0;
     bool draining = false;
-    BatchGauges t3_batch, flow_batch;
+    BatchGauges t3_batch, flow_batch, vocoder_batch;
     // The kept voice prefixes (t3/prefix_cache.h): requests that found theirs, and that computed it.
     uint64_t voice_prefix_hits = 0, voice_prefix_misses = 0;
 };

@@ -152,6 +152,8 @@ void Server::add_routes() {
             gauges.t3_batch = {batch->options().max_sequences, batch->counts()};
         if (const s3gen::FlowBatchScheduler *batch = engine_.flow_batch())
             gauges.flow_batch = {batch->options().max_requests, batch->counts()};
+        if (const hift::VocoderBatchScheduler *batch = engine_.vocoder_batch())
+            gauges.vocoder_batch = {batch->options().max_requests, batch->counts()};
         if (const t3::PrefixCache *prefixes = engine_.t3_prefixes()) {
             gauges.voice_prefix_hits = prefixes->hits();
             gauges.voice_prefix_misses = prefixes->misses();

@@ -4,8 +4,9 @@
 // bench/README.md says, and the same weights given twice produce identical outputs; pipeline
 // reports every stage of a short request (without the streaming run, to keep the suite short), and
 // T3's steps against the bandwidth bound, for exactly --max-tokens steps in one pass; flow-batch
-// (tiny model) gives the batched requests the sequential mel and reports both times; batch (tiny
-// model) reports the decode rates and a late joiner's prefill beside the others' steps.
+// (tiny model) gives the batched requests the sequential mel and reports both times, and so does
+// vocoder-batch for the waves of equal and varied lengths; batch (tiny model) reports the decode
+// rates and a late joiner's prefill beside the others' steps.
 
 #include "support/test_support.h"
 
@@ -70,6 +71,27 @@ TEST(BenchSmoke, FlowBatchComparesBatchedWithSequential) {
     }
     EXPECT_DOUBLE_EQ(rows[0]["mean_occupancy"].get<double>(), 1.0);
     EXPECT_GE(rows[1]["mean_occupancy"].get<double>(), 1.0); // how much the two overlap is the machine's timing
+}
+
+TEST(BenchSmoke, VocoderBatchComparesBatchedWithSequential) {
+    const std::string json_path = temp_dir("bench_smoke_vocoder_batch") + "/vocoder_batch.json";
+    const ToolRun run = run_tool("chatterbox-bench", {"vocoder-batch", "--weights", tiny_model_path(), "--requests",
+                                                      "1", "2", "--frames", "30", "--json", json_path});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    std::ifstream in(json_path);
+    ASSERT_TRUE(in) << "no JSON written";
+    const nlohmann::json rows = nlohmann::json::parse(in)["vocoder_batch"];
+    ASSERT_EQ(rows.size(), 3u); // 1 request; 2 of equal lengths; 2 of varied lengths
+    EXPECT_EQ(rows[1]["lengths"], "equal");
+    EXPECT_EQ(rows[2]["lengths"], "varied");
+    for (const nlohmann::json &row : rows) {
+        EXPECT_GT(row["sequential_s"].get<double>(), 0.0);
+        EXPECT_GT(row["batched_s"].get<double>(), 0.0);
+        EXPECT_NEAR(row["audio_s"].get<double>(),
+                    row["requests"].get<int>() == 1 ? 0.6 : 1.2 + (row["lengths"] == "varied" ? 0.06 : 0.0), 1e-9);
+        EXPECT_LE(row["max_difference"].get<double>(), 1e-5);
+    }
+    EXPECT_DOUBLE_EQ(rows[0]["mean_occupancy"].get<double>(), 1.0);
 }
 
 // 96 tokens: with 12, on a machine busy with other tests, the first request could finish before the

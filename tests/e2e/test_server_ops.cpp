@@ -295,13 +295,13 @@ TEST(ServerProcessOps, ADrainThatRunsOutOfTimeCancelsWhatIsLeft) {
 
 } // namespace
 
-// --batch: concurrent requests share the T3 and flow batches (the metrics count steps that ran
+// --batch: concurrent requests share the T3, flow and vocoder batches (the metrics count steps that ran
 // both), a client that hangs up mid-batch frees its place at once, and the server keeps serving.
 TEST(ServerProcessOps, ABatchingServerDecodesConcurrentRequestsTogether) {
     test::ServerProcess process({"--batch", "2"});
     ASSERT_GT(process.port(), 0);
     EXPECT_TRUE(test::contains(process.log(), "2 session(s)")) << process.log(); // --sessions follows --batch
-    EXPECT_TRUE(test::contains(process.log(), "T3 and flow batch 2")) << process.log();
+    EXPECT_TRUE(test::contains(process.log(), "T3, flow and vocoder batch 2")) << process.log();
     std::vector<std::future<int>> statuses;
     for (int i = 0; i < 2; ++i)
         statuses.push_back(std::async(std::launch::async, [&process] {
@@ -322,6 +322,11 @@ TEST(ServerProcessOps, ABatchingServerDecodesConcurrentRequestsTogether) {
     const double flow_steps = sample(metrics, "chatterbox_flow_batch_steps_total");
     EXPECT_GT(flow_steps, 0) << "the flow did not run in the batch";
     EXPECT_GE(sample(metrics, "chatterbox_flow_batch_request_steps_total"), flow_steps);
+    EXPECT_EQ(sample(metrics, "chatterbox_vocoder_batch_size"), 2);
+    EXPECT_EQ(sample(metrics, "chatterbox_vocoder_batch_requests"), 0);
+    const double vocoder_runs = sample(metrics, "chatterbox_vocoder_batch_steps_total");
+    EXPECT_GT(vocoder_runs, 0) << "the vocoder did not run in the batch";
+    EXPECT_GE(sample(metrics, "chatterbox_vocoder_batch_request_steps_total"), vocoder_runs);
 
     {
         httplib::Client impatient = process.client();

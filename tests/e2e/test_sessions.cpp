@@ -117,8 +117,9 @@ TEST_F(Sessions, ABatchingEngineGivesTheAudioOfSequentialRuns) {
     ep.model_path = model_.c_str();
     ep.backend = "cpu";
     ep.threads = 1;
-    ep.batch = 3;      // one request fewer than the threads: the last to come waits for room
-    ep.flow_batch = 2; // the flow's steps too, with requests of different lengths
+    ep.batch = 3;         // one request fewer than the threads: the last to come waits for room
+    ep.flow_batch = 2;    // the flow's steps too, with requests of different lengths
+    ep.vocoder_batch = 2; // and the vocoder's mels
     chatterbox_engine *batching = nullptr;
     ASSERT_EQ(chatterbox_engine_load(&ep, &batching), CHATTERBOX_OK) << chatterbox_last_error();
     std::vector<std::vector<float>> batched(kRequests.size());
@@ -135,6 +136,10 @@ TEST_F(Sessions, ABatchingEngineGivesTheAudioOfSequentialRuns) {
     for (size_t i = 0; i < kRequests.size(); ++i)
         EXPECT_EQ(batched[i], sequential[i]) << "request " << i << " differs when decoded in the batch";
 
+    ep.vocoder_batch = -1;
+    EXPECT_EQ(chatterbox_engine_load(&ep, &batching), CHATTERBOX_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(chatterbox_last_error()).find("vocoder_batch is -1"), std::string::npos)
+        << chatterbox_last_error();
     ep.flow_batch = -1;
     EXPECT_EQ(chatterbox_engine_load(&ep, &batching), CHATTERBOX_ERROR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(chatterbox_last_error()).find("flow_batch is -1"), std::string::npos)

@@ -16,6 +16,7 @@
 #include "s3gen_bench.h"
 #include "server_bench.h"
 #include "t3_bench.h"
+#include "vocoder_batch_bench.h"
 #include "wyoming_bench.h"
 
 #include <CLI/CLI.hpp>
@@ -217,6 +218,21 @@ void run_flow_batch(const BackendOptions &backend_options, const bench::FlowBatc
     results["flow_batch"] = rows;
 }
 
+void run_vocoder_batch(const BackendOptions &backend_options, const bench::VocoderBatchBenchOptions &options,
+                       nlohmann::json &results) {
+    std::printf("vocoder batch, %d thread(s): %lld mel frames in the first request, %d round(s)\n",
+                backend_options.threads, (long long)options.frames, options.rounds);
+    std::printf("%8s %7s %6s %8s %12s %9s %7s %10s %9s\n", "requests", "lengths", "round", "audio_s", "sequential_s",
+                "batched_s", "ratio", "occupancy", "max_diff");
+    const nlohmann::json rows = bench::run_vocoder_batch_bench(backend_options, options);
+    for (const nlohmann::json &r : rows)
+        std::printf("%8d %7s %6d %8.2f %12.2f %9.2f %7.2f %10.2f %9.1e\n", r["requests"].get<int>(),
+                    r["lengths"].get<std::string>().c_str(), r["round"].get<int>(), r["audio_s"].get<double>(),
+                    r["sequential_s"].get<double>(), r["batched_s"].get<double>(), r["ratio"].get<double>(),
+                    r["mean_occupancy"].get<double>(), r["max_difference"].get<double>());
+    results["vocoder_batch"] = rows;
+}
+
 void run_wyoming(const BackendOptions &backend_options, const bench::WyomingBenchOptions &options,
                  nlohmann::json &results) {
     std::printf("wyoming, %d thread(s), one session, max_new_tokens %d%s per sentence, %d repeat(s)\n",
@@ -351,8 +367,9 @@ int main(int argc, char **argv) {
         ->capture_default_str();
     server->add_option("--session-threads", server_options.session_threads, "CPU threads per session")
         ->capture_default_str();
-    server->add_option("--batch", server_options.batch,
-                       "T3 decode and flow steps batched across up to N requests (0: off), as chatterbox-server --batch")
+    server
+        ->add_option("--batch", server_options.batch,
+                     "T3 decode and flow steps batched across up to N requests (0: off), as chatterbox-server --batch")
         ->capture_default_str();
     server->add_option("--max-tokens", server_options.max_new_tokens, "T3 max_new_tokens per request")
         ->capture_default_str();
@@ -383,6 +400,16 @@ int main(int argc, char **argv) {
     flow_batch->add_option("--prompt-tokens", flow_batch_options.prompt_tokens, "speech tokens of the voice prompt")
         ->capture_default_str();
     flow_batch->add_option("--rounds", flow_batch_options.rounds, "runs of all levels, interleaved")
+        ->capture_default_str();
+    CLI::App *vocoder_batch = app.add_subcommand(
+        "vocoder-batch", "the HiFT vocoder on 1, 2, 4 mels: one after another against batched (same waves)");
+    bench::VocoderBatchBenchOptions vocoder_batch_options;
+    vocoder_batch->add_option("--weights", vocoder_batch_options.weights, "official folder or GGUF")->required();
+    vocoder_batch->add_option("--requests", vocoder_batch_options.levels, "concurrent requests, one run per value")
+        ->capture_default_str();
+    vocoder_batch->add_option("--frames", vocoder_batch_options.frames, "mel frames of the first request")
+        ->capture_default_str();
+    vocoder_batch->add_option("--rounds", vocoder_batch_options.rounds, "runs of all levels, interleaved")
         ->capture_default_str();
     CLI::App *wyoming = app.add_subcommand(
         "wyoming",
@@ -418,6 +445,7 @@ int main(int argc, char **argv) {
         if (*wyoming) run_wyoming(backend_options, wyoming_options, results);
         if (*batch) run_batch(backend_options, batch_options, results);
         if (*flow_batch) run_flow_batch(backend_options, flow_batch_options, results);
+        if (*vocoder_batch) run_vocoder_batch(backend_options, vocoder_batch_options, results);
         if (!json_path.empty()) {
             std::ofstream out(json_path);
             if (!out) fail("cannot write ", json_path);

@@ -91,8 +91,8 @@ int main(int argc, char **argv) {
         ->check(CLI::Range(0, 4096));
     int batch = 0;
     app.add_option("--batch", batch,
-                   "decode T3 and step the flow for up to N requests in one batch each (continuous batching; also "
-                   "the default --sessions)")
+                   "decode T3, step the flow and vocode for up to N requests in one batch each (continuous "
+                   "batching; also the default --sessions)")
         ->check(CLI::NonNegativeNumber);
     int voice_prefixes = 16;
     app.add_option("--voice-prefixes", voice_prefixes,
@@ -155,6 +155,7 @@ int main(int argc, char **argv) {
         engine_options.backend.threads = options.threads;
         engine_options.batch = batch;
         engine_options.flow_batch = batch;
+        engine_options.vocoder_batch = batch;
         engine_options.voice_prefixes = voice_prefixes;
         // Requests share the batch only if as many run at once.
         if (batch > 0 && app.count("--sessions") == 0) options.sessions = batch;
@@ -177,7 +178,7 @@ int main(int argc, char **argv) {
             if (wyoming) wyoming->stop(); // the drain has let its syntheses finish
             std::fprintf(stderr, "chatterbox-server: stopped (%d request(s) cancelled)\n", cancelled);
         });
-        std::fprintf(stderr, "chatterbox-server: %s; %d session(s), queue %d, T3 and flow batch %s\n",
+        std::fprintf(stderr, "chatterbox-server: %s; %d session(s), queue %d, T3, flow and vocoder batch %s\n",
                      engine.description().c_str(), options.sessions, options.queue,
                      batch > 0 ? std::to_string(batch).c_str() : "off");
         if (!no_http)

@@ -54,6 +54,8 @@ Engine::Engine(const EngineOptions &options)
         throw InvalidArgument(concat("voice_prefixes is ", options.voice_prefixes, ", expected 0 (off) or more"));
     if (options.flow_batch < 0)
         throw InvalidArgument(concat("flow_batch is ", options.flow_batch, ", expected 0 (off) or more"));
+    if (options.vocoder_batch < 0)
+        throw InvalidArgument(concat("vocoder_batch is ", options.vocoder_batch, ", expected 0 (off) or more"));
     const WeightStore &store = files_.weights();
     if (has(Component::text))
         text_ = std::make_unique<TextFrontEnd>(files_.tokenizer_json(), files_.path() + " tokenizer",
@@ -75,6 +77,11 @@ Engine::Engine(const EngineOptions &options)
     }
     if (has(Component::vocoder))
         vocoder_ = std::make_unique<hift::VocoderModel>(store, *weights_backend_, files_.hparams().hift);
+    if (options.vocoder_batch > 0 && vocoder_) {
+        hift::VocoderBatchOptions batch;
+        batch.max_requests = options.vocoder_batch;
+        vocoder_batch_ = std::make_unique<hift::VocoderBatchScheduler>(*vocoder_, options.backend, batch);
+    }
 }
 
 Engine::~Engine() = default;

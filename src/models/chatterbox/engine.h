@@ -12,6 +12,7 @@
 
 #include "core/backend.h"
 #include "models/chatterbox/hift/vocoder.h"
+#include "models/chatterbox/hift/vocoder_batch.h"
 #include "models/chatterbox/model_files.h"
 #include "models/chatterbox/s3gen/flow.h"
 #include "models/chatterbox/s3gen/flow_batch.h"
@@ -54,6 +55,9 @@ struct EngineOptions {
     // The flow's CFM steps batched across the sessions' requests (s3gen/flow_batch.h): up to this
     // many requests share each estimator run; 0 (default): each session solves alone.
     int flow_batch = 0;
+    // The vocoder batched across the sessions' requests (hift/vocoder_batch.h): up to this many
+    // mels share each HiFT run; 0 (default): each session vocodes alone.
+    int vocoder_batch = 0;
     // Voices whose T3 conditioning prefix (its keys/values) is kept, so that a request in a kept
     // voice prefills only its text (t3/prefix_cache.h); 0 (default): every prefill computes it.
     int voice_prefixes = 0;
@@ -91,6 +95,8 @@ class Engine {
     t3::BatchScheduler *t3_batch() const { return t3_batch_.get(); }
     // The flow batch the sessions solve in, or nullptr (EngineOptions::flow_batch 0).
     s3gen::FlowBatchScheduler *flow_batch() const { return flow_batch_.get(); }
+    // The vocoder batch the sessions vocode in, or nullptr (EngineOptions::vocoder_batch 0).
+    hift::VocoderBatchScheduler *vocoder_batch() const { return vocoder_batch_.get(); }
     // The kept voice prefixes, or nullptr (EngineOptions::voice_prefixes 0).
     t3::PrefixCache *t3_prefixes() const { return t3_prefixes_.get(); }
 
@@ -107,9 +113,10 @@ class Engine {
     std::unique_ptr<t3::Model> t3_;
     std::unique_ptr<s3gen::FlowModel> flow_;
     std::unique_ptr<hift::VocoderModel> vocoder_;
-    std::unique_ptr<t3::BatchScheduler> t3_batch_;          // a service with its own thread, not model state
-    std::unique_ptr<s3gen::FlowBatchScheduler> flow_batch_; // likewise
-    std::unique_ptr<t3::PrefixCache> t3_prefixes_;          // filled by the sessions' requests
+    std::unique_ptr<t3::BatchScheduler> t3_batch_;               // a service with its own thread, not model state
+    std::unique_ptr<s3gen::FlowBatchScheduler> flow_batch_;      // likewise
+    std::unique_ptr<hift::VocoderBatchScheduler> vocoder_batch_; // likewise
+    std::unique_ptr<t3::PrefixCache> t3_prefixes_;               // filled by the sessions' requests
     mutable std::once_flag voice_builder_once_;
     mutable std::unique_ptr<VoiceBuilder> voice_builder_;
 };

@@ -174,6 +174,7 @@ Session::Session(const Engine &engine, const SessionOptions &options)
     }
     if (engine.has(Component::vocoder)) {
         vocoder_ = std::make_unique<hift::Vocoder>(engine.vocoder(), backend_);
+        vocoder_->use_batch(engine.vocoder_batch(), &cancel_);
         vocoder_stage_ = std::make_unique<VocoderAdapter>(*vocoder_);
     }
 }

@@ -1,5 +1,6 @@
 #include "models/chatterbox/hift/f0_predictor.h"
 
+#include "models/chatterbox/hift/padding_mask.h"
 #include "modules/activations.h"
 
 namespace chatterbox::hift {
@@ -15,10 +16,10 @@ F0Predictor::F0Predictor(ModuleWeights &w, const std::string &prefix, const Hift
     classifier = nn::Linear(w, prefix + ".classifier", hp.base_channels, 1);
 }
 
-ggml_tensor *F0Predictor::operator()(ggml_context *ctx, ggml_tensor *mel) const {
+ggml_tensor *F0Predictor::operator()(ggml_context *ctx, ggml_tensor *mel, ggml_tensor *mask) const {
     ggml_tensor *x = mel;
-    for (const nn::Conv1d &conv : condnet) x = nn::elu(ctx, conv(ctx, x));
-    // ggml [T, 512, 1] -> [512, T, 1] for the per-frame classifier.
+    for (const nn::Conv1d &conv : condnet) x = nn::elu(ctx, mask_padding(ctx, conv(ctx, x), mask));
+    // ggml [T, 512, B] -> [512, T, B] for the per-frame classifier.
     x = ggml_cont(ctx, ggml_permute(ctx, x, 1, 0, 2, 3));
     return ggml_abs(ctx, classifier(ctx, x));
 }

@@ -21,8 +21,9 @@ struct F0Predictor {
     F0Predictor() = default;
     F0Predictor(ModuleWeights &w, const std::string &prefix, const HiftHParams &hp);
 
-    // mel: ggml [T, 80, 1] = PyTorch (1, 80, T) -> f0: ggml [1, T, 1] (Hz, non-negative).
-    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *mel) const;
+    // mel: ggml [T, 80, B] = PyTorch (B, 80, T) -> f0: ggml [1, T, B] (Hz, non-negative). mask
+    // (padding_mask.h): ggml [T, 1, B] for mels padded to the longest, or nullptr.
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *mel, ggml_tensor *mask = nullptr) const;
 };
 
 } // namespace chatterbox::hift

@@ -1,6 +1,7 @@
 #include "models/chatterbox/hift/generator.h"
 
 #include "core/error.h"
+#include "models/chatterbox/hift/padding_mask.h"
 #include "modules/activations.h"
 
 namespace chatterbox::hift {
@@ -29,10 +30,10 @@ ResBlock::ResBlock(ModuleWeights &w, const std::string &prefix, int64_t channels
     }
 }
 
-ggml_tensor *ResBlock::operator()(ggml_context *ctx, ggml_tensor *x) const {
+ggml_tensor *ResBlock::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *mask) const {
     for (size_t i = 0; i < convs1.size(); ++i) {
-        ggml_tensor *xt = convs1[i](ctx, activations1[i](ctx, x));
-        xt = convs2[i](ctx, activations2[i](ctx, xt));
+        ggml_tensor *xt = mask_padding(ctx, convs1[i](ctx, activations1[i](ctx, x)), mask);
+        xt = mask_padding(ctx, convs2[i](ctx, activations2[i](ctx, xt)), mask);
         x = ggml_add(ctx, xt, x);
     }
     return x;
@@ -68,18 +69,28 @@ Generator::Generator(ModuleWeights &w, const HiftHParams &hparams) : hp(hparams)
                            nn::ConvOptions().with_padding(hp.conv_post_kernel / 2).with_weight_norm());
 }
 
-ggml_tensor *Generator::operator()(ggml_context *ctx, ggml_tensor *mel, ggml_tensor *source_stft) const {
-    ggml_tensor *x = conv_pre(ctx, mel);
+StageLengths Generator::stage_lengths(int64_t frames) const {
+    StageLengths lengths{frames, 0, 0, 0};
+    for (size_t i = 0; i < 3; ++i) lengths[i + 1] = ups[i].output_length(lengths[i]);
+    lengths[3] += 1; // the reflection pad
+    return lengths;
+}
+
+ggml_tensor *Generator::operator()(ggml_context *ctx, ggml_tensor *mel, ggml_tensor *source_stft,
+                                   const StageMasks &masks) const {
+    ggml_tensor *x = mask_padding(ctx, conv_pre(ctx, mel), masks[0]);
     for (size_t i = 0; i < 3; ++i) {
+        ggml_tensor *mask = masks[i + 1];
         x = ups[i](ctx, nn::leaky_relu(ctx, x, hp.lrelu_slope));
         if (i == 2) x = reflect_pad_left_one(ctx, x);
-        ggml_tensor *si = source_resblocks[i](ctx, source_downs[i](ctx, source_stft));
+        x = mask_padding(ctx, x, mask);
+        ggml_tensor *si = source_resblocks[i](ctx, mask_padding(ctx, source_downs[i](ctx, source_stft), mask), mask);
         if (si->ne[0] != x->ne[0])
             fail("HiFT generator: stage ", i, " has ", x->ne[0], " samples but the source branch ", si->ne[0]);
         x = ggml_add(ctx, x, si);
         ggml_tensor *sum = nullptr;
         for (size_t j = 0; j < 3; ++j) {
-            ggml_tensor *y = resblocks[3 * i + j](ctx, x);
+            ggml_tensor *y = resblocks[3 * i + j](ctx, x, mask);
             sum = sum ? ggml_add(ctx, sum, y) : y;
         }
         x = ggml_scale(ctx, sum, 1.0f / 3.0f);

@@ -26,9 +26,17 @@ struct ResBlock {
     ResBlock(ModuleWeights &w, const std::string &prefix, int64_t channels, int kernel,
              const std::array<int, 3> &dilations);
 
-    // x: ggml [T, C, 1] -> same shape.
-    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x) const;
+    // x: ggml [T, C, B] -> same shape. mask (padding_mask.h): ggml [T, 1, B] or nullptr.
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *mask = nullptr) const;
 };
+
+// The sample counts along the generator for a mel of T frames: [0] the mel's T, [1] and [2]
+// after ups.0 and ups.1, [3] after ups.2 with its reflection pad (120 T + 1, the STFT frames).
+using StageLengths = std::array<int64_t, 4>;
+
+// Padding masks (padding_mask.h) at those four points, ggml [length, 1, B]; all nullptr for a
+// batch whose mels have one length.
+using StageMasks = std::array<ggml_tensor *, 4>;
 
 struct Generator {
     HiftHParams hp;
@@ -43,9 +51,12 @@ struct Generator {
     // Binds the generator's tensors (conv_pre, ups, source_downs, ...) at the top of w's prefix.
     Generator(ModuleWeights &w, const HiftHParams &hp);
 
-    // mel: ggml [T, 80, 1]; source_stft: ggml [120 T + 1, 18, 1] (real parts, then imaginary)
-    // -> conv_post output ggml [120 T + 1, 18, 1].
-    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *mel, ggml_tensor *source_stft) const;
+    StageLengths stage_lengths(int64_t frames) const;
+
+    // mel: ggml [T, 80, B]; source_stft: ggml [120 T + 1, 18, B] (real parts, then imaginary)
+    // -> conv_post output ggml [120 T + 1, 18, B].
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *mel, ggml_tensor *source_stft,
+                            const StageMasks &masks = {}) const;
 };
 
 } // namespace chatterbox::hift

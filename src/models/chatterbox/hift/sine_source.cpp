@@ -24,16 +24,22 @@ SourceNoise draw_source_noise(std::mt19937_64 &rng, int harmonics, int64_t sampl
 SourceMerge::SourceMerge(ModuleWeights &w, const std::string &prefix, const HiftHParams &hp)
     : weight(w.host_f32(prefix + ".weight", {1, hp.harmonics})), bias(w.host_f32(prefix + ".bias", {1})[0]) {}
 
+void check_source_noise(const SourceNoise &noise, int64_t frames, const HiftHParams &hp) {
+    const int harmonics = hp.harmonics;
+    const int64_t samples = frames * hp.samples_per_frame();
+    if (noise.phases.size() != size_t(harmonics))
+        fail("HiFT source: ", noise.phases.size(), " initial phases given, expected ", harmonics);
+    if (noise.noise.size() != size_t(harmonics * samples))
+        fail("HiFT source: noise of ", noise.noise.size(), " values given, expected ", harmonics, " x ", samples, " (",
+             frames, " mel frames x ", hp.samples_per_frame(), " samples)");
+}
+
 std::vector<float> sine_source(const std::vector<float> &f0, const SourceNoise &noise, const SourceMerge &merge,
                                const HiftHParams &hp) {
     const int harmonics = hp.harmonics;
     const int64_t upsample = hp.samples_per_frame();
     const int64_t samples = int64_t(f0.size()) * upsample;
-    if (noise.phases.size() != size_t(harmonics))
-        fail("HiFT source: ", noise.phases.size(), " initial phases given, expected ", harmonics);
-    if (noise.noise.size() != size_t(harmonics * samples))
-        fail("HiFT source: noise of ", noise.noise.size(), " values given, expected ", harmonics, " x ", samples, " (",
-             f0.size(), " mel frames x ", upsample, " samples)");
+    check_source_noise(noise, int64_t(f0.size()), hp);
     if (merge.weight.size() != size_t(harmonics)) fail("HiFT source: l_linear has ", merge.weight.size(), " weights");
 
     // Accumulated per sample across harmonics: sum_h w_h sine_h, in double, rounded once.

@@ -43,6 +43,9 @@ struct SourceMerge {
     SourceMerge(ModuleWeights &w, const std::string &prefix, const HiftHParams &hp);
 };
 
+// Throws Error unless noise holds the phases and the noise of `frames` mel frames (480 samples each).
+void check_source_noise(const SourceNoise &noise, int64_t frames, const HiftHParams &hp);
+
 // The source s (f0.size() * 480 samples). Throws when the noise does not match the length.
 std::vector<float> sine_source(const std::vector<float> &f0, const SourceNoise &noise, const SourceMerge &merge,
                                const HiftHParams &hp);

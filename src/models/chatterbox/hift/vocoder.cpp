@@ -1,7 +1,7 @@
 #include "models/chatterbox/hift/vocoder.h"
 
 #include "core/error.h"
-#include "models/chatterbox/hift/spectral.h"
+#include "models/chatterbox/hift/vocoder_batch.h"
 
 #include <cmath>
 #include <random>
@@ -11,37 +11,6 @@ namespace chatterbox::hift {
 namespace {
 constexpr double kPi = 3.14159265358979323846;
 }
-
-struct Vocoder::F0Graph {
-    int64_t frames;
-    GraphRunner runner;
-    ggml_tensor *mel = nullptr;
-    ggml_tensor *f0 = nullptr;
-
-    F0Graph(Backend &backend, const HiftHParams &hp, const F0Predictor &predictor, int64_t t)
-        : frames(t), runner(backend) {
-        mel = runner.input("mel", GGML_TYPE_F32, {1, hp.mel_bins, t});
-        f0 = predictor(runner.ctx(), mel);
-        runner.build({f0});
-    }
-};
-
-struct Vocoder::DecoderGraph {
-    int64_t frames;
-    int64_t stft_frames;
-    GraphRunner runner;
-    ggml_tensor *mel = nullptr;
-    ggml_tensor *source_stft = nullptr;
-    ggml_tensor *heads = nullptr;
-
-    DecoderGraph(Backend &backend, const HiftHParams &hp, const Generator &generator, int64_t t)
-        : frames(t), stft_frames(hp.upsample_factor() * t + 1), runner(backend) {
-        mel = runner.input("mel", GGML_TYPE_F32, {1, hp.mel_bins, t});
-        source_stft = runner.input("source_stft", GGML_TYPE_F32, {1, 2 * hp.spectrum_bins(), stft_frames});
-        heads = generator(runner.ctx(), mel, source_stft);
-        runner.build({heads});
-    }
-};
 
 void apply_trim_fade(std::vector<float> &wave, int64_t fade_samples) {
     const int64_t n = fade_samples;
@@ -59,8 +28,7 @@ void apply_trim_fade(std::vector<float> &wave, int64_t fade_samples) {
     }
 }
 
-VocoderModel::VocoderModel(const WeightStore &store, Backend &backend, const HiftHParams &hp,
-                           const std::string &prefix)
+VocoderModel::VocoderModel(const WeightStore &store, Backend &backend, const HiftHParams &hp, const std::string &prefix)
     : hp_(hp), weights_(store, prefix, backend), f0_predictor_(weights_, "f0_predictor", hp),
       source_merge_(weights_, "m_source.l_linear", hp), generator_(weights_, hp) {
     weights_.load();
@@ -85,14 +53,16 @@ Vocoder::Vocoder(const VocoderModel &model, Backend &backend) : model_(model), b
 
 Vocoder::~Vocoder() = default;
 
+VocoderGraphs &Vocoder::graphs(int64_t frames) {
+    if (!graphs_ || graphs_->frames().front() != frames) {
+        graphs_.reset(); // the old length's buffers go before the new ones are allocated
+        graphs_ = std::make_unique<VocoderGraphs>(model_, backend_, std::vector<int64_t>{frames});
+    }
+    return *graphs_;
+}
+
 std::vector<float> Vocoder::predict_f0(const std::vector<float> &mel) {
-    const HiftHParams &hp = hparams();
-    const int64_t frames = validate(mel);
-    if (!f0_graph_ || f0_graph_->frames != frames)
-        f0_graph_ = std::make_unique<F0Graph>(backend_, hp, model_.f0_predictor(), frames);
-    f0_graph_->runner.set_input(f0_graph_->mel, mel);
-    f0_graph_->runner.compute();
-    return f0_graph_->runner.read_f32(f0_graph_->f0);
+    return std::move(graphs(validate(mel)).predict_f0({&mel}).front());
 }
 
 std::vector<float> Vocoder::source(const std::vector<float> &f0, const SourceNoise &noise) const {
@@ -100,18 +70,7 @@ std::vector<float> Vocoder::source(const std::vector<float> &f0, const SourceNoi
 }
 
 std::vector<float> Vocoder::decode(const std::vector<float> &mel, const std::vector<float> &source) {
-    const HiftHParams &hp = hparams();
-    const int64_t frames = validate(mel);
-    if (source.size() != size_t(frames * hp.samples_per_frame()))
-        fail("HiFT decode: the source has ", source.size(), " samples, expected ", frames * hp.samples_per_frame(),
-             " for ", frames, " mel frames");
-    if (!decoder_graph_ || decoder_graph_->frames != frames)
-        decoder_graph_ = std::make_unique<DecoderGraph>(backend_, hp, model_.generator(), frames);
-    DecoderGraph &g = *decoder_graph_;
-    g.runner.set_input(g.mel, mel);
-    g.runner.set_input(g.source_stft, source_stft(source, hp));
-    g.runner.compute();
-    return heads_to_wave(g.runner.read_f32(g.heads), g.stft_frames, hp);
+    return std::move(graphs(validate(mel)).decode({&mel}, {&source}).front());
 }
 
 std::vector<float> Vocoder::synthesize(const std::vector<float> &mel, const SourceNoise *injected, uint64_t seed,
@@ -124,13 +83,21 @@ std::vector<float> Vocoder::synthesize(const std::vector<float> &mel, const Sour
         std::mt19937_64 rng(seed);
         drawn = draw_source_noise(rng, hp.harmonics, samples);
     }
-    std::vector<float> f0 = predict_f0(mel);
-    std::vector<float> s = source(f0, injected ? *injected : drawn);
-    std::vector<float> wave = decode(mel, s);
+    const SourceNoise &noise = injected ? *injected : drawn;
+    VocoderTaps record;
+    if (batch_) {
+        record = batch_->vocode(mel, noise, batch_cancel_);
+    } else {
+        record.f0 = predict_f0(mel);
+        record.source = source(record.f0, noise);
+        record.raw = decode(mel, record.source);
+    }
+    std::vector<float> wave;
     if (taps) {
-        taps->f0 = std::move(f0);
-        taps->source = std::move(s);
-        taps->raw = wave;
+        wave = record.raw;
+        *taps = std::move(record);
+    } else {
+        wave = std::move(record.raw);
     }
     apply_trim_fade(wave, hp.fade_samples);
     return wave;

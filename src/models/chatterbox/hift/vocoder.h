@@ -14,16 +14,18 @@
 //
 // Tensors: every `mel2wav.*` tensor of the official s3gen.safetensors is used; none is ignored.
 // VocoderModel holds the immutable weights (shareable); a Vocoder holds one session's graphs, built
-// for a mel length on first use and reused while the length repeats.
+// for a mel length on first use and reused while the length repeats, or vocodes in a batch shared
+// with other sessions (vocoder_batch.h).
 
 #include "core/backend.h"
-#include "core/graph.h"
+#include "core/cancel.h"
 #include "core/module_weights.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/hift/f0_predictor.h"
 #include "models/chatterbox/hift/generator.h"
 #include "models/chatterbox/hift/hift_hparams.h"
 #include "models/chatterbox/hift/sine_source.h"
+#include "models/chatterbox/hift/vocoder_graphs.h"
 
 #include <cstdint>
 #include <memory>
@@ -69,6 +71,8 @@ class VocoderModel {
     Generator generator_;
 };
 
+class VocoderBatchScheduler;
+
 class Vocoder {
   public:
     // backend: where this session's graphs run.
@@ -80,9 +84,18 @@ class Vocoder {
     const HiftHParams &hparams() const { return model_.hparams(); }
     int64_t validate(const std::vector<float> &mel) const { return model_.validate(mel); }
 
+    // From now on synthesize() vocodes in this batch (vocoder_batch.h), which drops the request
+    // when cancel (optional) is set while it waits; nullptr: alone, on this session's backend (the
+    // default).
+    void use_batch(VocoderBatchScheduler *batch, const CancelFlag *cancel = nullptr) {
+        batch_ = batch;
+        batch_cancel_ = cancel;
+    }
+
     // The whole vocoder with trim_fade: 480 T samples in [-0.99, 0.99]. The source noise is the
     // injected one (golden runs; it must cover 480 T samples), or drawn from std::mt19937_64(seed)
-    // by draw_source_noise. Same seed, same mel -> bit-identical output.
+    // by draw_source_noise. Same seed, same mel -> bit-identical output alone; in a batch, the
+    // same within the rounding of differently shaped matrix products.
     std::vector<float> synthesize(const std::vector<float> &mel, const SourceNoise *injected = nullptr,
                                   uint64_t seed = 0, VocoderTaps *taps = nullptr);
 
@@ -92,13 +105,13 @@ class Vocoder {
     std::vector<float> decode(const std::vector<float> &mel, const std::vector<float> &source); // raw wave
 
   private:
-    struct F0Graph;
-    struct DecoderGraph;
+    VocoderGraphs &graphs(int64_t frames);
 
     const VocoderModel &model_;
     Backend &backend_;
-    std::unique_ptr<F0Graph> f0_graph_;           // for the last mel length used
-    std::unique_ptr<DecoderGraph> decoder_graph_; // for the last mel length used
+    std::unique_ptr<VocoderGraphs> graphs_; // for the last mel length used
+    VocoderBatchScheduler *batch_ = nullptr;
+    const CancelFlag *batch_cancel_ = nullptr;
 };
 
 } // namespace chatterbox::hift

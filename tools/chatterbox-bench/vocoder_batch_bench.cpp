@@ -1,0 +1,107 @@
+#include "vocoder_batch_bench.h"
+
+#include "core/error.h"
+#include "models/chatterbox/engine.h"
+#include "models/chatterbox/hift/vocoder_batch.h"
+#include "timing.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <thread>
+
+namespace chatterbox::bench {
+
+namespace {
+
+struct MelRequest {
+    std::vector<float> mel;
+    hift::SourceNoise noise;
+};
+
+// Log-mel-like values (the cost does not depend on them) and the source noise of their samples.
+std::vector<MelRequest> make_requests(const hift::HiftHParams &hp, int n, int64_t frames, bool varied) {
+    std::mt19937_64 rng(uint64_t(n) * 1000 + uint64_t(frames));
+    std::normal_distribution<float> log_mel(-5.0f, 2.0f);
+    std::vector<MelRequest> requests;
+    for (int k = 0; k < n; ++k) {
+        const int64_t t = varied ? frames + frames * k / 10 : frames;
+        MelRequest r;
+        r.mel.resize(size_t(hp.mel_bins * t));
+        for (float &v : r.mel) v = log_mel(rng);
+        r.noise = hift::draw_source_noise(rng, hp.harmonics, t * hp.samples_per_frame());
+        requests.push_back(std::move(r));
+    }
+    return requests;
+}
+
+} // namespace
+
+nlohmann::json run_vocoder_batch_bench(const BackendOptions &backend, const VocoderBatchBenchOptions &options) {
+    if (options.frames < 1 || options.rounds < 1) fail("vocoder batch bench: need >= 1 frame and >= 1 round");
+    const Engine engine({options.weights, backend, components(Component::vocoder)});
+    const hift::HiftHParams &hp = engine.vocoder().hparams();
+    Backend session_backend(backend);
+    hift::Vocoder alone(engine.vocoder(), session_backend);
+
+    nlohmann::json rows = nlohmann::json::array();
+    for (int round = 0; round < options.rounds; ++round)
+        for (int n : options.levels)
+            for (bool varied : {false, true}) {
+                if (n < 1) fail("vocoder batch bench: level ", n, ", expected 1 or more");
+                if (varied && n == 1) continue; // one request has one length
+                const std::vector<MelRequest> requests = make_requests(hp, n, options.frames, varied);
+                double audio_s = 0;
+                std::vector<std::vector<float>> sequential;
+                const Clock::time_point sequential_start = Clock::now();
+                for (const MelRequest &r : requests) {
+                    sequential.push_back(alone.synthesize(r.mel, &r.noise));
+                    audio_s += double(sequential.back().size()) / hp.sample_rate;
+                }
+                const double sequential_s = ms_since(sequential_start) / 1e3;
+
+                hift::VocoderBatchOptions batch_options;
+                batch_options.max_requests = n;
+                batch_options.max_padding = 1.0; // the varied lengths all join: what does padding cost?
+                hift::VocoderBatchScheduler batch(engine.vocoder(), backend, batch_options);
+                std::vector<std::vector<float>> batched(requests.size());
+                std::vector<std::unique_ptr<hift::Vocoder>> sessions;
+                for (size_t i = 0; i < requests.size(); ++i) {
+                    sessions.push_back(std::make_unique<hift::Vocoder>(engine.vocoder(), session_backend));
+                    sessions.back()->use_batch(&batch);
+                }
+                // The requests arrive at once (the threads wait to be let go): one batch when they make it.
+                std::atomic<bool> go{false};
+                std::vector<std::thread> threads;
+                for (size_t i = 0; i < requests.size(); ++i)
+                    threads.emplace_back([&, i] {
+                        while (!go) std::this_thread::yield();
+                        batched[i] = sessions[i]->synthesize(requests[i].mel, &requests[i].noise);
+                    });
+                const Clock::time_point batched_start = Clock::now();
+                go = true;
+                for (std::thread &t : threads) t.join();
+                const double batched_s = ms_since(batched_start) / 1e3;
+
+                float worst = 0;
+                for (size_t i = 0; i < requests.size(); ++i)
+                    for (size_t j = 0; j < sequential[i].size(); ++j)
+                        worst = std::max(worst, std::abs(sequential[i][j] - batched[i][j]));
+                const BatchCounts counts = batch.counts();
+                rows.push_back(
+                    {{"requests", n},
+                     {"lengths", varied ? "varied" : "equal"},
+                     {"round", round},
+                     {"audio_s", audio_s},
+                     {"sequential_s", sequential_s},
+                     {"batched_s", batched_s},
+                     {"ratio", batched_s > 0 ? sequential_s / batched_s : 0},
+                     {"mean_occupancy", counts.steps ? double(counts.request_steps) / double(counts.steps) : 0},
+                     {"max_difference", worst}});
+            }
+    return rows;
+}
+
+} // namespace chatterbox::bench
