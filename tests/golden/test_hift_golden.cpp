@@ -20,6 +20,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <random>
 
 using namespace chatterbox;
 using namespace chatterbox::hift;
@@ -54,6 +55,11 @@ class HiftGolden : public test::GoldenComponent<VocoderModel> {
     static void TearDownTestSuite() {
         vocoder_.reset(); // its graphs use the backend
         GoldenComponent::TearDownTestSuite();
+    }
+
+    static SourceNoise draw_noise(int64_t frames) {
+        std::mt19937_64 rng{uint64_t(frames)};
+        return draw_source_noise(rng, model_->hparams().harmonics, frames * model_->hparams().samples_per_frame());
     }
 
     static std::unique_ptr<Vocoder> vocoder_;
@@ -122,6 +128,30 @@ TEST_F(HiftGolden, ShorterMelRebuildsTheGraphs) {
     ASSERT_EQ(f0.size(), size_t(short_frames));
     EXPECT_EQ(vocoder_->synthesize(shorter, nullptr, 7).size(), size_t(short_frames * 480));
     expect_matches_golden(vocoder_->predict_f0(mel_), "hift_f0");
+}
+
+// The golden mel in one batch graph with a longer and a shorter mel (hift/vocoder_graphs.h): padded
+// to the longest and masked, it still gives the golden f0 and raw wave.
+TEST_F(HiftGolden, InABatchWithLongerAndShorterMelsItGivesTheGoldenWave) {
+    const int64_t frames = 90, longer_frames = 110, shorter_frames = 30;
+    std::vector<float> longer, shorter;
+    for (int64_t c = 0; c < 80; ++c) {
+        const auto row = mel_.begin() + c * frames;
+        longer.insert(longer.end(), row, row + frames);
+        longer.insert(longer.end(), row, row + (longer_frames - frames)); // the row again, from its start
+        shorter.insert(shorter.end(), row + 10, row + 10 + shorter_frames);
+    }
+    VocoderGraphs graphs(*model_, *backend_, {longer_frames, frames, shorter_frames});
+    const std::vector<const std::vector<float> *> mels = {&longer, &mel_, &shorter};
+    const std::vector<std::vector<float>> f0 = graphs.predict_f0(mels);
+    expect_matches_golden(f0[1], "hift_f0");
+    const std::vector<float> source = read_f32("hift_source");
+    const std::vector<float> longer_source = vocoder_->source(f0[0], draw_noise(longer_frames));
+    const std::vector<float> shorter_source = vocoder_->source(f0[2], draw_noise(shorter_frames));
+    const std::vector<std::vector<float>> raw = graphs.decode(mels, {&longer_source, &source, &shorter_source});
+    expect_matches_golden(raw[1], "hift_wav_raw");
+    EXPECT_EQ(raw[0].size(), size_t(longer_frames * 480));
+    EXPECT_EQ(raw[2], vocoder_->decode(shorter, shorter_source)) << "the shortest differs from its wave alone";
 }
 
 TEST_F(HiftGolden, RejectsBadInput) {
