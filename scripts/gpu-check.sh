@@ -110,6 +110,7 @@ for variant in english turbo; do
   done
   bench "batch-$variant-f16" batch --weights "$MODELS/$variant-f16.gguf" --requests 1 4 16 --tokens 100 --rounds 1
   bench "flow-batch-$variant-f16" flow-batch --weights "$MODELS/$variant-f16.gguf" --requests 1 4 16 --rounds 1
+  bench "vocoder-batch-$variant-f16" vocoder-batch --weights "$MODELS/$variant-f16.gguf" --requests 1 4 16 --rounds 1
 done
 note "done: $( ((failed)) && echo 'something FAILED' || echo 'all passed and ran')"
 exit "$failed"

@@ -90,8 +90,10 @@ TEST(BenchSmoke, VocoderBatchComparesBatchedWithSequential) {
         EXPECT_NEAR(row["audio_s"].get<double>(),
                     row["requests"].get<int>() == 1 ? 0.6 : 1.2 + (row["lengths"] == "varied" ? 0.06 : 0.0), 1e-9);
         EXPECT_LE(row["max_difference"].get<double>(), 1e-5);
+        // The tiny model's opener can end before the two queue behind it: one run or two.
+        EXPECT_GE(row["mean_occupancy"].get<double>(), 1.0);
+        EXPECT_LE(row["mean_occupancy"].get<double>(), row["requests"].get<double>());
     }
-    EXPECT_DOUBLE_EQ(rows[0]["mean_occupancy"].get<double>(), 1.0);
 }
 
 // 96 tokens: with 12, on a machine busy with other tests, the first request could finish before the
