@@ -82,6 +82,13 @@ template <class Request> class BatchLoop {
         }
         wake_.notify_one();
     }
+    // Enqueues a request (a BatchRequestEnd) and waits for its end; rethrows its error.
+    void submit_and_wait(Request *request) {
+        enqueue(request);
+        std::unique_lock<std::mutex> lock(request->mutex);
+        request->changed.wait(lock, [&] { return request->done; });
+        if (request->error) std::rethrow_exception(request->error);
+    }
     // One round on the loop's thread, called while a request waits or is active.
     virtual void round() = 0;
     // After a step of the active requests, before any of them leaves.

@@ -61,15 +61,11 @@ MelRequest make_request(int64_t frames, uint64_t seed) {
     return r;
 }
 
-float max_difference(const std::vector<float> &a, const std::vector<float> &b) {
-    EXPECT_EQ(a.size(), b.size());
-    float worst = 0;
-    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-    return worst;
-}
+// max |a - b|, infinite for a size mismatch (test::compare).
+double max_difference(const std::vector<float> &a, const std::vector<float> &b) { return test::compare(a, b).max_abs; }
 
 // Matrix products over more columns may round apart in the last bits (measured: 0 on the tiny model).
-constexpr float kTolerance = 1e-5f;
+constexpr double kTolerance = 1e-5;
 
 class VocoderBatch : public ::testing::Test {
   protected:
@@ -150,7 +146,7 @@ TEST_F(VocoderBatch, OneGraphOverPaddedMelsGivesEachItsF0AndWaveAlone) {
     for (int64_t c = 0; c < bins; ++c) std::copy_n(padded.begin() + c * 40, 40, zero_padded.begin() + c * 57);
     Vocoder plain(tiny().model(), *tiny().backend);
     const std::vector<float> unmasked = plain.predict_f0(zero_padded);
-    EXPECT_GT(max_difference(std::vector<float>(unmasked.begin(), unmasked.begin() + 40), alone_[0].f0), 1e-3f);
+    EXPECT_GT(max_difference(std::vector<float>(unmasked.begin(), unmasked.begin() + 40), alone_[0].f0), 1e-3);
 
     EXPECT_THROW(graphs.predict_f0({mels[0], mels[1]}), Error); // which request?
     EXPECT_THROW(graphs.decode(mels, {sources[1], sources[0], sources[2]}), Error);

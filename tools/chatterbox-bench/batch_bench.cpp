@@ -40,8 +40,10 @@ Join join_stall(const std::vector<std::vector<Clock::time_point>> &running, Cloc
     for (const auto &times : running)
         for (size_t i = 2; i < times.size(); ++i) {
             const double gap = ms_between(times[i - 1], times[i]);
-            if (times[i] <= start) before.push_back(gap);
-            else if (times[i - 1] < newcomer[1]) join.longest_step_ms = std::max(join.longest_step_ms, gap);
+            if (times[i] <= start)
+                before.push_back(gap);
+            else if (times[i - 1] < newcomer[1])
+                join.longest_step_ms = std::max(join.longest_step_ms, gap);
         }
     if (before.empty()) fail("batch bench: no step before the newcomer: give more --tokens");
     join.median_step_ms = spread_of(before).median;

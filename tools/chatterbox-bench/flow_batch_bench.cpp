@@ -1,5 +1,6 @@
 #include "flow_batch_bench.h"
 
+#include "batch_comparison.h"
 #include "core/error.h"
 #include "models/chatterbox/engine.h"
 #include "models/chatterbox/s3gen/flow_batch.h"
@@ -85,19 +86,9 @@ nlohmann::json run_flow_batch_bench(const BackendOptions &backend, const FlowBat
             for (std::thread &t : threads) t.join();
             const double batched_s = ms_since(batched_start) / 1e3;
 
-            float worst = 0;
-            for (size_t i = 0; i < requests.size(); ++i)
-                for (size_t j = 0; j < alone[i].size(); ++j)
-                    worst = std::max(worst, std::abs(alone[i][j] - batched[i][j]));
-            const BatchCounts counts = batch.counts();
-            rows.push_back({{"requests", n},
-                            {"round", round},
-                            {"mel_s", mel_s},
-                            {"sequential_s", sequential_s},
-                            {"batched_s", batched_s},
-                            {"ratio", batched_s > 0 ? sequential_s / batched_s : 0},
-                            {"mean_occupancy", counts.steps ? double(counts.request_steps) / double(counts.steps) : 0},
-                            {"max_difference", worst}});
+            nlohmann::json row = {{"requests", n}, {"round", round}, {"mel_s", mel_s}};
+            row.update(batch_comparison(alone, batched, sequential_s, batched_s, batch.counts()));
+            rows.push_back(std::move(row));
         }
     return rows;
 }

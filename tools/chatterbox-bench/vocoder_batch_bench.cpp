@@ -1,5 +1,6 @@
 #include "vocoder_batch_bench.h"
 
+#include "batch_comparison.h"
 #include "core/error.h"
 #include "models/chatterbox/engine.h"
 #include "models/chatterbox/hift/vocoder_batch.h"
@@ -90,23 +91,13 @@ nlohmann::json run_vocoder_batch_bench(const BackendOptions &backend, const Voco
                 for (std::thread &t : threads) t.join();
                 const double batched_s = ms_since(batched_start) / 1e3;
 
-                float worst = 0;
-                for (size_t i = 0; i < requests.size(); ++i)
-                    for (size_t j = 0; j < sequential[i].size(); ++j)
-                        worst = std::max(worst, std::abs(sequential[i][j] - batched[i][j]));
                 BatchCounts counts = batch.counts();
                 --counts.steps; // the opener's run
                 --counts.request_steps;
-                rows.push_back(
-                    {{"requests", n},
-                     {"lengths", varied ? "varied" : "equal"},
-                     {"round", round},
-                     {"audio_s", audio_s},
-                     {"sequential_s", sequential_s},
-                     {"batched_s", batched_s},
-                     {"ratio", batched_s > 0 ? sequential_s / batched_s : 0},
-                     {"mean_occupancy", counts.steps ? double(counts.request_steps) / double(counts.steps) : 0},
-                     {"max_difference", worst}});
+                nlohmann::json row = {
+                    {"requests", n}, {"lengths", varied ? "varied" : "equal"}, {"round", round}, {"audio_s", audio_s}};
+                row.update(batch_comparison(sequential, batched, sequential_s, batched_s, counts));
+                rows.push_back(std::move(row));
             }
     return rows;
 }

@@ -35,10 +35,7 @@ VocoderTaps VocoderBatchScheduler::vocode(const std::vector<float> &mel, const S
     const int64_t frames = model_.validate(mel);
     check_source_noise(noise, frames, model_.hparams());
     VocoderBatchRequest request(mel, frames, noise, cancel);
-    enqueue(&request);
-    std::unique_lock<std::mutex> lock(request.mutex);
-    request.changed.wait(lock, [&] { return request.done; });
-    if (request.error) std::rethrow_exception(request.error);
+    submit_and_wait(&request);
     return std::move(request.result);
 }
 

@@ -40,10 +40,7 @@ std::vector<float> FlowBatchScheduler::solve(const FlowEncoding &encoding, const
         std::lock_guard<std::mutex> lock(mutex_);
         request.id = next_id_++;
     }
-    enqueue(&request);
-    std::unique_lock<std::mutex> lock(request.mutex);
-    request.changed.wait(lock, [&] { return request.done; });
-    if (request.error) std::rethrow_exception(request.error);
+    submit_and_wait(&request);
     return std::move(request.x);
 }
 
