@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "kernels/onednn.h"
+#include "kernels/single_query_attention.h"
 
 #include <cmath>
 
@@ -75,6 +76,8 @@ const char *attention_path_name(AttentionPath path) {
         return "flash";
     case AttentionPath::blocked:
         return "blocked";
+    case AttentionPath::single_query:
+        return "single_query";
     }
     return "?";
 }
@@ -88,6 +91,12 @@ ggml_tensor *attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_t
         if (options.mask || options.causal || k->type != GGML_TYPE_F32)
             fail("attention: the blocked path takes f32 keys and values without a mask and not causal (use flash)");
         return kernels::blocked_attention(ctx, q, k, v, scale);
+    }
+    if (options.path == AttentionPath::single_query) {
+        if (options.causal || q->ne[2] != 1)
+            fail("attention: the single_query path takes one query per sequence and no causal flag (got ", q->ne[2],
+                 " queries)");
+        return kernels::single_query_attention(ctx, q, k, v, options.mask, scale);
     }
     return plain_attention(ctx, q, k, v, options.mask, options.causal, scale);
 }

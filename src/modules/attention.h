@@ -34,6 +34,10 @@ enum class AttentionPath {
     // on AVX2 (bench/README.md). f32 q/k/v, no mask, not causal (the flow estimator's attention);
     // needs a build with oneDNN.
     blocked,
+    // One query per sequence (a decode step over a KV cache): kernels::single_query_attention, a
+    // CPU custom op that streams each sequence's keys and values once, in f32, and gives a sequence
+    // the same result in any batch. CPU backend only; f16/f32 K/V, an f16/f32 mask, not causal.
+    single_query,
 };
 
 const char *attention_path_name(AttentionPath path); // "plain", "flash", "blocked"

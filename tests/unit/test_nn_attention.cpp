@@ -1,4 +1,5 @@
-// Scaled dot-product and multi-head attention, plain, flash and blocked paths, against a naive reference.
+// Scaled dot-product and multi-head attention, plain, flash, blocked and single-query paths, against a
+// naive reference.
 
 #include "nn_harness.h"
 
@@ -73,11 +74,13 @@ class MultiInputRun {
     std::map<ggml_tensor *, std::vector<float>> values_;
 };
 
-// The paths that take this case: blocked attention takes unmasked, non-causal f32 attention.
+// The paths that take this case: blocked attention takes unmasked, non-causal f32 attention;
+// single_query one query per sequence, not causal.
 std::vector<nn::AttentionPath> paths_for(const AttnCase &c) {
     std::vector<nn::AttentionPath> paths{nn::AttentionPath::plain, nn::AttentionPath::flash};
     if (c.mask == AttnCase::none && !c.causal && kernels::onednn_available())
         paths.push_back(nn::AttentionPath::blocked);
+    if (c.n_q == 1 && !c.causal) paths.push_back(nn::AttentionPath::single_query);
     return paths;
 }
 
@@ -137,6 +140,76 @@ TEST(NnAttention, MatchesNaive) {
     attention_case({2, 5, 5, 2, 2, 8, true, AttnCase::per_batch}, "causal plus additive mask");
     attention_case({3, 4, 6, 2, 2, 8, false, AttnCase::key_padding}, "key padding");
     attention_case({2, 5, 8, 4, 2, 8, true}, "grouped queries (4 heads, 2 kv heads)");
+}
+
+TEST(NnAttention, OneQueryPerSequenceMatchesNaive) {
+    attention_case({2, 1, 20, 4, 4, 12}, "one query, no mask, head size not a multiple of the lanes");
+    attention_case({2, 1, 9, 4, 4, 8, false, AttnCase::shared}, "one query, mask shared by the batch");
+    attention_case({3, 1, 37, 4, 2, 64, false, AttnCase::per_batch}, "one query, mask per row, grouped queries");
+    attention_case({3, 1, 40, 8, 8, 16, false, AttnCase::key_padding}, "one query, key padding");
+    attention_case({1, 1, 33, 16, 16, 64, false, AttnCase::per_batch}, "one sequence, heads split over threads", 1);
+    attention_case({1, 1, 33, 16, 16, 64, false, AttnCase::per_batch}, "one sequence, heads split over threads", 2);
+}
+
+// What the T3 batch relies on: a sequence's single-query result over an f16 cache is the same bits
+// alone, beside other sequences over a longer attended length, and on any number of threads.
+TEST(NnAttention, SingleQueryIsTheSameInAnyBatch) {
+    const int64_t heads = 4, head_dim = 64, width = heads * head_dim, capacity = 96, length = 41;
+    NnHarness values;
+    const auto q_all = values.input(size_t(3 * width), -2.0f, 2.0f);
+    const auto k_values = values.input(size_t(3 * capacity * width), -2.0f, 2.0f);
+    const auto v_values = values.input(k_values.size());
+    std::vector<ggml_fp16_t> k_cache(k_values.size()), v_cache(v_values.size());
+    for (size_t i = 0; i < k_values.size(); ++i) {
+        k_cache[i] = ggml_fp32_to_fp16(k_values[i]);
+        v_cache[i] = ggml_fp32_to_fp16(v_values[i]);
+    }
+    // Sequence 0 sees [0, length); the others see more. Returns sequence 0's output.
+    auto run = [&](int64_t batch, int64_t n_kv, int threads) {
+        Backend backend(BackendOptions{"cpu", threads});
+        GraphRunner g(backend);
+        ggml_tensor *q = g.input("q", GGML_TYPE_F32, {batch, 1, heads, head_dim});
+        ggml_tensor *k = g.input("k_cache", GGML_TYPE_F16, {batch, capacity, width});
+        ggml_tensor *v = g.input("v_cache", GGML_TYPE_F16, {batch, capacity, width});
+        ggml_tensor *mask = g.input("mask", GGML_TYPE_F16, {batch, 1, 1, n_kv});
+        auto attended = [&](ggml_tensor *cache) {
+            return ggml_view_4d(g.ctx(), cache, head_dim, heads, n_kv, batch, ggml_row_size(GGML_TYPE_F16, head_dim),
+                                cache->nb[1], cache->nb[2], 0);
+        };
+        nn::AttentionOptions o;
+        o.mask = mask;
+        o.path = nn::AttentionPath::single_query;
+        ggml_tensor *out = nn::attention(g.ctx(), q, attended(k), attended(v), o);
+        g.build({out});
+        std::vector<ggml_fp16_t> m(size_t(batch * n_kv));
+        for (int64_t b = 0; b < batch; ++b)
+            for (int64_t j = 0; j < n_kv; ++j)
+                m[size_t(b * n_kv + j)] = ggml_fp32_to_fp16(j < length + 17 * b ? 0.0f : -INFINITY);
+        g.set_input(q, std::vector<float>(q_all.begin(), q_all.begin() + batch * width));
+        g.set_input(k, k_cache.data(), size_t(batch * capacity * width) * sizeof(ggml_fp16_t));
+        g.set_input(v, v_cache.data(), size_t(batch * capacity * width) * sizeof(ggml_fp16_t));
+        g.set_input(mask, m.data(), m.size() * sizeof(ggml_fp16_t));
+        g.compute();
+        std::vector<float> all = g.read_f32(out);
+        return std::vector<float>(all.begin(), all.begin() + width);
+    };
+    const std::vector<float> alone = run(1, 48, 1);
+    EXPECT_EQ(run(1, 48, 2), alone) << "two threads split the heads";
+    EXPECT_EQ(run(3, 96, 2), alone) << "beside two longer sequences, over more positions";
+    EXPECT_EQ(run(2, 64, 1), alone) << "beside one, one thread";
+}
+
+TEST(NnAttention, SingleQueryRejectsWhatItDoesNotCompute) {
+    NnHarness h;
+    GraphRunner g(h.backend());
+    ggml_tensor *q = g.input("q", GGML_TYPE_F32, {1, 2, 4, 8});
+    ggml_tensor *kv = g.input("kv", GGML_TYPE_F32, {1, 5, 4, 8});
+    nn::AttentionOptions o;
+    o.path = nn::AttentionPath::single_query;
+    EXPECT_THROW(nn::attention(g.ctx(), q, kv, kv, o), Error) << "two queries";
+    ggml_tensor *one = g.input("one", GGML_TYPE_F32, {1, 1, 4, 8});
+    o.causal = true;
+    EXPECT_THROW(nn::attention(g.ctx(), one, kv, kv, o), Error) << "causal";
 }
 
 // Long enough for several query blocks of the blocked path (64 queries each, a partial last one),

@@ -94,7 +94,8 @@ BatchSession::Graph &BatchSession::decode_graph(int n_rows, int n_kv) {
     g->runner = std::make_unique<GraphRunner>(backend_, kMaxGraphNodes);
     g->in = make_batch_decode_inputs(*g->runner, model_.hparams(), n_rows, n_kv);
     ggml_context *ctx = g->runner->ctx();
-    g->logits = build_speech_logits(ctx, model_, build_decoder_layers(ctx, model_, *cache_, g->in, options_.attention));
+    g->logits = build_speech_logits(
+        ctx, model_, build_decoder_layers(ctx, model_, *cache_, g->in, decode_attention_path(options_, backend_)));
     g->runner->build({g->logits});
     ++graphs_built_;
     return *graphs_.emplace(key, std::move(g)).first->second;

@@ -30,6 +30,11 @@ int decode_attended_positions(int length, const RuntimeOptions &options, int cap
     return std::min(round_up(length + 1, options.decode_bucket), capacity);
 }
 
+nn::AttentionPath decode_attention_path(const RuntimeOptions &options, const Backend &backend) {
+    return options.attention == nn::AttentionPath::flash && backend.is_cpu() ? nn::AttentionPath::single_query
+                                                                              : options.attention;
+}
+
 Session::Session(const Model &model, Backend &backend, RuntimeOptions options)
     : model_(model), backend_(backend), options_(options) {
     if (options_.prefill_bucket < 1 || options_.decode_bucket < 1 || options_.capacity_step < 1)
@@ -84,7 +89,8 @@ Session::Graph &Session::decode_graph(int n_kv) {
     g->in = make_backbone_inputs(*g->runner, model_.hparams(), cache_->n_rows(), 1, n_kv);
     ggml_context *ctx = g->runner->ctx();
     watch(*g);
-    g->logits = build_speech_logits(ctx, model_, build_decoder_layers(ctx, model_, *cache_, g->in, options_.attention));
+    g->logits = build_speech_logits(
+        ctx, model_, build_decoder_layers(ctx, model_, *cache_, g->in, decode_attention_path(options_, backend_)));
     build(*g);
     ++graphs_built_;
     return *graphs.emplace(n_kv, std::move(g)).first->second;

@@ -32,6 +32,11 @@ struct RuntimeOptions {
 // rounded up to options.decode_bucket, at most capacity. Sessions and batches use the same graphs' sizes.
 int decode_attended_positions(int length, const RuntimeOptions &options, int capacity);
 
+// The attention path of a decode step's graph: on a CPU backend, flash becomes single_query (one
+// pass over each sequence's cache, 3-8x ggml's flash attention per step and batch-invariant,
+// kernels/single_query_attention.h); any other choice, or another backend, is kept.
+nn::AttentionPath decode_attention_path(const RuntimeOptions &options, const Backend &backend);
+
 class Session {
   public:
     // backend: where this session's cache lives and its graphs run (one per session).
