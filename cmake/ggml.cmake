@@ -20,11 +20,14 @@ set(GGML_BUILD_TESTS    OFF)
 set(GGML_BUILD_EXAMPLES OFF)
 set(GGML_BACKEND_DL     ${CHATTERBOX_CUDA})
 set(BUILD_SHARED_LIBS   ${CHATTERBOX_CUDA})
-if(CHATTERBOX_TSAN)
-  set(GGML_OPENMP       OFF)
-else()
-  set(GGML_OPENMP       ON)
-endif()
+# ggml's own thread pool, not OpenMP. libgomp shortens its barrier spin to 100 rounds as soon as a
+# process has more OpenMP workers than CPUs (each thread that runs a multi-threaded graph keeps a
+# team of its own: a batch scheduler beside the main thread or a session already makes two on two
+# cores), and from then on ggml's ~1100 barriers of a T3 step each sleep and wake in the kernel: a
+# decode step took 68 instead of 40 ms (bench/README.md, "T3 continuous batching"). ggml's pool
+# spins at its barriers instead; a backend leaves a CPU to every other runnable thread, of this
+# process too, so that no barrier waits for a descheduled thread (core/cpu_contention.h).
+set(GGML_OPENMP         OFF)
 set(GGML_CCACHE         OFF)
 # ggml turns llamafile's tinyBLAS kernels off when it is a subproject; they are ~30 % faster
 # for the f32/f16 matrix products of the flow decoder and the vocoder.

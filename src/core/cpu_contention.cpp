@@ -6,26 +6,43 @@
 #include <cstring>
 #include <string>
 
+#include <map>
+
 #if defined(__linux__)
 #include <dirent.h>
 #include <sched.h>
+#include <unistd.h>
 #endif
 
 namespace chatterbox {
 
 namespace {
 
-// The state letter of /proc/<pid>/task/<tid>/stat: the field after the parenthesised name, which
-// may itself contain spaces and parentheses.
-char task_state(const char *stat_path) {
+// The fields of /proc/<pid>/task/<tid>/stat after the parenthesised name (which may itself contain
+// spaces and parentheses), starting with the state letter; empty when it cannot be read.
+std::string task_fields(const char *stat_path) {
     FILE *f = std::fopen(stat_path, "r");
-    if (!f) return '?';
+    if (!f) return {};
     char line[512];
     const size_t n = std::fread(line, 1, sizeof line - 1, f);
     std::fclose(f);
     line[n] = '\0';
     const char *close = std::strrchr(line, ')');
-    return close && close[1] == ' ' ? close[2] : '?';
+    return close && close[1] == ' ' ? std::string(close + 2) : std::string();
+}
+
+char task_state(const char *stat_path) {
+    const std::string fields = task_fields(stat_path);
+    return fields.empty() ? '?' : fields[0];
+}
+
+// CPU time (user + system, clock ticks) a thread has used: fields 14 and 15 of its stat, -1 where unreadable.
+long long task_cpu_ticks(const char *stat_path) {
+    long long user = 0, system = 0;
+    const std::string fields = task_fields(stat_path);
+    return std::sscanf(fields.c_str(), "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld", &user, &system) == 2
+               ? user + system
+               : -1;
 }
 
 // Smoothing of the samples: a new one counts half.
@@ -50,6 +67,35 @@ int CpuContention::own_runnable() {
 #endif
 }
 
+int CpuContention::busy_own_threads() {
+#if defined(__linux__)
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_own_sample_) return busy_own_;
+    const double elapsed_ticks = std::chrono::duration<double>(now - last_own_sample_).count() * double(ticks_per_s_);
+    const bool have_baseline = last_own_sample_.time_since_epoch().count() != 0 && elapsed_ticks > 0;
+    next_own_sample_ = now + kOwnPeriod;
+    last_own_sample_ = now;
+    DIR *tasks = opendir("/proc/self/task");
+    if (!tasks) return busy_own_ = 0;
+    const std::string caller = std::to_string(gettid());
+    std::map<std::string, long long> ticks;
+    int busy = 0;
+    while (const dirent *entry = readdir(tasks)) {
+        if (entry->d_name[0] == '.' || caller == entry->d_name) continue;
+        const long long used = task_cpu_ticks((std::string("/proc/self/task/") + entry->d_name + "/stat").c_str());
+        if (used < 0) continue;
+        ticks[entry->d_name] = used;
+        const auto before = own_ticks_.find(entry->d_name);
+        if (have_baseline && before != own_ticks_.end() && double(used - before->second) >= 0.5 * elapsed_ticks) ++busy;
+    }
+    closedir(tasks);
+    own_ticks_ = std::move(ticks);
+    return busy_own_ = busy;
+#else
+    return 0;
+#endif
+}
+
 int CpuContention::others_runnable() {
     FILE *f = std::fopen("/proc/loadavg", "r");
     if (!f) return -1;
@@ -70,7 +116,13 @@ int CpuContention::usable_cpus() {
 }
 
 CpuContention::CpuContention(int max_threads)
-    : max_threads_(std::max(1, max_threads)), cpus_(usable_cpus()), threads_(max_threads_) {}
+    : max_threads_(std::max(1, max_threads)), cpus_(usable_cpus()), threads_(max_threads_) {
+#if defined(__linux__)
+    ticks_per_s_ = sysconf(_SC_CLK_TCK);
+#endif
+}
+
+CpuContention::~CpuContention() = default;
 
 int CpuContention::threads_now() {
     if (max_threads_ == 1) return 1;
@@ -80,7 +132,8 @@ int CpuContention::threads_now() {
     const int others = others_runnable();
     if (others < 0) return threads_;
     others_ += kNewSampleWeight * (others - others_);
-    const int free_cpus = cpus_ - int(std::lround(others_));
+    // A CPU counts as taken from 0.75 on: two samples in a row, not one (0.5), take it.
+    const int free_cpus = cpus_ - int(std::floor(others_ + 0.25)) - busy_own_threads();
     threads_ = std::clamp(free_cpus, 1, max_threads_);
     return threads_;
 }

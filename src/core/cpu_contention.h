@@ -3,20 +3,27 @@
 // after every graph node; when other processes keep a core busy, one of two threads is often
 // descheduled and the other waits a whole scheduler slice at each barrier, so two threads run many
 // times slower than one. Before each graph the backend asks for a thread count: the configured one,
-// less one for each CPU that runnable threads of other processes occupy.
+// less one for each CPU that other processes' runnable threads occupy, and one for each other thread
+// of this process that kept a CPU busy of late (a newcomer's prefill beside a batch, another
+// session). The latter are judged by the CPU time they used, not by their state at the moment: a
+// batch wakes its requests' threads just before its next step, and they are runnable then for a
+// few microseconds of work.
 //
 //   CpuContention contention(/*max_threads=*/2);
 //   set_n_threads(cpu, contention.threads_now());
 
 #include <chrono>
+#include <map>
+#include <string>
 
 namespace chatterbox {
 
 class CpuContention {
   public:
     explicit CpuContention(int max_threads);
+    ~CpuContention();
 
-    // max_threads, less the CPUs other processes' runnable threads occupy (at least 1). Samples
+    // max_threads, less the CPUs that other work occupies (at least 1). Samples
     // the system at most every kSamplePeriod and smooths over a few samples, so a short burst of
     // other work does not flip the count; where the system cannot be read it is max_threads.
     int threads_now();
@@ -30,12 +37,22 @@ class CpuContention {
     static int usable_cpus();
 
   private:
+    // Threads of this process other than the caller that used at least half a CPU over the last
+    // kOwnPeriod (their user + system time in /proc/self/task/*/stat, in clock ticks); 0 until
+    // there is a baseline, and where it cannot be read.
+    int busy_own_threads();
+
     static constexpr std::chrono::milliseconds kSamplePeriod{20};
+    static constexpr std::chrono::milliseconds kOwnPeriod{100}; // several clock ticks (10 ms each)
     int max_threads_;
     int cpus_;
     double others_ = 0; // smoothed others_runnable()
     int threads_;
     std::chrono::steady_clock::time_point next_sample_{};
+    long ticks_per_s_ = 100;
+    std::map<std::string, long long> own_ticks_; // CPU ticks by thread id at the last own sample
+    std::chrono::steady_clock::time_point last_own_sample_{}, next_own_sample_{};
+    int busy_own_ = 0;
 };
 
 } // namespace chatterbox

@@ -95,7 +95,8 @@ void attend(ggml_tensor *dst, int64_t b, int64_t h0, int64_t h1, float scale, Sc
     // The positions this sequence sees: [0, visible), some of them possibly masked.
     float *bias = s.mask.get(n_kv);
     int64_t visible = 0;
-    const char *mask_row = mask ? static_cast<const char *>(mask->data) + (mask->ne[3] == 1 ? 0 : b * mask->nb[3]) : nullptr;
+    const char *mask_row =
+        mask ? static_cast<const char *>(mask->data) + (mask->ne[3] == 1 ? 0 : b * mask->nb[3]) : nullptr;
     for (int64_t j = 0; j < n_kv; ++j) {
         bias[j] = mask_row ? mask_value(mask, mask_row, j) : 0.0f;
         if (bias[j] != kBlocked) visible = j + 1;
@@ -125,7 +126,7 @@ void attend(ggml_tensor *dst, int64_t b, int64_t h0, int64_t h1, float scale, Sc
 
     // Softmax weights (unnormalised) and their sums.
     float *out = s.out.get(heads * d);
-    std::fill(out, out + heads * d, 0.0f);
+    for (int64_t i = 0; i < heads * d; ++i) out[i] = 0.0f;
     float sums[256];
     for (int64_t h = 0; h < heads; ++h) {
         float *p = scores + h * stride;
@@ -151,7 +152,7 @@ void attend(ggml_tensor *dst, int64_t b, int64_t h0, int64_t h1, float scale, Sc
     char *dst_row = static_cast<char *>(dst->data) + b * dst->nb[2];
     for (int64_t h = 0; h < heads; ++h) {
         float *o = reinterpret_cast<float *>(dst_row) + (h0 + h) * d;
-        const float inverse = 1.0f / sums[h];
+        const float inverse = sums[h] > 0.0f ? 1.0f / sums[h] : 0.0f; // nothing visible: zeros, not NaN
         for (int64_t i = 0; i < d; ++i) o[i] = out[h * d + i] * inverse;
     }
 }
@@ -180,21 +181,20 @@ ggml_tensor *single_query_attention(ggml_context *ctx, ggml_tensor *q, ggml_tens
     const int64_t d = q->ne[0], n_heads = q->ne[1], batch = q->ne[3], n_kv = k->ne[2];
     const bool cached_type = (k->type == GGML_TYPE_F32 || k->type == GGML_TYPE_F16) && v->type == k->type;
     if (q->type != GGML_TYPE_F32 || q->ne[2] != 1 || q->nb[0] != sizeof(float) || !cached_type ||
-        k->nb[0] != ggml_type_size(k->type) || v->nb[0] != ggml_type_size(v->type) || k->ne[0] != d ||
-        v->ne[0] != d || v->ne[1] != k->ne[1] || n_heads % k->ne[1] != 0 || v->ne[2] != n_kv || k->ne[3] != batch ||
-        v->ne[3] != batch || n_heads > 256)
+        k->nb[0] != ggml_type_size(k->type) || v->nb[0] != ggml_type_size(v->type) || k->ne[0] != d || v->ne[0] != d ||
+        v->ne[1] != k->ne[1] || n_heads % k->ne[1] != 0 || v->ne[2] != n_kv || k->ne[3] != batch || v->ne[3] != batch ||
+        n_heads > 256)
         fail("single-query attention: expected q f32 [D, H, 1, B] and k, v f32 or f16 [D, H_kv, n_kv, B] with "
              "contiguous rows, H a multiple of H_kv and at most 256 heads");
-    if (mask && ((mask->type != GGML_TYPE_F32 && mask->type != GGML_TYPE_F16) || mask->ne[0] != n_kv ||
-                 mask->ne[1] != 1 || mask->ne[2] != 1 || (mask->ne[3] != 1 && mask->ne[3] != batch) ||
-                 !ggml_is_contiguous_rows(mask)))
+    if (mask &&
+        ((mask->type != GGML_TYPE_F32 && mask->type != GGML_TYPE_F16) || mask->ne[0] != n_kv || mask->ne[1] != 1 ||
+         mask->ne[2] != 1 || (mask->ne[3] != 1 && mask->ne[3] != batch) || !ggml_is_contiguous_rows(mask)))
         fail("single-query attention: the mask must be f32 or f16 [n_kv = ", n_kv, ", 1, 1, 1 or B]");
     uint32_t bits;
     std::memcpy(&bits, &scale, sizeof bits);
     ggml_tensor *args[] = {q, k, v, mask};
-    ggml_tensor *out = ggml_custom_4d(ctx, GGML_TYPE_F32, d * n_heads, 1, batch, 1, args, mask ? 4 : 3,
-                                      single_query_op, GGML_N_TASKS_MAX,
-                                      reinterpret_cast<void *>(static_cast<uintptr_t>(bits)));
+    ggml_tensor *out = ggml_custom_4d(ctx, GGML_TYPE_F32, d * n_heads, 1, batch, 1, args, mask ? 4 : 3, single_query_op,
+                                      GGML_N_TASKS_MAX, reinterpret_cast<void *>(static_cast<uintptr_t>(bits)));
     return ggml_set_name(out, kNode);
 }
 

@@ -20,8 +20,8 @@ namespace chatterbox::kernels {
 
 // q: f32 ggml [D, H, 1, B]; k, v: f32 or f16 ggml [D, H_kv, n_kv, B] (H a multiple of H_kv; rows
 // contiguous, other strides free, e.g. views of a cache); mask: f16 or f32 ggml [n_kv, 1, 1, B] or
-// [n_kv, 1] (additive: 0 to attend, -inf to skip; every sequence must see at least one position)
-// or nullptr. Returns f32 ggml [D*H, 1, B].
+// [n_kv, 1] (additive: 0 to attend, -inf to skip; a sequence that sees no position gets zeros) or
+// nullptr. Returns f32 ggml [D*H, 1, B].
 ggml_tensor *single_query_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v,
                                     ggml_tensor *mask, float scale);
 

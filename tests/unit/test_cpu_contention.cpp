@@ -60,7 +60,7 @@ TEST(CpuContention, CountsRunnableThreadsOfOtherProcesses) {
 }
 
 TEST(CpuContention, CountsThisProcesssOwnRunnableThreads) {
-    // They are subtracted from the system's count: a session's own threads are not contention.
+    // others_runnable() leaves them out; threads_now() adds those besides the caller.
     const int cpus = CpuContention::usable_cpus();
     std::atomic<bool> stop{false};
     std::vector<std::thread> spinners;
@@ -81,6 +81,25 @@ TEST(CpuContention, FewerThreadsWhileAnotherProcessKeepsEveryCpuButOneBusy) {
     std::vector<BusyChild> children(size_t(cpus - 1));
     CpuContention contention(cpus);
     EXPECT_EQ(threads_after_settling(contention), 1);
+}
+
+// Another thread of the same process (a newcomer's prefill beside a batch, another session)
+// keeping a CPU busy is contention too: two threads meeting at barriers would wait for each other.
+TEST(CpuContention, FewerThreadsWhileAnotherThreadOfThisProcessKeepsACpuBusy) {
+    const int cpus = CpuContention::usable_cpus();
+    if (cpus < 2) GTEST_SKIP() << "needs two CPUs";
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> spinners;
+    for (int i = 0; i < cpus - 1; ++i)
+        spinners.emplace_back([&] {
+            while (!stop.load(std::memory_order_relaxed)) {
+            }
+        });
+    CpuContention contention(cpus);
+    const int threads = threads_after_settling(contention);
+    stop = true;
+    for (std::thread &t : spinners) t.join();
+    EXPECT_EQ(threads, 1);
 }
 
 TEST(CpuContention, OneThreadStaysOne) {

@@ -199,19 +199,6 @@ TEST(NnAttention, SingleQueryIsTheSameInAnyBatch) {
     EXPECT_EQ(run(2, 64, 1), alone) << "beside one, one thread";
 }
 
-TEST(NnAttention, SingleQueryRejectsWhatItDoesNotCompute) {
-    NnHarness h;
-    GraphRunner g(h.backend());
-    ggml_tensor *q = g.input("q", GGML_TYPE_F32, {1, 2, 4, 8});
-    ggml_tensor *kv = g.input("kv", GGML_TYPE_F32, {1, 5, 4, 8});
-    nn::AttentionOptions o;
-    o.path = nn::AttentionPath::single_query;
-    EXPECT_THROW(nn::attention(g.ctx(), q, kv, kv, o), Error) << "two queries";
-    ggml_tensor *one = g.input("one", GGML_TYPE_F32, {1, 1, 4, 8});
-    o.causal = true;
-    EXPECT_THROW(nn::attention(g.ctx(), one, kv, kv, o), Error) << "causal";
-}
-
 // Long enough for several query blocks of the blocked path (64 queries each, a partial last one),
 // with key counts that are not a multiple of its 8-wide exponentiation, on one and two threads.
 TEST(NnAttention, BlockedPathOverSeveralQueryBlocks) {
@@ -222,7 +209,7 @@ TEST(NnAttention, BlockedPathOverSeveralQueryBlocks) {
     }
 }
 
-TEST(NnAttention, BlockedPathRejectsWhatItDoesNotCompute) {
+TEST(NnAttention, BlockedAndSingleQueryPathsRejectWhatTheyDoNotCompute) {
     NnHarness h;
     GraphRunner g(h.backend());
     ggml_tensor *q = g.input("q", GGML_TYPE_F32, {1, 4, 2, 8});
@@ -230,10 +217,16 @@ TEST(NnAttention, BlockedPathRejectsWhatItDoesNotCompute) {
     nn::AttentionOptions o;
     o.path = nn::AttentionPath::blocked;
     o.causal = true;
-    EXPECT_THROW(nn::attention(g.ctx(), q, k, k, o), Error);
+    EXPECT_THROW(nn::attention(g.ctx(), q, k, k, o), Error) << "blocked, causal";
     o.causal = false;
     o.mask = g.input("mask", GGML_TYPE_F32, {4, 6});
-    EXPECT_THROW(nn::attention(g.ctx(), q, k, k, o), Error);
+    EXPECT_THROW(nn::attention(g.ctx(), q, k, k, o), Error) << "blocked, masked";
+    o.path = nn::AttentionPath::single_query;
+    o.mask = nullptr;
+    EXPECT_THROW(nn::attention(g.ctx(), q, k, k, o), Error) << "single query, four queries";
+    o.causal = true;
+    EXPECT_THROW(nn::attention(g.ctx(), g.input("one", GGML_TYPE_F32, {1, 1, 2, 8}), k, k, o), Error)
+        << "single query, causal";
 }
 
 // A KV cache's use (T3): keys and values are f16 views of the first n_kv positions of a longer

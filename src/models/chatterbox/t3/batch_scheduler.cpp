@@ -77,9 +77,15 @@ GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings
         return t3::generate(session, cond, text_tokens, params, hooks, prefix);
 
     session.watch_heads({});
-    bool go_on = generation.step(session.prefill(generation.prefill_embeddings(), generation.n_rows(),
-                                                 generation.prefill_length(), generation.reserved_steps() - 1, prefix),
-                                 nullptr);
+    std::vector<float> first_logits;
+    {
+        // The prefill runs beside the batch: the batch's steps leave it a CPU meanwhile, so that
+        // neither waits at its barriers for a thread the other has descheduled.
+        const PrefillBeside beside(*this);
+        first_logits = session.prefill(generation.prefill_embeddings(), generation.n_rows(),
+                                       generation.prefill_length(), generation.reserved_steps() - 1, prefix);
+    }
+    bool go_on = generation.step(first_logits, nullptr);
     int stopped_at = -1; // the step whose on_step said stop (or threw)
     std::exception_ptr hook_error;
     // The request must leave the batch before this call unwinds: a hook that throws stops it like
@@ -132,6 +138,10 @@ GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings
     }
     return result;
 }
+
+BatchScheduler::PrefillBeside::PrefillBeside(BatchScheduler &batch) : batch_(batch) { batch_.backend_.reserve_cpus(1); }
+
+BatchScheduler::PrefillBeside::~PrefillBeside() { batch_.backend_.reserve_cpus(-1); }
 
 void BatchScheduler::round() {
     admit_waiting();

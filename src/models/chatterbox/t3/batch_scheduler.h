@@ -50,6 +50,18 @@ class BatchScheduler : private BatchLoop<BatchRequest> {
     void admit_waiting();
     void step_batch();
 
+    // While it lives, one more request prefills beside the batch (Backend::reserve_cpus).
+    class PrefillBeside {
+      public:
+        explicit PrefillBeside(BatchScheduler &batch);
+        ~PrefillBeside();
+        PrefillBeside(const PrefillBeside &) = delete;
+        PrefillBeside &operator=(const PrefillBeside &) = delete;
+
+      private:
+        BatchScheduler &batch_;
+    };
+
     const Model &model_;
     BatchOptions options_;
     Backend backend_;

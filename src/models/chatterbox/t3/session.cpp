@@ -32,7 +32,7 @@ int decode_attended_positions(int length, const RuntimeOptions &options, int cap
 
 nn::AttentionPath decode_attention_path(const RuntimeOptions &options, const Backend &backend) {
     return options.attention == nn::AttentionPath::flash && backend.is_cpu() ? nn::AttentionPath::single_query
-                                                                              : options.attention;
+                                                                             : options.attention;
 }
 
 Session::Session(const Model &model, Backend &backend, RuntimeOptions options)
