@@ -6,8 +6,6 @@
 #include <cstring>
 #include <string>
 
-#include <map>
-
 #if defined(__linux__)
 #include <dirent.h>
 #include <sched.h>
@@ -18,10 +16,10 @@ namespace chatterbox {
 
 namespace {
 
-// The fields of /proc/<pid>/task/<tid>/stat after the parenthesised name (which may itself contain
+// The fields of a /proc/self/task/<tid>/stat after the parenthesised name (which may itself contain
 // spaces and parentheses), starting with the state letter; empty when it cannot be read.
-std::string task_fields(const char *stat_path) {
-    FILE *f = std::fopen(stat_path, "r");
+std::string task_fields(const std::string &tid) {
+    FILE *f = std::fopen(("/proc/self/task/" + tid + "/stat").c_str(), "r");
     if (!f) return {};
     char line[512];
     const size_t n = std::fread(line, 1, sizeof line - 1, f);
@@ -31,15 +29,27 @@ std::string task_fields(const char *stat_path) {
     return close && close[1] == ' ' ? std::string(close + 2) : std::string();
 }
 
-char task_state(const char *stat_path) {
-    const std::string fields = task_fields(stat_path);
-    return fields.empty() ? '?' : fields[0];
+// Calls visit(tid, fields) for each readable thread of this process; false where the list cannot be read.
+template <class Visit> bool for_each_own_thread(Visit visit) {
+#if defined(__linux__)
+    DIR *tasks = opendir("/proc/self/task");
+    if (!tasks) return false;
+    while (const dirent *entry = readdir(tasks)) {
+        if (entry->d_name[0] == '.') continue;
+        const std::string fields = task_fields(entry->d_name);
+        if (!fields.empty()) visit(std::string(entry->d_name), fields);
+    }
+    closedir(tasks);
+    return true;
+#else
+    (void)visit;
+    return false;
+#endif
 }
 
-// CPU time (user + system, clock ticks) a thread has used: fields 14 and 15 of its stat, -1 where unreadable.
-long long task_cpu_ticks(const char *stat_path) {
+// CPU time (user + system, clock ticks) in a thread's stat fields (its fields 14 and 15), -1 where unreadable.
+long long cpu_ticks(const std::string &fields) {
     long long user = 0, system = 0;
-    const std::string fields = task_fields(stat_path);
     return std::sscanf(fields.c_str(), "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld", &user, &system) == 2
                ? user + system
                : -1;
@@ -51,44 +61,31 @@ constexpr double kNewSampleWeight = 0.5;
 } // namespace
 
 int CpuContention::own_runnable() {
-#if defined(__linux__)
-    DIR *tasks = opendir("/proc/self/task");
-    if (!tasks) return -1;
     int runnable = 0;
-    while (const dirent *entry = readdir(tasks)) {
-        if (entry->d_name[0] == '.') continue;
-        const std::string path = std::string("/proc/self/task/") + entry->d_name + "/stat";
-        if (task_state(path.c_str()) == 'R') ++runnable;
-    }
-    closedir(tasks);
-    return runnable;
-#else
-    return -1;
-#endif
+    const bool read = for_each_own_thread([&](const std::string &, const std::string &fields) {
+        if (fields[0] == 'R') ++runnable;
+    });
+    return read ? runnable : -1;
 }
 
 int CpuContention::busy_own_threads() {
 #if defined(__linux__)
     const auto now = std::chrono::steady_clock::now();
     if (now < next_own_sample_) return busy_own_;
+    // Before the first sample own_ticks_ is empty: no thread has a baseline, none counts.
     const double elapsed_ticks = std::chrono::duration<double>(now - last_own_sample_).count() * double(ticks_per_s_);
-    const bool have_baseline = last_own_sample_.time_since_epoch().count() != 0 && elapsed_ticks > 0;
     next_own_sample_ = now + kOwnPeriod;
     last_own_sample_ = now;
-    DIR *tasks = opendir("/proc/self/task");
-    if (!tasks) return busy_own_ = 0;
     const std::string caller = std::to_string(gettid());
     std::map<std::string, long long> ticks;
     int busy = 0;
-    while (const dirent *entry = readdir(tasks)) {
-        if (entry->d_name[0] == '.' || caller == entry->d_name) continue;
-        const long long used = task_cpu_ticks((std::string("/proc/self/task/") + entry->d_name + "/stat").c_str());
-        if (used < 0) continue;
-        ticks[entry->d_name] = used;
-        const auto before = own_ticks_.find(entry->d_name);
-        if (have_baseline && before != own_ticks_.end() && double(used - before->second) >= 0.5 * elapsed_ticks) ++busy;
-    }
-    closedir(tasks);
+    for_each_own_thread([&](const std::string &tid, const std::string &fields) {
+        const long long used = cpu_ticks(fields);
+        if (tid == caller || used < 0) return;
+        ticks[tid] = used;
+        const auto before = own_ticks_.find(tid);
+        if (before != own_ticks_.end() && double(used - before->second) >= 0.5 * elapsed_ticks) ++busy;
+    });
     own_ticks_ = std::move(ticks);
     return busy_own_ = busy;
 #else
@@ -121,8 +118,6 @@ CpuContention::CpuContention(int max_threads)
     ticks_per_s_ = sysconf(_SC_CLK_TCK);
 #endif
 }
-
-CpuContention::~CpuContention() = default;
 
 int CpuContention::threads_now() {
     if (max_threads_ == 1) return 1;

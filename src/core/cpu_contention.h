@@ -21,7 +21,6 @@ namespace chatterbox {
 class CpuContention {
   public:
     explicit CpuContention(int max_threads);
-    ~CpuContention();
 
     // max_threads, less the CPUs that other work occupies (at least 1). Samples
     // the system at most every kSamplePeriod and smooths over a few samples, so a short burst of

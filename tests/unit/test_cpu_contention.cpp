@@ -38,6 +38,26 @@ class BusyChild {
     pid_t pid_ = -1;
 };
 
+// Threads of this process that keep `n` CPUs busy (always runnable) until it goes.
+class SpinningThreads {
+  public:
+    explicit SpinningThreads(int n) {
+        for (int i = 0; i < n; ++i)
+            threads_.emplace_back([this] {
+                while (!stop_.load(std::memory_order_relaxed)) {
+                }
+            });
+    }
+    ~SpinningThreads() {
+        stop_ = true;
+        for (std::thread &t : threads_) t.join();
+    }
+
+  private:
+    std::atomic<bool> stop_{false};
+    std::vector<std::thread> threads_;
+};
+
 int threads_after_settling(CpuContention &contention) {
     int threads = 0;
     for (int i = 0; i < 8; ++i) { // several samples, 20 ms apart at least
@@ -62,16 +82,11 @@ TEST(CpuContention, CountsRunnableThreadsOfOtherProcesses) {
 TEST(CpuContention, CountsThisProcesssOwnRunnableThreads) {
     // others_runnable() leaves them out; threads_now() adds those besides the caller.
     const int cpus = CpuContention::usable_cpus();
-    std::atomic<bool> stop{false};
-    std::vector<std::thread> spinners;
-    for (int i = 0; i < cpus; ++i)
-        spinners.emplace_back([&] {
-            while (!stop.load(std::memory_order_relaxed)) {
-            }
-        });
-    const int own = CpuContention::own_runnable();
-    stop = true;
-    for (std::thread &t : spinners) t.join();
+    int own = 0;
+    {
+        const SpinningThreads spinning(cpus);
+        own = CpuContention::own_runnable();
+    }
     EXPECT_GE(own, cpus + 1) << "the " << cpus << " spinning threads and the caller are runnable";
 }
 
@@ -88,18 +103,9 @@ TEST(CpuContention, FewerThreadsWhileAnotherProcessKeepsEveryCpuButOneBusy) {
 TEST(CpuContention, FewerThreadsWhileAnotherThreadOfThisProcessKeepsACpuBusy) {
     const int cpus = CpuContention::usable_cpus();
     if (cpus < 2) GTEST_SKIP() << "needs two CPUs";
-    std::atomic<bool> stop{false};
-    std::vector<std::thread> spinners;
-    for (int i = 0; i < cpus - 1; ++i)
-        spinners.emplace_back([&] {
-            while (!stop.load(std::memory_order_relaxed)) {
-            }
-        });
+    const SpinningThreads spinning(cpus - 1);
     CpuContention contention(cpus);
-    const int threads = threads_after_settling(contention);
-    stop = true;
-    for (std::thread &t : spinners) t.join();
-    EXPECT_EQ(threads, 1);
+    EXPECT_EQ(threads_after_settling(contention), 1);
 }
 
 TEST(CpuContention, OneThreadStaysOne) {
