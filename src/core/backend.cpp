@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "kernels/onednn.h"
+#include "kernels/q4k_vnni.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -168,7 +169,7 @@ MatmulRoute parse_matmul_route(const std::string &name) {
 }
 
 Backend::Backend(const BackendOptions &options)
-    : threads_(resolved_threads(options.threads)), repack_weights_(options.repack_weights),
+    : threads_(resolved_threads(options.threads)), repack_weights_(options.repack_weights), q4k_vnni_(options.q4k_vnni),
       adapt_threads_(options.adapt_threads), matmul_route_(options.matmul_route), contention_(threads_) {
     const Devices &found = devices();
     if (matmul_route_ == MatmulRoute::onednn && !kernels::onednn_available())
@@ -199,8 +200,13 @@ std::string Backend::description() const {
 
 ggml_backend_buffer_type_t Backend::weight_buffer_type() const { return ggml_backend_get_default_buffer_type(main_); }
 
+bool Backend::packs_q4k_vnni(const ggml_tensor *weight) const {
+    return is_cpu() && repack_weights_ && q4k_vnni_ && kernels::q4k_vnni_available() &&
+           kernels::q4k_vnni_packable(weight);
+}
+
 ggml_backend_buffer_type_t Backend::matmul_weight_buffer_type(const ggml_tensor *weight) const {
-    if (!is_cpu() || !repack_weights_ || !ggml_is_quantized(weight->type)) return nullptr;
+    if (!is_cpu() || !repack_weights_ || !ggml_is_quantized(weight->type) || packs_q4k_vnni(weight)) return nullptr;
     ggml_backend_dev_t dev = ggml_backend_get_device(cpu_);
     static const auto extra_buffer_types =
         cpu_function<ggml_backend_dev_get_extra_bufts_t>("ggml_backend_dev_get_extra_bufts");

@@ -29,7 +29,8 @@ namespace chatterbox {
 
 namespace kernels {
 class OnednnWeights;
-}
+class Q4kVnniWeights;
+} // namespace kernels
 
 // How the model uses a stored tensor; it decides the uploaded type and buffer, so every binding
 // names it (a matrix product's weight cannot miss the faster layout by accident).
@@ -71,7 +72,7 @@ class ModuleWeights {
     // Reports every problem (missing, mis-shaped, unexpected) in one Error, or puts every declared
     // tensor on the backend (in place or uploaded, see above).
     void load();
-    size_t bytes() const; // size of the weights on the backend, in place or uploaded
+    size_t bytes() const; // of the weights on the backend, in place or uploaded (a packed weight: its copy)
     const std::string &prefix() const { return prefix_; }
     // How the modules bound here multiply their f32 weights (the backend's choice).
     MatmulRoute matmul_route() const { return backend_.matmul_route(); }
@@ -98,11 +99,12 @@ class ModuleWeights {
     Backend &backend_;
     std::vector<ggml_context *> contexts_; // tensor metadata; a new one when the last is full
     int context_free_slots_ = 0;
-    std::vector<ggml_backend_buffer_t> buffers_;     // the default weight buffer, then any faster-layout ones
-    std::vector<ggml_backend_buffer_t> mapped_buffers_; // one per mapped file with tensors used in place
+    std::vector<ggml_backend_buffer_t> buffers_;              // the default weight buffer, then any faster-layout ones
+    std::vector<ggml_backend_buffer_t> mapped_buffers_;       // one per mapped file with tensors used in place
     std::vector<std::shared_ptr<const MappedFile>> mappings_; // kept mapped while those tensors live
     size_t in_place_bytes_ = 0;
-    std::unique_ptr<kernels::OnednnWeights> onednn_; // reordered f32 matmul weights (onednn route only)
+    std::unique_ptr<kernels::OnednnWeights> onednn_;    // reordered f32 matmul weights (onednn route only)
+    std::unique_ptr<kernels::Q4kVnniWeights> q4k_vnni_; // packed q4_K matmul weights (Backend::packs_q4k_vnni)
     bool loaded_ = false;
     std::vector<Upload> uploads_;
     std::map<std::pair<std::string, bool>, ggml_tensor *> declared_; // (name, as f32) -> tensor

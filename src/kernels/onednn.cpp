@@ -1,6 +1,7 @@
 #include "kernels/onednn.h"
 
 #include "core/error.h"
+#include "kernels/buffer_registry.h"
 
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -160,31 +161,9 @@ class Reordered {
     std::map<int64_t, Matmul> primitives_;
 };
 
-// The OnednnWeights of each weight buffer, for onednn_matmul to find a weight's copy from the
-// tensor alone (a graph node knows its buffer, nothing of its owner).
-class Owners {
-  public:
-    void add(ggml_backend_buffer_t buffer, OnednnWeights::State *state) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        owners_[buffer] = state;
-    }
-    void remove(ggml_backend_buffer_t buffer) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        owners_.erase(buffer);
-    }
-    OnednnWeights::State *find(ggml_backend_buffer_t buffer) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto found = owners_.find(buffer);
-        return found == owners_.end() ? nullptr : found->second;
-    }
-
-  private:
-    std::mutex mutex_;
-    std::map<ggml_backend_buffer_t, OnednnWeights::State *> owners_;
-};
-
-Owners &owners() {
-    static Owners registry;
+// The OnednnWeights of each weight buffer.
+BufferRegistry<OnednnWeights::State> &owners() {
+    static BufferRegistry<OnednnWeights::State> registry;
     return registry;
 }
 
@@ -332,7 +311,7 @@ OnednnWeights::OnednnWeights(std::vector<ggml_backend_buffer_t> buffers) : state
 }
 
 OnednnWeights::~OnednnWeights() {
-    for (ggml_backend_buffer_t buffer : state_->buffers) owners().remove(buffer);
+    for (ggml_backend_buffer_t buffer : state_->buffers) owners().remove(buffer, state_.get());
 }
 
 bool onednn_available() { return true; }

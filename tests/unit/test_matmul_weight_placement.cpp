@@ -1,17 +1,19 @@
-// Where the matrix products' weights of T3 and of the S3Gen flow live: with repacking on, every
-// quantised weight a ggml_mul_mat multiplies sits in ggml's CPU_REPACK buffer wherever ggml can
-// multiply it in that layout (decided by the same Backend::matmul_weight_buffer_type probe); with
-// repacking off, none does. The checkpoints are built in memory from the official tensor list with
-// fewer layers (and a narrower T3), typed by the converter's q4_k rule: q4_K, q8_0 where a row is
-// not whole q4_K blocks, f16 convolution kernels, f32 for the rest.
+// Where the matrix products' weights of T3 and of the S3Gen flow live and what multiplies them: with
+// ggml's repacking, every quantised weight a ggml_mul_mat multiplies sits in ggml's CPU_REPACK buffer
+// wherever ggml can multiply it in that layout (decided by the same Backend::matmul_weight_buffer_type
+// probe); with the engine's q4_K kernels on (and AVX-512 VNNI), every whole-block q4_K weight is
+// multiplied by them instead (Backend::packs_q4k_vnni) and the rest as with ggml's repacking; with
+// repacking off, every weight stays plain and ggml_mul_mat multiplies it. The checkpoints are built in memory from the
+// official tensor list with fewer layers (and a narrower T3), typed by the converter's q4_k rule: q4_K, q8_0 where a
+// row is not whole q4_K blocks, f16 convolution kernels, f32 for the rest.
 
 #include "nn_harness.h"
 
+#include "kernels/q4k_vnni.h"
 #include "models/chatterbox/convert.h"
 #include "models/chatterbox/s3gen/flow.h"
 #include "models/chatterbox/synthetic_weights.h"
 #include "models/chatterbox/t3/backbone.h"
-
 
 #include <functional>
 #include <map>
@@ -51,19 +53,30 @@ bool is_repacked(const ggml_tensor *t) {
     return t->buffer && std::string(ggml_backend_buft_name(ggml_backend_buffer_get_type(t->buffer))) == "CPU_REPACK";
 }
 
+enum class Layout { plain, ggml_repack, engine_q4k };
+
+BackendOptions options_for(Layout layout) {
+    BackendOptions options{"cpu", 1, /*repack_weights=*/layout != Layout::plain};
+    options.q4k_vnni = layout == Layout::engine_q4k;
+    return options;
+}
+
 // The weights (tensors of a weight buffer, or views of one) that the products in the graph of
-// `outputs` multiply. Only the graph's structure is built: nothing is computed.
-std::set<const ggml_tensor *> multiplied_weights(ggml_context *ctx, const std::vector<ggml_tensor *> &outputs) {
+// `outputs` multiply, each with whether the engine's q4_K kernels multiply it (else ggml_mul_mat).
+// Only the graph's structure is built: nothing is computed.
+std::map<const ggml_tensor *, bool> multiplied_weights(ggml_context *ctx, const std::vector<ggml_tensor *> &outputs) {
     constexpr size_t kMaxNodes = 8192;
     ggml_cgraph *graph = ggml_new_graph_custom(ctx, kMaxNodes, false);
     for (ggml_tensor *out : outputs) ggml_build_forward_expand(graph, out);
-    std::set<const ggml_tensor *> weights;
+    std::map<const ggml_tensor *, bool> weights;
     for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
         const ggml_tensor *node = ggml_graph_node(graph, i);
-        if (node->op != GGML_OP_MUL_MAT) continue;
-        const ggml_tensor *w = node->src[0]->view_src ? node->src[0]->view_src : node->src[0];
+        const bool engine = kernels::q4k_vnni_matmul_flops(node) > 0;
+        if (node->op != GGML_OP_MUL_MAT && !engine) continue;
+        const ggml_tensor *operand = engine ? node->src[1] : node->src[0];
+        const ggml_tensor *w = operand->view_src ? operand->view_src : operand;
         if (w->buffer && ggml_backend_buffer_get_usage(w->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS)
-            weights.insert(w);
+            weights[w] = engine;
     }
     return weights;
 }
@@ -80,19 +93,36 @@ struct GraphScratch {
     ~GraphScratch() { ggml_free(ctx); }
 };
 
-// Checks every multiplied weight; returns how many of them are repacked.
-int expect_placement(const std::set<const ggml_tensor *> &weights, const Backend &probe, bool repack) {
-    int repacked = 0, quantised = 0;
-    for (const ggml_tensor *w : weights) {
+struct Placed {
+    int repacked = 0; // in ggml's CPU_REPACK buffer
+    int engine = 0;   // multiplied by the engine's q4_K kernels
+};
+
+// Checks every multiplied weight against what a backend with the same options decides for it.
+Placed expect_placement(const std::map<const ggml_tensor *, bool> &weights, Layout layout) {
+    const Backend probe(options_for(layout));
+    Placed placed;
+    int quantised = 0;
+    for (const auto &[w, by_engine] : weights) {
         quantised += ggml_is_quantized(w->type);
+        const bool engine = probe.packs_q4k_vnni(w);
         const bool repackable = ggml_is_quantized(w->type) && probe.matmul_weight_buffer_type(w) != nullptr;
-        EXPECT_EQ(is_repacked(w), repack && repackable)
-            << ggml_get_name(w) << " " << ggml_type_name(w->type) << " in "
-            << ggml_backend_buft_name(ggml_backend_buffer_get_type(w->buffer));
-        repacked += is_repacked(w);
+        const std::string where = std::string(ggml_get_name(w)) + " " + ggml_type_name(w->type) + " in " +
+                                  ggml_backend_buft_name(ggml_backend_buffer_get_type(w->buffer));
+        EXPECT_EQ(by_engine, engine) << where;
+        EXPECT_EQ(is_repacked(w), repackable) << where;
+        EXPECT_FALSE(engine && repackable) << where;
+        placed.repacked += is_repacked(w);
+        placed.engine += by_engine;
     }
     EXPECT_GT(quantised, 0) << "the checkpoint has quantised matrices";
-    return repacked;
+    if (layout == Layout::plain) {
+        EXPECT_EQ(placed.repacked + placed.engine, 0);
+    }
+    if (layout != Layout::engine_q4k) {
+        EXPECT_EQ(placed.engine, 0);
+    }
+    return placed;
 }
 
 // A narrow two-layer T3 (head_dim 64 as the real one; a speech vocabulary that, like the real
@@ -109,12 +139,12 @@ t3::HParams small_t3() {
     return hp;
 }
 
-class MatmulWeightPlacement : public ::testing::TestWithParam<bool> {};
+class MatmulWeightPlacement : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(MatmulWeightPlacement, T3) {
-    const bool repack = GetParam();
+    const Layout layout = GetParam();
     const t3::HParams hp = small_t3();
-    NnHarness h(BackendOptions{"cpu", 1, repack});
+    NnHarness h(options_for(layout));
     const std::regex layer(R"(^tfmr\.layers\.(\d+)\.)");
     add_checkpoint(h, "t3_cfg.safetensors", "t3.",
                    [&](const std::string &name) { return in_first_blocks(name, layer, hp.n_layers); },
@@ -144,31 +174,33 @@ TEST_P(MatmulWeightPlacement, T3) {
     const auto weights = multiplied_weights(ctx, {logits, speaker, resampled});
     EXPECT_EQ(weights.size(), size_t(7 * hp.n_layers + 1 + 1 + 4)) << "layer matrices, head, speaker, perceiver";
 
-    const Backend probe(BackendOptions{"cpu", 1, /*repack_weights=*/true});
-    const int repacked = expect_placement(weights, probe, repack);
-    if (!repack) return;
-    // So that the check above cannot hold vacuously: ggml repacks q4_K wherever it has AVX2.
-    int repacked_layer_matrices = 0;
+    const Placed placed = expect_placement(weights, layout);
+    // So that the checks above cannot hold vacuously: ggml repacks the layers' q4_K wherever it has
+    // AVX2 (not the head: 8194-like rows do not interleave by 8); the engine's kernels take them all
+    // wherever the CPU has AVX-512 VNNI.
+    int layer_matrices = 0;
     for (const t3::LayerWeights &l : std::get<t3::LlamaBackbone>(model.backbone()).layers)
         for (const nn::Linear *m : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.mlp.gate, &l.mlp.up, &l.mlp.down}) {
             EXPECT_EQ(m->weight->type, GGML_TYPE_Q4_K) << ggml_get_name(m->weight);
-            repacked_layer_matrices += is_repacked(m->weight);
+            ++layer_matrices;
         }
-    if (Backend::cpu_has_feature("AVX2")) {
-        EXPECT_EQ(repacked_layer_matrices, 7 * hp.n_layers);
+    const bool engine = layout == Layout::engine_q4k && kernels::q4k_vnni_available();
+    if (engine) {
+        EXPECT_GE(placed.engine, layer_matrices + 1) << "the layers and the head at least";
+    } else if (layout != Layout::plain && Backend::cpu_has_feature("AVX2")) {
+        EXPECT_GE(placed.repacked, layer_matrices);
         EXPECT_FALSE(is_repacked(model.speech_head().weight)) << "8194-like rows do not interleave by 8";
     }
-    EXPECT_GE(repacked, repacked_layer_matrices);
 }
 
 TEST_P(MatmulWeightPlacement, Flow) {
-    const bool repack = GetParam();
+    const Layout layout = GetParam();
     s3gen::FlowHParams hp;
     hp.encoder_blocks = 1;
     hp.encoder_up_blocks = 1;
     hp.decoder_mid_blocks = 1;
     hp.decoder_transformer_blocks = 1;
-    NnHarness h(BackendOptions{"cpu", 1, repack});
+    NnHarness h(options_for(layout));
     const std::regex stage(R"(\.(?:encoders|up_encoders|mid_blocks)\.(\d+)\.)");
     const std::regex transformer(R"(_blocks\.\d+\.1\.(\d+)\.)");
     add_checkpoint(h, "s3gen.safetensors", "s3gen.",
@@ -194,15 +226,27 @@ TEST_P(MatmulWeightPlacement, Flow) {
                           ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.time_sinusoid_dim(), 1), nn::AttentionPath::flash);
     const auto weights = multiplied_weights(ctx, {mu, speaker, velocity});
 
-    const Backend probe(BackendOptions{"cpu", 1, /*repack_weights=*/true});
-    const int repacked = expect_placement(weights, probe, repack);
-    if (repack && Backend::cpu_has_feature("AVX2")) {
-        EXPECT_GT(repacked, 0);
+    const Placed placed = expect_placement(weights, layout);
+    if (layout == Layout::engine_q4k && kernels::q4k_vnni_available()) {
+        EXPECT_GT(placed.engine, 0);
+    } else if (layout != Layout::plain && Backend::cpu_has_feature("AVX2")) {
+        EXPECT_GT(placed.repacked, 0);
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Repack, MatmulWeightPlacement, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool> &info) { return info.param ? "on" : "off"; });
+std::string layout_name(const ::testing::TestParamInfo<Layout> &info) {
+    switch (info.param) {
+    case Layout::plain:
+        return "plain";
+    case Layout::ggml_repack:
+        return "ggml_repack";
+    default:
+        return "engine_q4k";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, MatmulWeightPlacement,
+                         ::testing::Values(Layout::plain, Layout::ggml_repack, Layout::engine_q4k), layout_name);
 
 } // namespace
 } // namespace chatterbox

@@ -60,6 +60,7 @@ TEST(NnLinear, RepackedQuantisedWeightsMatchThePlainLayout) {
         for (const bool repack : {false, true}) {
             BackendOptions options{"cpu", 2};
             options.repack_weights = repack;
+            options.q4k_vnni = false; // ggml's repack here; tests/unit/test_q4k_vnni.cpp checks the engine's
             NnHarness h(options);
             const auto w_values = h.add("m.proj.weight", {out, in}, GGML_TYPE_Q4_K, -0.05f, 0.05f);
             ModuleWeights w(h.store(), "m.", h.backend());

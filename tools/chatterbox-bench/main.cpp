@@ -267,9 +267,11 @@ int main(int argc, char **argv) {
     app.add_option("--device", backend_options.device, "cpu or cuda")->capture_default_str();
     app.add_option("--threads", backend_options.threads, "CPU threads (0 = all)")->capture_default_str();
     app.add_option("--json", json_path, "also write the results to this JSON file");
-    bool no_repack = false;
+    bool no_repack = false, no_q4k_vnni = false;
     bool no_bandwidth = false;
     app.add_flag("--no-repack", no_repack, "keep quantised matrices in ggml's plain layout (no CPU repacking)");
+    app.add_flag("--no-q4k-vnni", no_q4k_vnni,
+                 "q4_K matrices to ggml's repacked kernels, not the engine's AVX-512 VNNI ones (kernels/q4k_vnni.h)");
     bool fixed_threads = false;
     app.add_flag("--fixed-threads", fixed_threads,
                  "always --threads, also while other processes keep CPUs busy (default: fewer then)");
@@ -428,6 +430,7 @@ int main(int argc, char **argv) {
     wyoming_options.ignore_eos = !wyoming_stop_at_eos;
     server_options.ignore_eos = !server_stop_at_eos;
     backend_options.repack_weights = !no_repack;
+    backend_options.q4k_vnni = !no_q4k_vnni;
     backend_options.adapt_threads = !fixed_threads;
     pipeline_options.stream = !no_stream;
     pipeline_options.split_text = !no_split;

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "kernels/onednn.h"
+#include "kernels/q4k_vnni.h"
 #include "models/chatterbox/session.h"
 #include "timing.h"
 
@@ -23,9 +24,9 @@ struct EstimatorFlops {
 // Counts from the shapes of the graph the engine itself builds (a metadata-only context): a
 // mul_mat of src0 [K, M] by src1 [K, N, ...] is 2·K·M·N·batch, flash attention over
 // q [D, Tq, H, R] and k, v [D, Tk, H, R] is 2·D·Tq·Tk·H·R for the scores plus as much for P·V.
-// The oneDNN matmul route's products count alike (kernels::onednn_matmul_flops); attention is counted
-// on the flash path whatever path runs (the same FLOPs). Element-wise work (norms, activations,
-// im2col copies) is left out: it is not what bounds the step.
+// The engine's own product kernels count alike (kernels::onednn_matmul_flops, q4k_vnni_matmul_flops); attention is
+// counted on the flash path whatever path runs (the same FLOPs). Element-wise work (norms, activations, im2col copies)
+// is left out: it is not what bounds the step.
 EstimatorFlops count_estimator_flops(const s3gen::Estimator &estimator, const s3gen::FlowHParams &hp, int64_t frames) {
     const size_t max_nodes = 16384;
     ggml_init_params params{ggml_tensor_overhead() * max_nodes + ggml_graph_overhead_custom(max_nodes, false), nullptr,
@@ -49,7 +50,7 @@ EstimatorFlops count_estimator_flops(const s3gen::Estimator &estimator, const s3
             const double pairs = double(q->ne[1]) * double(k->ne[1]) * double(q->ne[2]) * double(q->ne[3]);
             flops.attention += 2.0 * pairs * double(q->ne[0] + v->ne[0]);
         } else {
-            flops.matmul += kernels::onednn_matmul_flops(node);
+            flops.matmul += kernels::onednn_matmul_flops(node) + kernels::q4k_vnni_matmul_flops(node);
         }
     }
     ggml_free(ctx);

@@ -1,0 +1,229 @@
+#include "kernels/q4k_vnni.h"
+
+#include "core/error.h"
+#include "kernels/buffer_registry.h"
+#include "kernels/q4k_vnni_kernels.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace chatterbox::kernels {
+
+namespace {
+
+using q4k_vnni::kBlock;
+using q4k_vnni::kColumns;
+using q4k_vnni::kSubBlocks;
+using q4k_vnni::kTileBytes;
+
+// ggml's block_q4_K: f16 d, f16 dmin, 12 bytes of packed 6-bit scales and mins, 128 bytes of quants.
+constexpr size_t kQ4kBlockBytes = 144, kQ4kScales = 4, kQ4kQuants = 16;
+
+// Sub-block j's 6-bit scale and min (ggml's get_scale_min_k4).
+void scale_and_min(int j, const uint8_t *q, uint8_t &scale, uint8_t &min) {
+    if (j < 4) {
+        scale = q[j] & 63;
+        min = q[j + 4] & 63;
+    } else {
+        scale = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+// Column n (0 .. 15) of a tile from one q4_K block.
+void pack_column(const uint8_t *block, int64_t n, uint8_t *tile) {
+    uint8_t values[kBlock];
+    const uint8_t *quants = block + kQ4kQuants;
+    // ggml: 32 bytes per 64 values, low nibbles the first 32, high nibbles the next.
+    for (int64_t half = 0; half < kBlock / 64; ++half)
+        for (int64_t l = 0; l < 32; ++l) {
+            values[64 * half + l] = quants[32 * half + l] & 0xF;
+            values[64 * half + 32 + l] = quants[32 * half + l] >> 4;
+        }
+    for (int64_t c = 0; c < kBlock / 8; ++c)
+        for (int64_t i = 0; i < 4; ++i)
+            tile[q4k_vnni::kQuantsOffset + c * 64 + n * 4 + i] =
+                uint8_t(values[8 * c + i] | values[8 * c + 4 + i] << 4);
+    for (int j = 0; j < kSubBlocks; ++j) {
+        uint8_t scale, min;
+        scale_and_min(j, block + kQ4kScales, scale, min);
+        tile[q4k_vnni::kScalesOffset + 16 * j + n] = scale;
+        tile[q4k_vnni::kMinsOffset + 32 * (j / 2) + 2 * n + j % 2] = min;
+    }
+    std::memcpy(tile + q4k_vnni::kDOffset + 2 * n, block, 2);
+    std::memcpy(tile + q4k_vnni::kDminOffset + 2 * n, block + 2, 2);
+}
+
+struct Free {
+    void operator()(uint8_t *p) const { std::free(p); }
+};
+
+// One weight [k, m] in tiles: group g (columns 16g ..) has its k / 256 tiles in a row; the columns
+// past m of the last group are zeros.
+struct Packed {
+    int64_t k = 0, m = 0;
+    size_t bytes = 0;
+    std::unique_ptr<uint8_t, Free> data;
+};
+
+Packed pack(const uint8_t *rows, int64_t k, int64_t m) {
+    const int64_t blocks = k / kBlock, groups = (m + kColumns - 1) / kColumns;
+    Packed p;
+    p.k = k;
+    p.m = m;
+    p.bytes = size_t(groups * blocks * kTileBytes);
+    p.data.reset(static_cast<uint8_t *>(std::aligned_alloc(64, p.bytes)));
+    if (!p.data) throw std::bad_alloc();
+    std::memset(p.data.get(), 0, p.bytes);
+    for (int64_t g = 0; g < groups; ++g)
+        for (int64_t b = 0; b < blocks; ++b) {
+            uint8_t *tile = p.data.get() + (g * blocks + b) * kTileBytes;
+            for (int64_t n = 0; n < kColumns && g * kColumns + n < m; ++n)
+                pack_column(rows + ((g * kColumns + n) * blocks + b) * kQ4kBlockBytes, n, tile);
+        }
+    return p;
+}
+
+#if defined(__x86_64__)
+// x (f32 [k, ne1, ne2, ne3], rows contiguous) -> dst (activation rows, one per row of x).
+void quantize_op(ggml_tensor *dst, int ith, int nth, void *) {
+    const ggml_tensor *a = dst->src[0];
+    const int64_t k = a->ne[0], rows = a->ne[1] * a->ne[2] * a->ne[3], row_bytes = dst->nb[1];
+    for (int64_t t = rows * ith / nth; t < rows * (ith + 1) / nth; ++t) {
+        const int64_t i1 = t % a->ne[1], i2 = t / a->ne[1] % a->ne[2], i3 = t / (a->ne[1] * a->ne[2]);
+        const auto *row = reinterpret_cast<const float *>(static_cast<const char *>(a->data) + i1 * a->nb[1] +
+                                                          i2 * a->nb[2] + i3 * a->nb[3]);
+        q4k_vnni::quantize_row(row, k, static_cast<uint8_t *>(dst->data) + t * row_bytes);
+    }
+}
+
+// Work units: two groups of 16 columns (the kernels' widest pass) × up to 64 rows, column-major;
+// each thread a contiguous range.
+void multiply_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
+    const auto &weight = *static_cast<const Packed *>(userdata);
+    const ggml_tensor *activations = dst->src[0];
+    constexpr int64_t kGroupsPerUnit = 2;
+    const int64_t rows = activations->ne[1], groups = (weight.m + kColumns - 1) / kColumns;
+    const int64_t column_units = (groups + kGroupsPerUnit - 1) / kGroupsPerUnit;
+    const int64_t row_units = (rows + q4k_vnni::kRowsPerUnit - 1) / q4k_vnni::kRowsPerUnit;
+    const int64_t units = column_units * row_units;
+    for (int64_t u = units * ith / nth; u < units * (ith + 1) / nth; ++u) {
+        const int64_t g = u / row_units * kGroupsPerUnit, first = u % row_units * q4k_vnni::kRowsPerUnit;
+        q4k_vnni::multiply(weight.data.get(), weight.k, weight.m, g, std::min(groups, g + kGroupsPerUnit),
+                           static_cast<const uint8_t *>(activations->data), first,
+                           std::min(rows, first + q4k_vnni::kRowsPerUnit), static_cast<float *>(dst->data), weight.m);
+    }
+}
+#endif
+
+constexpr const char *kQuantizeNode = "q4k_vnni.quantize";
+constexpr const char *kMultiplyNode = "q4k_vnni.matmul";
+
+#if defined(__x86_64__)
+// x quantised for the products: the node made for an earlier product of the same x in this context
+// if there is one (q, k and v of a layer share their input, as do gate and up), else a new one.
+ggml_tensor *quantized_activations(ggml_context *ctx, ggml_tensor *x) {
+    for (ggml_tensor *t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t))
+        if (t->op == GGML_OP_CUSTOM && t->src[0] == x && std::strcmp(t->name, kQuantizeNode) == 0) return t;
+    const int64_t rows = x->ne[1] * x->ne[2] * x->ne[3];
+    ggml_tensor *quantized = ggml_custom_4d(ctx, GGML_TYPE_I8, q4k_vnni::activation_row_bytes(x->ne[0]), rows, 1, 1, &x,
+                                            1, quantize_op, GGML_N_TASKS_MAX, nullptr);
+    return ggml_set_name(quantized, kQuantizeNode);
+}
+#endif
+
+} // namespace
+
+struct Q4kVnniWeights::State {
+    std::mutex mutex;
+    std::map<const void *, Packed> copies; // by the weight's data
+    std::vector<ggml_backend_buffer_t> buffers;
+    size_t bytes = 0;
+
+    const Packed *find(const ggml_tensor *weight) {
+        std::lock_guard<std::mutex> lock(mutex);
+        auto found = copies.find(weight->data);
+        if (found == copies.end() || found->second.k != weight->ne[0] || found->second.m != weight->ne[1])
+            return nullptr;
+        return &found->second;
+    }
+};
+
+namespace {
+BufferRegistry<Q4kVnniWeights::State> &owners() {
+    static BufferRegistry<Q4kVnniWeights::State> registry;
+    return registry;
+}
+} // namespace
+
+bool q4k_vnni_available() {
+#if defined(__x86_64__)
+    static const bool available = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                                  __builtin_cpu_supports("avx512vnni");
+    return available;
+#else
+    return false;
+#endif
+}
+
+bool q4k_vnni_packable(const ggml_tensor *weight) {
+    return weight->type == GGML_TYPE_Q4_K && ggml_n_dims(weight) <= 2 && weight->ne[0] % kBlock == 0 &&
+           ggml_is_contiguous(weight) && ggml_type_size(GGML_TYPE_Q4_K) == kQ4kBlockBytes;
+}
+
+Q4kVnniWeights::Q4kVnniWeights() : state_(std::make_unique<State>()) {}
+
+Q4kVnniWeights::~Q4kVnniWeights() {
+    for (ggml_backend_buffer_t buffer : state_->buffers) owners().remove(buffer, state_.get());
+}
+
+void Q4kVnniWeights::add(const ggml_tensor *weight) {
+    if (!q4k_vnni_packable(weight) || !weight->buffer || !weight->data || !ggml_backend_buffer_is_host(weight->buffer))
+        fail("q4k_vnni: cannot pack ", ggml_get_name(weight), " (", ggml_type_name(weight->type),
+             "): needs a q4_K matrix in host memory with rows of whole 256-value blocks");
+    Packed packed = pack(static_cast<const uint8_t *>(weight->data), weight->ne[0], weight->ne[1]);
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->bytes += packed.bytes;
+    state_->copies[weight->data] = std::move(packed);
+    if (std::find(state_->buffers.begin(), state_->buffers.end(), weight->buffer) == state_->buffers.end()) {
+        state_->buffers.push_back(weight->buffer);
+        owners().add(weight->buffer, state_.get());
+    }
+}
+
+size_t Q4kVnniWeights::bytes() const {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    return state_->bytes;
+}
+
+ggml_tensor *q4k_vnni_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) {
+#if defined(__x86_64__)
+    const ggml_tensor *stored = weight->view_src ? weight->view_src : weight;
+    if (weight->type != GGML_TYPE_Q4_K || !stored->buffer || !weight->data) return nullptr;
+    Q4kVnniWeights::State *owner = owners().find(stored->buffer);
+    const Packed *packed = owner ? owner->find(weight) : nullptr;
+    if (!packed) return nullptr;
+    if (x->type != GGML_TYPE_F32 || x->ne[0] != weight->ne[0] || x->nb[0] != sizeof(float))
+        fail("q4k_vnni_matmul: needs f32 activations ggml [", weight->ne[0], ", ...] with contiguous rows, got ",
+             ggml_type_name(x->type), " [", x->ne[0], ", ...]");
+    ggml_tensor *args[] = {quantized_activations(ctx, x), weight};
+    ggml_tensor *y = ggml_custom_4d(ctx, GGML_TYPE_F32, weight->ne[1], x->ne[1], x->ne[2], x->ne[3], args, 2,
+                                    multiply_op, GGML_N_TASKS_MAX, const_cast<Packed *>(packed));
+    return ggml_set_name(y, kMultiplyNode);
+#else
+    (void)ctx, (void)weight, (void)x;
+    return nullptr;
+#endif
+}
+
+double q4k_vnni_matmul_flops(const ggml_tensor *node) {
+    if (node->op != GGML_OP_CUSTOM || std::strcmp(node->name, kMultiplyNode) != 0) return 0;
+    return 2.0 * double(node->src[1]->ne[0]) * double(ggml_nelements(node));
+}
+
+} // namespace chatterbox::kernels

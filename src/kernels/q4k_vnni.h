@@ -1,0 +1,66 @@
+#pragma once
+// Products of q4_K weights with f32 activations on CPUs with AVX-512 VNNI, as ggml custom ops: the
+// engine's replacement for ggml's repacked q4_K kernels there.
+//
+// Why: a batched T3 step multiplies every weight with 2 rows per request. ggml's repacked q4_K gemm
+// (0.22) unpacks each weight block once per 4 rows with maddubs/madd, so 16 rows cost 3.6× two
+// (bench/README.md, "T3 continuous batching"), and that was 72 % of an 8-request step. Here a block
+// of 16 columns × 4 K of the weight is unpacked once into one register and multiplied into up to 8
+// rows with `vpdpbusd` (64 multiply-adds per instruction), the rows' activations broadcast from
+// memory.
+//
+// Numbers: activations are quantised per row to 8 bits per 256 values (scale max|x|/127, round to
+// nearest even, like ggml's q8_K), the block sums are exact integers, and each output adds its 256-
+// value blocks in order in f32. A row's result therefore depends on that row alone: the same bits
+// in any batch, tile, column split or thread count (so a batched request gets the logits it gets
+// alone). It equals ggml's own q4_K product up to that summation order.
+//
+//   Q4kVnniWeights packed;                          // the owner of a module's packed weights
+//   packed.add(weight);                             // a bound q4_K tensor ggml [K, M] in host memory
+//   ggml_tensor *y = q4k_vnni_matmul(ctx, weight, x); // nullptr when `weight` was not packed
+
+#include "ggml-backend.h"
+#include "ggml.h"
+
+#include <cstddef>
+#include <memory>
+
+namespace chatterbox::kernels {
+
+// Built for x86-64 and running on a CPU with AVX-512 F/BW/VL and VNNI.
+bool q4k_vnni_available();
+
+// Whether a weight has the shape the kernels take: q4_K, 2-D, rows of whole 256-value blocks.
+bool q4k_vnni_packable(const ggml_tensor *weight);
+
+// Copies of q4_K weights in the kernels' layout (16 columns interleaved per 256-value block, the 6-bit
+// scales and mins unpacked), made at load time. The owner of the weights keeps one; it must outlive
+// every graph built on them (graphs of concurrent sessions may share it). The ggml tensors stay as
+// they are (in place in the model file where they can), but only these copies are read.
+class Q4kVnniWeights {
+  public:
+    Q4kVnniWeights();
+    ~Q4kVnniWeights();
+    Q4kVnniWeights(const Q4kVnniWeights &) = delete;
+    Q4kVnniWeights &operator=(const Q4kVnniWeights &) = delete;
+
+    // Packs `weight` (q4k_vnni_packable, data in host memory, bound to its buffer) and registers the
+    // copy under the tensor's buffer and data for q4k_vnni_matmul to find.
+    void add(const ggml_tensor *weight);
+    size_t bytes() const; // of all copies
+
+    struct State;
+
+  private:
+    std::unique_ptr<State> state_;
+};
+
+// weight ggml [K, M] × x f32 ggml [K, ...] -> f32 ggml [M, ...] through the packed copy of `weight`
+// (or of the tensor it views), or nullptr when no Q4kVnniWeights holds one (ggml_mul_mat then).
+ggml_tensor *q4k_vnni_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x);
+
+// The FLOPs (2 per multiply-add) of a product node made by q4k_vnni_matmul, recognised by its name;
+// 0 for any other node. For FLOP counts over a graph.
+double q4k_vnni_matmul_flops(const ggml_tensor *node);
+
+} // namespace chatterbox::kernels

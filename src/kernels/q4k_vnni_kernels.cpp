@@ -1,0 +1,158 @@
+// Built with AVX-512 F/BW/VL/DQ, VNNI and F16C (CMakeLists.txt); called only where
+// q4k_vnni_available(). Nothing here is shared with other files (no inline function or template of
+// a common header is instantiated: hence no std::min or std::fill), so no AVX-512 copy of common
+// code can reach a CPU without it.
+#include "kernels/q4k_vnni_kernels.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+namespace chatterbox::kernels::q4k_vnni {
+
+namespace {
+
+int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
+
+int32_t load_u32(const void *p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// Block b of G column groups (tiles[g]) times rows[0 .. R), added to totals[g] (R × 16 f32 each).
+// Each quant chunk is unpacked once and multiplied into every row, each row's activation broadcast
+// once for all G groups (vpdpbusd: 4 u8 weights × 4 s8 activations per int32 lane; two groups halve
+// the broadcasts, which bound a one-group pass); each sub-block's sums are scaled by its 6-bit scale;
+// the mins meet the activation's sub-block sums (vpdpwssd); the total then takes
+// d·d_a·Σ − dmin·d_a·Σmin.
+template <int R, int G>
+void pass(const uint8_t *const *tiles, int64_t b, const uint8_t *const *rows, int64_t k, float *const *totals) {
+    const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+    __m512i scaled[G][R];
+    for (int g = 0; g < G; ++g)
+        for (int r = 0; r < R; ++r) scaled[g][r] = _mm512_setzero_si512();
+    for (int64_t j = 0; j < kSubBlocks; ++j) {
+        __m512i part[G][R];
+        for (int g = 0; g < G; ++g)
+            for (int r = 0; r < R; ++r) part[g][r] = _mm512_setzero_si512();
+        for (int64_t c = 4 * j; c < 4 * j + 4; ++c) {
+            __m512i bytes[G];
+            for (int g = 0; g < G; ++g) bytes[g] = _mm512_load_si512(tiles[g] + kQuantsOffset + c * 64);
+            for (int nibble = 0; nibble < 2; ++nibble) {
+                __m512i weights[G];
+                for (int g = 0; g < G; ++g)
+                    weights[g] = _mm512_and_si512(nibble ? _mm512_srli_epi16(bytes[g], 4) : bytes[g], low_nibbles);
+                const int64_t at = b * kBlock + c * 8 + nibble * 4;
+                for (int r = 0; r < R; ++r) {
+                    const __m512i a = _mm512_set1_epi32(load_u32(rows[r] + at));
+                    for (int g = 0; g < G; ++g) part[g][r] = _mm512_dpbusd_epi32(part[g][r], weights[g], a);
+                }
+            }
+        }
+        for (int g = 0; g < G; ++g) {
+            const __m512i scale = _mm512_cvtepu8_epi32(
+                _mm_load_si128(reinterpret_cast<const __m128i *>(tiles[g] + kScalesOffset + 16 * j)));
+            for (int r = 0; r < R; ++r)
+                scaled[g][r] = _mm512_add_epi32(scaled[g][r], _mm512_mullo_epi32(part[g][r], scale));
+        }
+    }
+    for (int g = 0; g < G; ++g) {
+        const uint8_t *tile = tiles[g];
+        __m512i mins[kSubBlocks / 2];
+        for (int64_t p = 0; p < kSubBlocks / 2; ++p)
+            mins[p] =
+                _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i *>(tile + kMinsOffset + 32 * p)));
+        const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i *>(tile + kDOffset)));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i *>(tile + kDminOffset)));
+        for (int r = 0; r < R; ++r) {
+            const uint8_t *sums = rows[r] + k + (k / kBlock) * 4 + b * kSubBlocks * 2;
+            __m512i min_sum = _mm512_setzero_si512();
+            for (int64_t p = 0; p < kSubBlocks / 2; ++p)
+                min_sum = _mm512_dpwssd_epi32(min_sum, mins[p], _mm512_set1_epi32(load_u32(sums + 4 * p)));
+            float row_scale;
+            std::memcpy(&row_scale, rows[r] + k + b * 4, sizeof row_scale);
+            const __m512 da = _mm512_set1_ps(row_scale);
+            float *out = totals[g] + r * kColumns;
+            __m512 total = _mm512_load_ps(out);
+            total = _mm512_fmadd_ps(_mm512_cvtepi32_ps(scaled[g][r]), _mm512_mul_ps(d, da), total);
+            total = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(min_sum), _mm512_mul_ps(dmin, da), total);
+            _mm512_store_ps(out, total);
+        }
+    }
+}
+
+using Pass = void (*)(const uint8_t *const *, int64_t, const uint8_t *const *, int64_t, float *const *);
+template <int G>
+constexpr Pass kPasses[kRowsPerPass] = {pass<1, G>, pass<2, G>, pass<3, G>, pass<4, G>,
+                                        pass<5, G>, pass<6, G>, pass<7, G>, pass<8, G>};
+
+} // namespace
+
+void quantize_row(const float *row, int64_t k, uint8_t *o) {
+    const int64_t blocks = k / kBlock;
+    for (int64_t b = 0; b < blocks; ++b) {
+        const float *v = row + b * kBlock;
+        __m512 top = _mm512_setzero_ps();
+        for (int64_t i = 0; i < kBlock; i += 16) top = _mm512_max_ps(top, _mm512_abs_ps(_mm512_loadu_ps(v + i)));
+        const float amax = _mm512_reduce_max_ps(top);
+        // As ggml's q8_K: q = nearest(x · 127 / max|x|) (ties to even), scale 1 / (127 / max|x|).
+        const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
+        const float scale = amax > 0.0f ? 1.0f / inverse : 0.0f;
+        std::memcpy(o + k + b * 4, &scale, sizeof scale);
+        const __m512 multiplier = _mm512_set1_ps(inverse);
+        for (int64_t j = 0; j < kSubBlocks; ++j) {
+            __m512i sum = _mm512_setzero_si512();
+            for (int64_t h = 0; h < 2; ++h) {
+                const int64_t at = b * kBlock + j * 32 + h * 16;
+                __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(row + at), multiplier));
+                q = _mm512_max_epi32(_mm512_min_epi32(q, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+                _mm_storeu_si128(reinterpret_cast<__m128i *>(o + at), _mm512_cvtepi32_epi8(q));
+                sum = _mm512_add_epi32(sum, q);
+            }
+            const auto sub_sum = static_cast<int16_t>(_mm512_reduce_add_epi32(sum));
+            std::memcpy(o + k + blocks * 4 + (b * kSubBlocks + j) * 2, &sub_sum, sizeof sub_sum);
+        }
+    }
+}
+
+void multiply(const uint8_t *packed, int64_t k, int64_t m, int64_t group_first, int64_t group_end,
+              const uint8_t *activations, int64_t row_first, int64_t row_end, float *out, int64_t out_stride) {
+    const int64_t blocks = k / kBlock, row_bytes = activation_row_bytes(k);
+    // The rows go through each tile one after another while it is in L1, their totals in memory.
+    alignas(64) float totals[2][kRowsPerUnit * kColumns];
+    for (int64_t first = row_first; first < row_end; first += kRowsPerUnit) {
+        const int64_t count = smaller(kRowsPerUnit, row_end - first);
+        const uint8_t *rows[kRowsPerUnit];
+        for (int64_t r = 0; r < count; ++r) rows[r] = activations + (first + r) * row_bytes;
+        for (int64_t g0 = group_first; g0 < group_end; g0 += 2) {
+            const int64_t groups = smaller(2, group_end - g0);
+            for (int64_t g = 0; g < groups; ++g)
+                for (int64_t i = 0; i < count * kColumns; i += 16) _mm512_store_ps(totals[g] + i, _mm512_setzero_ps());
+            for (int64_t b = 0; b < blocks; ++b) {
+                const uint8_t *tiles[2];
+                for (int64_t g = 0; g < groups; ++g) {
+                    tiles[g] = packed + ((g0 + g) * blocks + b) * kTileBytes;
+                    // Each tile is read once, group after group: ask L2 for the one four ahead while
+                    // this one runs (none, 2, 4, 8 or 12 ahead, to L1 or L2, measured: bench/README.md).
+                    for (int64_t line = 0; line < kTileBytes; line += 64)
+                        _mm_prefetch(reinterpret_cast<const char *>(tiles[g] + 4 * kTileBytes + line), _MM_HINT_T1);
+                }
+                for (int64_t r0 = 0; r0 < count; r0 += kRowsPerPass) {
+                    const int64_t n = smaller(kRowsPerPass, count - r0);
+                    float *const sums[2] = {totals[0] + r0 * kColumns, totals[1] + r0 * kColumns};
+                    (groups == 2 ? kPasses<2> : kPasses<1>)[n - 1](tiles, b, rows + r0, k, sums);
+                }
+            }
+            for (int64_t g = 0; g < groups; ++g) {
+                const int64_t columns = smaller(kColumns, m - (g0 + g) * kColumns);
+                const auto store = static_cast<__mmask16>((1u << columns) - 1);
+                for (int64_t r = 0; r < count; ++r)
+                    _mm512_mask_storeu_ps(out + (first + r) * out_stride + (g0 + g) * kColumns, store,
+                                          _mm512_load_ps(totals[g] + r * kColumns));
+            }
+        }
+    }
+}
+
+} // namespace chatterbox::kernels::q4k_vnni

@@ -1,0 +1,96 @@
+// q4_K weights packed for the AVX-512 VNNI kernels (kernels/q4k_vnni.h), through the path the models
+// take (ModuleWeights packs them at load, nn::Linear multiplies with them): the products of ggml's
+// plain q4_K layout for any number of rows, column counts off the 16-column tiles, leading batch
+// dimensions and all-zero rows; and a row's result the same bits in any batch and on any thread count.
+#include "core/error.h"
+#include "kernels/q4k_vnni.h"
+#include "modules/linear.h"
+#include "nn_harness.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace chatterbox {
+namespace {
+
+using test::NnHarness;
+
+constexpr int64_t kIn = 512, kOut = 40; // two 256-value blocks per column; 16 + 16 + 8 columns
+
+// proj(x) for x of PyTorch shape `shape` (last dimension kIn) with the same random q4_K weight;
+// `vnni` chooses the engine's kernels (checked to be taken) or ggml's plain layout.
+std::vector<float> product(bool vnni, int threads, const Shape &shape, const std::vector<float> &x) {
+    BackendOptions options{"cpu", threads};
+    options.repack_weights = vnni;
+    options.adapt_threads = false;
+    NnHarness h(options);
+    h.add("m.proj.weight", {kOut, kIn}, GGML_TYPE_Q4_K, -0.05f, 0.05f);
+    ModuleWeights w(h.store(), "m.", h.backend());
+    nn::Linear proj(w, "proj", kIn, kOut, false);
+    w.load();
+    return h.run(shape, x, [&](ggml_context *ctx, ggml_tensor *t) {
+        ggml_tensor *y = proj(ctx, t);
+        EXPECT_EQ(std::string(ggml_get_name(y)) == "q4k_vnni.matmul", vnni) << ggml_get_name(y);
+        EXPECT_EQ(y->ne[0], kOut);
+        return y;
+    });
+}
+
+class Q4kVnni : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (!kernels::q4k_vnni_available()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+    }
+    NnHarness values_;
+};
+
+TEST_F(Q4kVnni, MatchesGgmlsPlainProductForAnyRowCount) {
+    for (const int64_t rows : {1, 2, 3, 8, 9, 16, 70, 133}) {
+        std::vector<float> x = values_.input(size_t(2 * rows * kIn), -2.0f, 2.0f);
+        std::fill(x.begin(), x.begin() + kIn, 0.0f); // an all-zero row: scale 0, not NaN
+        const Shape shape{2, rows, kIn};
+        const std::vector<float> ours = product(true, 2, shape, x), ggml = product(false, 2, shape, x);
+        const std::vector<double> expected(ggml.begin(), ggml.end());
+        test::expect_close(ours, expected, 2e-5, std::to_string(rows) + " rows");
+        for (int64_t n = 0; n < kOut; ++n) EXPECT_EQ(ours[size_t(n)], 0.0f);
+    }
+}
+
+TEST_F(Q4kVnni, ARowGetsTheSameBitsInAnyBatchAndOnAnyThreadCount) {
+    const int64_t rows = 37, row = 20;
+    const std::vector<float> x = values_.input(size_t(rows * kIn), -2.0f, 2.0f);
+    const std::vector<float> one(x.begin() + row * kIn, x.begin() + (row + 1) * kIn);
+    const std::vector<float> alone = product(true, 1, {1, kIn}, one);
+    for (const int threads : {1, 2}) {
+        const std::vector<float> batched = product(true, threads, {rows, kIn}, x);
+        for (int64_t n = 0; n < kOut; ++n)
+            EXPECT_EQ(batched[size_t(row * kOut + n)], alone[size_t(n)])
+                << "column " << n << ", " << threads << " threads";
+    }
+}
+
+TEST_F(Q4kVnni, OnlyWholeBlockQ4kMatricesArePacked) {
+    NnHarness h;
+    h.add("m.a.weight", {32, kIn}, GGML_TYPE_Q4_K);
+    h.add("m.b.weight", {32, kIn}, GGML_TYPE_Q8_0);
+    ModuleWeights w(h.store(), "m.", h.backend());
+    nn::Linear a(w, "a", kIn, 32, false), b(w, "b", kIn, 32, false);
+    w.load();
+    EXPECT_TRUE(kernels::q4k_vnni_packable(a.weight));
+    EXPECT_FALSE(kernels::q4k_vnni_packable(b.weight));
+    GraphRunner g(h.backend());
+    ggml_tensor *x = g.input("x", GGML_TYPE_F32, {3, kIn});
+    const ggml_tensor *y = kernels::q4k_vnni_matmul(g.ctx(), a.weight, x);
+    ASSERT_NE(y, nullptr);
+    EXPECT_EQ(kernels::q4k_vnni_matmul_flops(y), 2.0 * 3 * 32 * kIn);
+    EXPECT_EQ(kernels::q4k_vnni_matmul_flops(x), 0.0);
+    EXPECT_EQ(kernels::q4k_vnni_matmul(g.ctx(), b.weight, x), nullptr);
+    ggml_tensor *narrow = g.input("narrow", GGML_TYPE_F32, {3, kIn / 2});
+    EXPECT_THROW(kernels::q4k_vnni_matmul(g.ctx(), a.weight, narrow), Error);
+}
+
+} // namespace
+} // namespace chatterbox
