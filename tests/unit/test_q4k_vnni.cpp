@@ -92,5 +92,26 @@ TEST_F(Q4kVnni, OnlyWholeBlockQ4kMatricesArePacked) {
     EXPECT_THROW(kernels::q4k_vnni_matmul(g.ctx(), a.weight, narrow), Error);
 }
 
+TEST_F(Q4kVnni, ProductsOfOneInputShareItsQuantisation) {
+    NnHarness h;
+    h.add("m.a.weight", {32, kIn}, GGML_TYPE_Q4_K);
+    h.add("m.b.weight", {48, kIn}, GGML_TYPE_Q4_K);
+    ModuleWeights w(h.store(), "m.", h.backend());
+    nn::Linear a(w, "a", kIn, 32, false), b(w, "b", kIn, 48, false);
+    w.load();
+    const std::vector<float> x = values_.input(size_t(5 * kIn));
+    auto run = [&](bool both) {
+        GraphRunner g(h.backend());
+        ggml_tensor *in = g.input("x", GGML_TYPE_F32, {5, kIn});
+        ggml_tensor *ya = a(g.ctx(), in), *yb = b(g.ctx(), in);
+        EXPECT_EQ(ya->src[0], yb->src[0]) << "one quantisation of x for both products";
+        g.build(both ? std::vector<ggml_tensor *>{ya, yb} : std::vector<ggml_tensor *>{yb});
+        g.set_input(in, x);
+        g.compute();
+        return g.read_f32(yb);
+    };
+    EXPECT_EQ(run(true), run(false));
+}
+
 } // namespace
 } // namespace chatterbox
