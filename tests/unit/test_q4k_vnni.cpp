@@ -72,16 +72,28 @@ TEST_F(Q4kVnni, ARowGetsTheSameBitsInAnyBatchAndOnAnyThreadCount) {
     }
 }
 
-TEST_F(Q4kVnni, OnlyWholeBlockQ4kMatricesArePacked) {
+// Two layers of one input width on the default backend: `a` 32 q4_K columns, `b` of another shape or type.
+struct TwoLayers {
+    TwoLayers(int64_t b_columns, ggml_type b_type) : a(bind("a", 32, GGML_TYPE_Q4_K)), b(bind("b", b_columns, b_type)) {
+        w.load();
+    }
     NnHarness h;
-    h.add("m.a.weight", {32, kIn}, GGML_TYPE_Q4_K);
-    h.add("m.b.weight", {32, kIn}, GGML_TYPE_Q8_0);
-    ModuleWeights w(h.store(), "m.", h.backend());
-    nn::Linear a(w, "a", kIn, 32, false), b(w, "b", kIn, 32, false);
-    w.load();
+    ModuleWeights w{h.store(), "m.", h.backend()};
+    nn::Linear a, b;
+
+  private:
+    nn::Linear bind(const std::string &name, int64_t columns, ggml_type type) {
+        h.add("m." + name + ".weight", {columns, kIn}, type);
+        return nn::Linear(w, name, kIn, columns, false);
+    }
+};
+
+TEST_F(Q4kVnni, OnlyWholeBlockQ4kMatricesArePacked) {
+    TwoLayers layers(32, GGML_TYPE_Q8_0);
+    const nn::Linear &a = layers.a, &b = layers.b;
     EXPECT_TRUE(kernels::q4k_vnni_packable(a.weight));
     EXPECT_FALSE(kernels::q4k_vnni_packable(b.weight));
-    GraphRunner g(h.backend());
+    GraphRunner g(layers.h.backend());
     ggml_tensor *x = g.input("x", GGML_TYPE_F32, {3, kIn});
     const ggml_tensor *y = kernels::q4k_vnni_matmul(g.ctx(), a.weight, x);
     ASSERT_NE(y, nullptr);
@@ -93,15 +105,11 @@ TEST_F(Q4kVnni, OnlyWholeBlockQ4kMatricesArePacked) {
 }
 
 TEST_F(Q4kVnni, ProductsOfOneInputShareItsQuantisation) {
-    NnHarness h;
-    h.add("m.a.weight", {32, kIn}, GGML_TYPE_Q4_K);
-    h.add("m.b.weight", {48, kIn}, GGML_TYPE_Q4_K);
-    ModuleWeights w(h.store(), "m.", h.backend());
-    nn::Linear a(w, "a", kIn, 32, false), b(w, "b", kIn, 48, false);
-    w.load();
+    TwoLayers layers(48, GGML_TYPE_Q4_K);
+    const nn::Linear &a = layers.a, &b = layers.b;
     const std::vector<float> x = values_.input(size_t(5 * kIn));
     auto run = [&](bool both) {
-        GraphRunner g(h.backend());
+        GraphRunner g(layers.h.backend());
         ggml_tensor *in = g.input("x", GGML_TYPE_F32, {5, kIn});
         ggml_tensor *ya = a(g.ctx(), in), *yb = b(g.ctx(), in);
         EXPECT_EQ(ya->src[0], yb->src[0]) << "one quantisation of x for both products";
