@@ -39,10 +39,10 @@ void pack_column(const uint8_t *block, int64_t n, uint8_t *tile) {
     uint8_t values[kBlock];
     const uint8_t *quants = block + kQ4kQuants;
     // ggml: 32 bytes per 64 values, low nibbles the first 32, high nibbles the next.
-    for (int64_t half = 0; half < kBlock / 64; ++half)
+    for (int64_t quarter = 0; quarter < kBlock / 64; ++quarter)
         for (int64_t l = 0; l < 32; ++l) {
-            values[64 * half + l] = quants[32 * half + l] & 0xF;
-            values[64 * half + 32 + l] = quants[32 * half + l] >> 4;
+            values[64 * quarter + l] = quants[32 * quarter + l] & 0xF;
+            values[64 * quarter + 32 + l] = quants[32 * quarter + l] >> 4;
         }
     for (int64_t c = 0; c < kBlock / 8; ++c)
         for (int64_t i = 0; i < 4; ++i)
