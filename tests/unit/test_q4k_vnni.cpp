@@ -20,21 +20,22 @@ using test::NnHarness;
 
 constexpr int64_t kIn = 512, kOut = 40; // two 256-value blocks per column; 16 + 16 + 8 columns
 
-// proj(x) for x of PyTorch shape `shape` (last dimension kIn) with the same random q4_K weight;
-// `vnni` chooses the engine's kernels (checked to be taken) or ggml's plain layout.
-std::vector<float> product(bool vnni, int threads, const Shape &shape, const std::vector<float> &x) {
+// proj(x) for x of PyTorch shape `shape` (last dimension `in`) with the same random q4_K weight of
+// `out` columns; `vnni` chooses the engine's kernels (checked to be taken) or ggml's plain layout.
+std::vector<float> product(bool vnni, int threads, const Shape &shape, const std::vector<float> &x, int64_t in = kIn,
+                           int64_t out = kOut) {
     BackendOptions options{"cpu", threads};
     options.repack_weights = vnni;
     options.adapt_threads = false;
     NnHarness h(options);
-    h.add("m.proj.weight", {kOut, kIn}, GGML_TYPE_Q4_K, -0.05f, 0.05f);
+    h.add("m.proj.weight", {out, in}, GGML_TYPE_Q4_K, -0.05f, 0.05f);
     ModuleWeights w(h.store(), "m.", h.backend());
-    nn::Linear proj(w, "proj", kIn, kOut, false);
+    nn::Linear proj(w, "proj", in, out, false);
     w.load();
     return h.run(shape, x, [&](ggml_context *ctx, ggml_tensor *t) {
         ggml_tensor *y = proj(ctx, t);
         EXPECT_EQ(std::string(ggml_get_name(y)) == "q4k_vnni.matmul", vnni) << ggml_get_name(y);
-        EXPECT_EQ(y->ne[0], kOut);
+        EXPECT_EQ(y->ne[0], out);
         return y;
     });
 }
@@ -56,6 +57,17 @@ TEST_F(Q4kVnni, MatchesGgmlsPlainProductForAnyRowCount) {
         const std::vector<double> expected(ggml.begin(), ggml.end());
         test::expect_close(ours, expected, 2e-5, std::to_string(rows) + " rows");
         for (int64_t n = 0; n < kOut; ++n) EXPECT_EQ(ours[size_t(n)], 0.0f);
+    }
+}
+
+// One block per column, a single column, an odd number of 16-column groups with a partial last one.
+TEST_F(Q4kVnni, MatchesGgmlsPlainProductForOtherShapes) {
+    for (const auto &[in, out] : {std::pair<int64_t, int64_t>{256, 1}, {256, 17}, {768, 50}, {1024, 8}}) {
+        const std::vector<float> x = values_.input(size_t(3 * in), -2.0f, 2.0f);
+        const std::vector<float> ours = product(true, 2, {3, in}, x, in, out);
+        const std::vector<float> ggml = product(false, 2, {3, in}, x, in, out);
+        test::expect_close(ours, std::vector<double>(ggml.begin(), ggml.end()), 2e-5,
+                           std::to_string(in) + " x " + std::to_string(out));
     }
 }
 
