@@ -138,6 +138,8 @@ ggml_tensor *quantized_activations(ggml_context *ctx, ggml_tensor *x) {
 
 } // namespace
 
+int64_t q4k_vnni::activation_row_bytes(int64_t k) { return k + k / kBlock * (4 + 2 * kSubBlocks); }
+
 struct Q4kVnniWeights::State {
     std::mutex mutex;
     std::map<const void *, Packed> copies; // by the weight's data

@@ -27,7 +27,7 @@
 
 namespace chatterbox::kernels {
 
-// Built for x86-64 and running on a CPU with AVX-512 F/BW/VL and VNNI.
+// Built for x86-64 and running on a CPU with AVX-512 F/BW/VL/DQ and VNNI.
 bool q4k_vnni_available();
 
 // Whether a weight has the shape the kernels take: q4_K, 2-D, rows of whole 256-value blocks.

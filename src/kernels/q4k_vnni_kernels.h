@@ -23,8 +23,10 @@ constexpr int64_t kQuantsOffset = 0, kScalesOffset = 2048, kMinsOffset = 2176, k
                   kTileBytes = 2368;
 
 // A quantised activation row of k values (k a multiple of 256): k int8, then one f32 scale per block,
-// then the int16 sums of each 32-value sub-block.
-inline int64_t activation_row_bytes(int64_t k) { return k + k / kBlock * (4 + 2 * kSubBlocks); }
+// then the int16 sums of each 32-value sub-block. Defined in the portable q4k_vnni.cpp: an inline
+// function here would also be compiled with AVX-512 in q4k_vnni_kernels.cpp, and the linker may keep
+// that copy for every caller.
+int64_t activation_row_bytes(int64_t k);
 
 // One row of k f32 values into `out` (activation_row_bytes(k) bytes).
 void quantize_row(const float *x, int64_t k, uint8_t *out);
