@@ -58,16 +58,12 @@ void pack_column(const uint8_t *block, int64_t n, uint8_t *tile) {
     std::memcpy(tile + q4k_vnni::kDminOffset + 2 * n, block + 2, 2);
 }
 
-struct Free {
-    void operator()(uint8_t *p) const { std::free(p); }
-};
-
 // One weight [k, m] in tiles: group g (columns 16g ..) has its k / 256 tiles in a row; the columns
 // past m of the last group are zeros.
 struct Packed {
     int64_t k = 0, m = 0;
     size_t bytes = 0;
-    std::unique_ptr<uint8_t, Free> data;
+    std::unique_ptr<uint8_t, decltype(&std::free)> data{nullptr, &std::free}; // aligned_alloc'ed
 };
 
 Packed pack(const uint8_t *rows, int64_t k, int64_t m) {
