@@ -5,11 +5,16 @@
 #include "kernels/q4k_vnni_kernels.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <xmmintrin.h> // _mm_prefetch
+#endif
 
 namespace chatterbox::kernels {
 
@@ -85,33 +90,80 @@ Packed pack(const uint8_t *rows, int64_t k, int64_t m) {
 }
 
 #if defined(__x86_64__)
+const q4k_vnni::Kernels &isa_kernels(Q4kIsa isa) {
+    return isa == Q4kIsa::avx512_vnni ? q4k_vnni::avx512_vnni_kernels() : q4k_vnni::avx2_kernels();
+}
+
+std::atomic<int> &isa_in_use() {
+    static std::atomic<int> isa{q4k_isas().empty() ? -1 : int(q4k_isas().back())};
+    return isa;
+}
+
+const q4k_vnni::Kernels &kernels() { return isa_kernels(Q4kIsa(isa_in_use().load(std::memory_order_relaxed))); }
+
 // x (f32 [k, ne1, ne2, ne3], rows contiguous) -> dst (activation rows, one per row of x).
 void quantize_op(ggml_tensor *dst, int ith, int nth, void *) {
     const ggml_tensor *a = dst->src[0];
     const int64_t k = a->ne[0], rows = a->ne[1] * a->ne[2] * a->ne[3], row_bytes = dst->nb[1];
+    const auto quantize_row = kernels().quantize_row;
     for (int64_t t = rows * ith / nth; t < rows * (ith + 1) / nth; ++t) {
         const int64_t i1 = t % a->ne[1], i2 = t / a->ne[1] % a->ne[2], i3 = t / (a->ne[1] * a->ne[2]);
         const auto *row = reinterpret_cast<const float *>(static_cast<const char *>(a->data) + i1 * a->nb[1] +
                                                           i2 * a->nb[2] + i3 * a->nb[3]);
-        q4k_vnni::quantize_row(row, k, static_cast<uint8_t *>(dst->data) + t * row_bytes);
+        quantize_row(row, k, static_cast<uint8_t *>(dst->data) + t * row_bytes);
     }
 }
 
-// Work units: two groups of 16 columns (the kernels' widest pass) × up to 64 rows, column-major;
-// each thread a contiguous range.
+constexpr int64_t kGroupsPerUnit = 2; // the kernels' widest pass
+
+// out[r][n] = Σ_k weight[n][k] · a[r][k] for rows [row_first, row_end) and column groups
+// [group_first, group_end) (at most kGroupsPerUnit) of a packed weight; row r of out at
+// out + r * weight.m floats. The rows go through each tile one after another while it is in L1,
+// their totals in memory.
+void multiply(const Packed &weight, int64_t group_first, int64_t group_end, const uint8_t *activations,
+              int64_t row_first, int64_t row_end, float *out) {
+    const q4k_vnni::Kernels &isa = kernels();
+    const int64_t k = weight.k, blocks = k / kBlock, row_bytes = q4k_vnni::activation_row_bytes(k);
+    alignas(64) float totals[kGroupsPerUnit][q4k_vnni::kRowsPerUnit * kColumns];
+    const int64_t count = row_end - row_first, groups = group_end - group_first;
+    const uint8_t *rows[q4k_vnni::kRowsPerUnit];
+    for (int64_t r = 0; r < count; ++r) rows[r] = activations + (row_first + r) * row_bytes;
+    for (int64_t g = 0; g < groups; ++g) std::fill_n(totals[g], count * kColumns, 0.0f);
+    for (int64_t b = 0; b < blocks; ++b) {
+        const uint8_t *tiles[kGroupsPerUnit];
+        for (int64_t g = 0; g < groups; ++g) {
+            tiles[g] = weight.data.get() + ((group_first + g) * blocks + b) * kTileBytes;
+            // Each tile is read once, group after group: ask L2 for the one four ahead while this one
+            // runs (none, 2, 4, 8 or 12 ahead, to L1 or L2, measured: bench/README.md).
+            for (int64_t line = 0; line < kTileBytes; line += 64)
+                _mm_prefetch(reinterpret_cast<const char *>(tiles[g] + 4 * kTileBytes + line), _MM_HINT_T1);
+        }
+        for (int64_t r0 = 0; r0 < count; r0 += isa.rows_per_pass) {
+            const int64_t n = std::min(isa.rows_per_pass, count - r0);
+            float *const sums[kGroupsPerUnit] = {totals[0] + r0 * kColumns, totals[1] + r0 * kColumns};
+            isa.passes[groups - 1][n - 1](tiles, b, rows + r0, k, sums);
+        }
+    }
+    for (int64_t g = 0; g < groups; ++g) {
+        const int64_t columns = std::min(kColumns, weight.m - (group_first + g) * kColumns);
+        for (int64_t r = 0; r < count; ++r)
+            std::memcpy(out + (row_first + r) * weight.m + (group_first + g) * kColumns, totals[g] + r * kColumns,
+                        size_t(columns) * sizeof(float));
+    }
+}
+
+// Work units: two groups of 16 columns × up to 64 rows, column-major; each thread a contiguous range.
 void multiply_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
     const auto &weight = *static_cast<const Packed *>(userdata);
     const ggml_tensor *activations = dst->src[0];
-    constexpr int64_t kGroupsPerUnit = 2;
     const int64_t rows = activations->ne[1], groups = (weight.m + kColumns - 1) / kColumns;
     const int64_t column_units = (groups + kGroupsPerUnit - 1) / kGroupsPerUnit;
     const int64_t row_units = (rows + q4k_vnni::kRowsPerUnit - 1) / q4k_vnni::kRowsPerUnit;
     const int64_t units = column_units * row_units;
     for (int64_t u = units * ith / nth; u < units * (ith + 1) / nth; ++u) {
         const int64_t g = u / row_units * kGroupsPerUnit, first = u % row_units * q4k_vnni::kRowsPerUnit;
-        q4k_vnni::multiply(weight.data.get(), weight.k, weight.m, g, std::min(groups, g + kGroupsPerUnit),
-                           static_cast<const uint8_t *>(activations->data), first,
-                           std::min(rows, first + q4k_vnni::kRowsPerUnit), static_cast<float *>(dst->data), weight.m);
+        multiply(weight, g, std::min(groups, g + kGroupsPerUnit), static_cast<const uint8_t *>(activations->data),
+                 first, std::min(rows, first + q4k_vnni::kRowsPerUnit), static_cast<float *>(dst->data));
     }
 }
 #endif
@@ -158,16 +210,41 @@ BufferRegistry<Q4kVnniWeights::State> &owners() {
 }
 } // namespace
 
-bool q4k_vnni_available() {
+std::vector<Q4kIsa> q4k_isas() {
+    std::vector<Q4kIsa> isas;
 #if defined(__x86_64__)
-    static const bool available = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                                  __builtin_cpu_supports("avx512vnni");
-    return available;
-#else
-    return false;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        isas.push_back(Q4kIsa::avx2);
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni"))
+        isas.push_back(Q4kIsa::avx512_vnni);
 #endif
+    return isas;
 }
+
+bool q4k_vnni_available() {
+    static const bool available = !q4k_isas().empty();
+    return available;
+}
+
+#if defined(__x86_64__)
+void q4k_use_isa(Q4kIsa isa) {
+    const std::vector<Q4kIsa> isas = q4k_isas();
+    if (std::find(isas.begin(), isas.end(), isa) == isas.end())
+        fail("q4_K kernels: this CPU cannot run the ", q4k_isa_name(isa), " ones");
+    isa_in_use() = int(isa);
+}
+
+Q4kIsa q4k_isa() {
+    if (!q4k_vnni_available()) fail("q4_K kernels: this CPU has neither AVX2 (with FMA and F16C) nor AVX-512 VNNI");
+    return Q4kIsa(isa_in_use().load());
+}
+#else
+void q4k_use_isa(Q4kIsa isa) { fail("q4_K kernels: this CPU cannot run the ", q4k_isa_name(isa), " ones"); }
+Q4kIsa q4k_isa() { fail("q4_K kernels: not built for this CPU"); }
+#endif
+
+const char *q4k_isa_name(Q4kIsa isa) { return isa == Q4kIsa::avx512_vnni ? "AVX-512 VNNI" : "AVX2"; }
 
 bool q4k_vnni_packable(const ggml_tensor *weight) {
     return weight->type == GGML_TYPE_Q4_K && ggml_n_dims(weight) <= 2 && weight->ne[0] % kBlock == 0 &&

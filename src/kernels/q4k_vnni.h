@@ -24,11 +24,22 @@
 
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 namespace chatterbox::kernels {
 
-// Built for x86-64 and running on a CPU with AVX-512 F/BW/VL/DQ and VNNI.
+// Built for x86-64 and running on a CPU with AVX2 (with FMA and F16C) or AVX-512 F/BW/VL/DQ and VNNI.
 bool q4k_vnni_available();
+
+// The instruction sets the kernels come in; on either a row's result is the same bits.
+enum class Q4kIsa { avx2, avx512_vnni };
+// Those this CPU runs, narrowest first (empty where q4k_vnni_available() is false).
+std::vector<Q4kIsa> q4k_isas();
+// The set the kernels use: by default the widest this CPU runs. Tests and benchmarks that compare
+// them switch it (one of q4k_isas(), else an error); process-wide, switched while no graph runs.
+void q4k_use_isa(Q4kIsa isa);
+Q4kIsa q4k_isa();
+const char *q4k_isa_name(Q4kIsa isa);
 
 // Whether a weight has the shape the kernels take: q4_K, 2-D, rows of whole 256-value blocks.
 bool q4k_vnni_packable(const ggml_tensor *weight);

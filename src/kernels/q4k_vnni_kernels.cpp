@@ -12,8 +12,6 @@ namespace chatterbox::kernels::q4k_vnni {
 
 namespace {
 
-int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
-
 int32_t load_u32(const void *p) {
     int32_t v;
     std::memcpy(&v, p, sizeof v);
@@ -82,14 +80,16 @@ void pass(const uint8_t *const *tiles, int64_t b, const uint8_t *const *rows, in
     }
 }
 
-using Pass = void (*)(const uint8_t *const *, int64_t, const uint8_t *const *, int64_t, float *const *);
-template <int G>
-constexpr Pass kPasses[kRowsPerPass] = {pass<1, G>, pass<2, G>, pass<3, G>, pass<4, G>,
-                                        pass<5, G>, pass<6, G>, pass<7, G>, pass<8, G>};
+constexpr Kernels kAvx512Vnni = {
+    quantize_row_avx512,
+    kMaxRowsPerPass,
+    {{pass<1, 1>, pass<2, 1>, pass<3, 1>, pass<4, 1>, pass<5, 1>, pass<6, 1>, pass<7, 1>, pass<8, 1>},
+     {pass<1, 2>, pass<2, 2>, pass<3, 2>, pass<4, 2>, pass<5, 2>, pass<6, 2>, pass<7, 2>, pass<8, 2>}},
+};
 
 } // namespace
 
-void quantize_row(const float *row, int64_t k, uint8_t *o) {
+void quantize_row_avx512(const float *row, int64_t k, uint8_t *o) {
     const int64_t blocks = k / kBlock;
     for (int64_t b = 0; b < blocks; ++b) {
         const float *v = row + b * kBlock;
@@ -116,43 +116,6 @@ void quantize_row(const float *row, int64_t k, uint8_t *o) {
     }
 }
 
-void multiply(const uint8_t *packed, int64_t k, int64_t m, int64_t group_first, int64_t group_end,
-              const uint8_t *activations, int64_t row_first, int64_t row_end, float *out, int64_t out_stride) {
-    const int64_t blocks = k / kBlock, row_bytes = activation_row_bytes(k);
-    // The rows go through each tile one after another while it is in L1, their totals in memory.
-    alignas(64) float totals[2][kRowsPerUnit * kColumns];
-    for (int64_t first = row_first; first < row_end; first += kRowsPerUnit) {
-        const int64_t count = smaller(kRowsPerUnit, row_end - first);
-        const uint8_t *rows[kRowsPerUnit];
-        for (int64_t r = 0; r < count; ++r) rows[r] = activations + (first + r) * row_bytes;
-        for (int64_t g0 = group_first; g0 < group_end; g0 += 2) {
-            const int64_t groups = smaller(2, group_end - g0);
-            for (int64_t g = 0; g < groups; ++g)
-                for (int64_t i = 0; i < count * kColumns; i += 16) _mm512_store_ps(totals[g] + i, _mm512_setzero_ps());
-            for (int64_t b = 0; b < blocks; ++b) {
-                const uint8_t *tiles[2];
-                for (int64_t g = 0; g < groups; ++g) {
-                    tiles[g] = packed + ((g0 + g) * blocks + b) * kTileBytes;
-                    // Each tile is read once, group after group: ask L2 for the one four ahead while
-                    // this one runs (none, 2, 4, 8 or 12 ahead, to L1 or L2, measured: bench/README.md).
-                    for (int64_t line = 0; line < kTileBytes; line += 64)
-                        _mm_prefetch(reinterpret_cast<const char *>(tiles[g] + 4 * kTileBytes + line), _MM_HINT_T1);
-                }
-                for (int64_t r0 = 0; r0 < count; r0 += kRowsPerPass) {
-                    const int64_t n = smaller(kRowsPerPass, count - r0);
-                    float *const sums[2] = {totals[0] + r0 * kColumns, totals[1] + r0 * kColumns};
-                    (groups == 2 ? kPasses<2> : kPasses<1>)[n - 1](tiles, b, rows + r0, k, sums);
-                }
-            }
-            for (int64_t g = 0; g < groups; ++g) {
-                const int64_t columns = smaller(kColumns, m - (g0 + g) * kColumns);
-                const auto store = static_cast<__mmask16>((1u << columns) - 1);
-                for (int64_t r = 0; r < count; ++r)
-                    _mm512_mask_storeu_ps(out + (first + r) * out_stride + (g0 + g) * kColumns, store,
-                                          _mm512_load_ps(totals[g] + r * kColumns));
-            }
-        }
-    }
-}
+const Kernels &avx512_vnni_kernels() { return kAvx512Vnni; }
 
 } // namespace chatterbox::kernels::q4k_vnni

@@ -1,17 +1,18 @@
 #pragma once
-// Internal to kernels/q4k_vnni: the packed layouts, and the two AVX-512 kernels (built alone in
-// q4k_vnni_kernels.cpp with AVX-512 flags, called only where q4k_vnni_available()).
+// Internal to kernels/q4k_vnni: the packed layouts, and the kernels of each instruction set (each
+// built alone with its flags: q4k_vnni_kernels.cpp for AVX-512 VNNI, q4k_avx2_kernels.cpp for AVX2;
+// called only on a CPU that has it).
 
 #include <cstddef>
 #include <cstdint>
 
 namespace chatterbox::kernels::q4k_vnni {
 
-constexpr int64_t kBlock = 256;      // values per q4_K block (QK_K)
-constexpr int64_t kSubBlocks = 8;    // of 32 values, each with its 6-bit scale and min
-constexpr int64_t kColumns = 16;     // weight columns interleaved in a tile (one zmm of int32 lanes)
-constexpr int64_t kRowsPerPass = 8;  // activation rows that share each unpacked weight register
-constexpr int64_t kRowsPerUnit = 64; // rows of one work unit (a thread's share of a wide product)
+constexpr int64_t kBlock = 256;        // values per q4_K block (QK_K)
+constexpr int64_t kSubBlocks = 8;      // of 32 values, each with its 6-bit scale and min
+constexpr int64_t kColumns = 16;       // weight columns interleaved in a tile (one zmm of int32 lanes)
+constexpr int64_t kMaxRowsPerPass = 8; // activation rows that share each unpacked weight register
+constexpr int64_t kRowsPerUnit = 64;   // rows of one work unit (a thread's share of a wide product)
 
 // A tile: 16 columns × one 256-value block.
 //   quants [32][16][4] u8: chunk c (values 8c .. 8c+7 of the block), column n, byte i holds value
@@ -28,13 +29,21 @@ constexpr int64_t kQuantsOffset = 0, kScalesOffset = 2048, kMinsOffset = 2176, k
 // that copy for every caller.
 int64_t activation_row_bytes(int64_t k);
 
-// One row of k f32 values into `out` (activation_row_bytes(k) bytes).
-void quantize_row(const float *x, int64_t k, uint8_t *out);
+// One row of k f32 values into `out` (activation_row_bytes(k) bytes); the same bytes on either ISA.
+void quantize_row_avx512(const float *x, int64_t k, uint8_t *out);
+void quantize_row_avx2(const float *x, int64_t k, uint8_t *out);
 
-// out[r][n] = Σ_k weight[n][k] · a[r][k] for rows [row_first, row_end) and column groups
-// [group_first, group_end) of a weight packed as tiles (m columns, k values per column; group g's
-// tiles at packed + g * (k / 256) * kTileBytes). Row r of out is at out + r * out_stride floats.
-void multiply(const uint8_t *packed, int64_t k, int64_t m, int64_t group_first, int64_t group_end,
-              const uint8_t *activations, int64_t row_first, int64_t row_end, float *out, int64_t out_stride);
+// Block b of G tiles (tiles[g]) times rows[0 .. R) of quantised activations (k values each), added
+// to totals[g] (R rows × 16 columns of f32, 64-byte aligned). The same bits on either ISA.
+using Pass = void (*)(const uint8_t *const *tiles, int64_t b, const uint8_t *const *rows, int64_t k,
+                      float *const *totals);
+
+struct Kernels {
+    void (*quantize_row)(const float *x, int64_t k, uint8_t *out);
+    int64_t rows_per_pass;           // at most kMaxRowsPerPass
+    Pass passes[2][kMaxRowsPerPass]; // [G - 1][R - 1]
+};
+const Kernels &avx512_vnni_kernels();
+const Kernels &avx2_kernels();
 
 } // namespace chatterbox::kernels::q4k_vnni

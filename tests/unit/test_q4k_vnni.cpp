@@ -1,7 +1,8 @@
-// q4_K weights packed for the AVX-512 VNNI kernels (kernels/q4k_vnni.h), through the path the models
-// take (ModuleWeights packs them at load, nn::Linear multiplies with them): the products of ggml's
-// plain q4_K layout for any number of rows, column counts off the 16-column tiles, leading batch
-// dimensions and all-zero rows; and a row's result the same bits in any batch and on any thread count.
+// q4_K weights packed for the engine's kernels (kernels/q4k_vnni.h), through the path the models take
+// (ModuleWeights packs them at load, nn::Linear multiplies with them), in each instruction set the CPU
+// runs: the products of ggml's plain q4_K layout for any number of rows, column counts off the
+// 16-column tiles, leading batch dimensions and all-zero rows; a row's result the same bits in any
+// batch and on any thread count; and the same bits from the AVX2 and the AVX-512 VNNI kernels.
 #include "core/error.h"
 #include "kernels/q4k_vnni.h"
 #include "modules/linear.h"
@@ -9,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -40,15 +42,30 @@ std::vector<float> product(bool vnni, int threads, const Shape &shape, const std
     });
 }
 
-class Q4kVnni : public ::testing::Test {
+bool runs(kernels::Q4kIsa isa) {
+    const std::vector<kernels::Q4kIsa> isas = kernels::q4k_isas();
+    return std::find(isas.begin(), isas.end(), isa) != isas.end();
+}
+
+// Every test in each instruction set; the widest is in use again after it.
+class Q4kVnni : public ::testing::TestWithParam<kernels::Q4kIsa> {
   protected:
     void SetUp() override {
-        if (!kernels::q4k_vnni_available()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+        if (!runs(GetParam())) GTEST_SKIP() << "this CPU has no " << kernels::q4k_isa_name(GetParam());
+        kernels::q4k_use_isa(GetParam());
+    }
+    void TearDown() override {
+        if (kernels::q4k_vnni_available()) kernels::q4k_use_isa(kernels::q4k_isas().back());
     }
     NnHarness values_;
 };
 
-TEST_F(Q4kVnni, MatchesGgmlsPlainProductForAnyRowCount) {
+INSTANTIATE_TEST_SUITE_P(Isas, Q4kVnni, ::testing::Values(kernels::Q4kIsa::avx2, kernels::Q4kIsa::avx512_vnni),
+                         [](const ::testing::TestParamInfo<kernels::Q4kIsa> &info) {
+                             return info.param == kernels::Q4kIsa::avx2 ? "avx2" : "avx512_vnni";
+                         });
+
+TEST_P(Q4kVnni, MatchesGgmlsPlainProductForAnyRowCount) {
     for (const int64_t rows : {1, 2, 3, 8, 9, 16, 70, 133}) {
         std::vector<float> x = values_.input(size_t(2 * rows * kIn), -2.0f, 2.0f);
         std::fill(x.begin(), x.begin() + kIn, 0.0f); // an all-zero row: scale 0, not NaN
@@ -61,7 +78,7 @@ TEST_F(Q4kVnni, MatchesGgmlsPlainProductForAnyRowCount) {
 }
 
 // One block per column, a single column, an odd number of 16-column groups with a partial last one.
-TEST_F(Q4kVnni, MatchesGgmlsPlainProductForOtherShapes) {
+TEST_P(Q4kVnni, MatchesGgmlsPlainProductForOtherShapes) {
     for (const auto &[in, out] : {std::pair<int64_t, int64_t>{256, 1}, {256, 17}, {768, 50}, {1024, 8}}) {
         const std::vector<float> x = values_.input(size_t(3 * in), -2.0f, 2.0f);
         const std::vector<float> ours = product(true, 2, {3, in}, x, in, out);
@@ -71,7 +88,7 @@ TEST_F(Q4kVnni, MatchesGgmlsPlainProductForOtherShapes) {
     }
 }
 
-TEST_F(Q4kVnni, ARowGetsTheSameBitsInAnyBatchAndOnAnyThreadCount) {
+TEST_P(Q4kVnni, ARowGetsTheSameBitsInAnyBatchAndOnAnyThreadCount) {
     const int64_t rows = 37, row = 20;
     const std::vector<float> x = values_.input(size_t(rows * kIn), -2.0f, 2.0f);
     const std::vector<float> one(x.begin() + row * kIn, x.begin() + (row + 1) * kIn);
@@ -100,7 +117,7 @@ struct TwoLayers {
     }
 };
 
-TEST_F(Q4kVnni, OnlyWholeBlockQ4kMatricesArePacked) {
+TEST_P(Q4kVnni, OnlyWholeBlockQ4kMatricesArePacked) {
     TwoLayers layers(32, GGML_TYPE_Q8_0);
     const nn::Linear &a = layers.a, &b = layers.b;
     EXPECT_TRUE(kernels::q4k_vnni_packable(a.weight));
@@ -116,7 +133,7 @@ TEST_F(Q4kVnni, OnlyWholeBlockQ4kMatricesArePacked) {
     EXPECT_THROW(kernels::q4k_vnni_matmul(g.ctx(), a.weight, narrow), Error);
 }
 
-TEST_F(Q4kVnni, ProductsOfOneInputShareItsQuantisation) {
+TEST_P(Q4kVnni, ProductsOfOneInputShareItsQuantisation) {
     TwoLayers layers(48, GGML_TYPE_Q4_K);
     const nn::Linear &a = layers.a, &b = layers.b;
     const std::vector<float> x = values_.input(size_t(5 * kIn));
@@ -131,6 +148,26 @@ TEST_F(Q4kVnni, ProductsOfOneInputShareItsQuantisation) {
         return g.read_f32(yb);
     };
     EXPECT_EQ(run(true), run(false));
+}
+
+TEST(Q4kIsas, Avx2AndAvx512VnniGiveTheSameBits) {
+    if (!runs(kernels::Q4kIsa::avx2) || !runs(kernels::Q4kIsa::avx512_vnni))
+        GTEST_SKIP() << "this CPU does not run both instruction sets";
+    NnHarness values;
+    const int64_t rows = 19; // two full passes of 8 rows and a partial one on AVX-512; 4 and a partial on AVX2
+    const std::vector<float> x = values.input(size_t(rows * kIn), -2.0f, 2.0f);
+    kernels::q4k_use_isa(kernels::Q4kIsa::avx2);
+    const std::vector<float> avx2 = product(true, 2, {rows, kIn}, x);
+    kernels::q4k_use_isa(kernels::Q4kIsa::avx512_vnni);
+    const std::vector<float> avx512 = product(true, 2, {rows, kIn}, x);
+    EXPECT_EQ(avx2, avx512);
+}
+
+TEST(Q4kIsas, OnlyThoseTheCpuRunsCanBeChosen) {
+    for (const kernels::Q4kIsa isa : {kernels::Q4kIsa::avx2, kernels::Q4kIsa::avx512_vnni})
+        if (!runs(isa)) EXPECT_THROW(kernels::q4k_use_isa(isa), Error) << kernels::q4k_isa_name(isa);
+    if (kernels::q4k_vnni_available())
+        EXPECT_EQ(kernels::q4k_isa(), kernels::q4k_isas().back()) << "the widest by default";
 }
 
 } // namespace

@@ -10,6 +10,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "flow_batch_bench.h"
+#include "kernels/q4k_vnni.h"
 #include "matmul_probe.h"
 #include "memory_bandwidth.h"
 #include "pipeline_bench.h"
@@ -271,7 +272,10 @@ int main(int argc, char **argv) {
     bool no_bandwidth = false;
     app.add_flag("--no-repack", no_repack, "keep quantised matrices in ggml's plain layout (no CPU repacking)");
     app.add_flag("--no-q4k-vnni", no_q4k_vnni,
-                 "q4_K matrices to ggml's repacked kernels, not the engine's AVX-512 VNNI ones (kernels/q4k_vnni.h)");
+                 "q4_K matrices to ggml's repacked kernels, not the engine's own (kernels/q4k_vnni.h)");
+    std::string q4k_isa;
+    app.add_option("--q4k-isa", q4k_isa, "the engine's q4_K kernels in this instruction set (default: the widest)")
+        ->check(CLI::IsMember({"avx2", "avx512-vnni"}));
     bool fixed_threads = false;
     app.add_flag("--fixed-threads", fixed_threads,
                  "always --threads, also while other processes keep CPUs busy (default: fewer then)");
@@ -437,6 +441,8 @@ int main(int argc, char **argv) {
     std::setvbuf(stdout, nullptr, _IOLBF, 0); // rows appear as they are measured, also when piped to a file
 
     try {
+        if (!q4k_isa.empty())
+            kernels::q4k_use_isa(q4k_isa == "avx2" ? kernels::Q4kIsa::avx2 : kernels::Q4kIsa::avx512_vnni);
         Backend backend(backend_options);
         nlohmann::json results{{"backend", backend.description()}};
         if (*t3) run_t3(backend, backend_options, t3_weights, t3_options, !no_bandwidth, results);
