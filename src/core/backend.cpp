@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 #include "kernels/onednn.h"
-#include "kernels/q4k_vnni.h"
+#include "kernels/q4k.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -169,8 +169,9 @@ MatmulRoute parse_matmul_route(const std::string &name) {
 }
 
 Backend::Backend(const BackendOptions &options)
-    : threads_(resolved_threads(options.threads)), repack_weights_(options.repack_weights), q4k_vnni_(options.q4k_vnni),
-      adapt_threads_(options.adapt_threads), matmul_route_(options.matmul_route), contention_(threads_) {
+    : threads_(resolved_threads(options.threads)), repack_weights_(options.repack_weights),
+      q4k_kernels_(options.q4k_kernels), adapt_threads_(options.adapt_threads), matmul_route_(options.matmul_route),
+      contention_(threads_) {
     const Devices &found = devices();
     if (matmul_route_ == MatmulRoute::onednn && !kernels::onednn_available())
         fail("matmul route 'onednn' is not available: this build has no oneDNN");
@@ -200,13 +201,12 @@ std::string Backend::description() const {
 
 ggml_backend_buffer_type_t Backend::weight_buffer_type() const { return ggml_backend_get_default_buffer_type(main_); }
 
-bool Backend::packs_q4k_vnni(const ggml_tensor *weight) const {
-    return is_cpu() && repack_weights_ && q4k_vnni_ && kernels::q4k_vnni_available() &&
-           kernels::q4k_vnni_packable(weight);
+bool Backend::packs_q4k(const ggml_tensor *weight) const {
+    return is_cpu() && repack_weights_ && q4k_kernels_ && kernels::q4k_available() && kernels::q4k_packable(weight);
 }
 
 ggml_backend_buffer_type_t Backend::matmul_weight_buffer_type(const ggml_tensor *weight) const {
-    if (!is_cpu() || !repack_weights_ || !ggml_is_quantized(weight->type) || packs_q4k_vnni(weight)) return nullptr;
+    if (!is_cpu() || !repack_weights_ || !ggml_is_quantized(weight->type) || packs_q4k(weight)) return nullptr;
     ggml_backend_dev_t dev = ggml_backend_get_device(cpu_);
     static const auto extra_buffer_types =
         cpu_function<ggml_backend_dev_get_extra_bufts_t>("ggml_backend_dev_get_extra_bufts");

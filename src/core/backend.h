@@ -29,10 +29,10 @@ struct BackendOptions {
     // Quantised matmul weights on the CPU go to ggml's repacked layout where the CPU has kernels
     // for their type (q4_K, q4_0 ... on AVX2); off keeps the plain layout (for comparisons).
     bool repack_weights = true;
-    // With repack_weights, q4_K matmul weights on a CPU with AVX-512 VNNI take the engine's own layout
-    // and kernels (kernels/q4k_vnni.h: faster than ggml's for several rows at once, and a row's
-    // result does not depend on the others); off leaves them to ggml's repack (for comparisons).
-    bool q4k_vnni = true;
+    // With repack_weights, q4_K matmul weights on a CPU with AVX2 or AVX-512 VNNI take the engine's own
+    // layout and kernels (kernels/q4k.h: faster than ggml's, most for several rows at once, and a
+    // row's result does not depend on the others); off leaves them to ggml's repack (for comparisons).
+    bool q4k_kernels = true;
     // Before each graph the CPU thread count drops by the CPUs other processes keep busy (two threads
     // on one free core run far slower than one: core/cpu_contention.h); off keeps `threads` always
     // (for benchmarks that compare like with like).
@@ -59,10 +59,10 @@ class Backend {
     // type when it can multiply it (checked with ggml's own supports_op), or nullptr for
     // weight_buffer_type(). Only quantised weights on the CPU backend qualify.
     ggml_backend_buffer_type_t matmul_weight_buffer_type(const ggml_tensor *weight) const;
-    // Whether a weight used only as a matmul operand goes to the q4_K VNNI kernels (BackendOptions::
-    // q4k_vnni): then it stays in the plain layout (matmul_weight_buffer_type is nullptr) and its
+    // Whether a weight used only as a matmul operand goes to the engine's q4_K kernels (BackendOptions::
+    // q4k_kernels): then it stays in the plain layout (matmul_weight_buffer_type is nullptr) and its
     // owner packs a copy.
-    bool packs_q4k_vnni(const ggml_tensor *weight) const;
+    bool packs_q4k(const ggml_tensor *weight) const;
     // The route for the f32 weight products of modules bound here (ggml on a GPU backend).
     MatmulRoute matmul_route() const { return is_cpu() ? matmul_route_ : MatmulRoute::ggml; }
 
@@ -92,7 +92,7 @@ class Backend {
     ggml_backend_t cpu_ = nullptr;
     int threads_ = 1;
     bool repack_weights_ = true;
-    bool q4k_vnni_ = true;
+    bool q4k_kernels_ = true;
     bool adapt_threads_ = true;
     MatmulRoute matmul_route_ = MatmulRoute::ggml;
     CpuContention contention_;

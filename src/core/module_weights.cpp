@@ -5,7 +5,7 @@
 #include "core/shape.h"
 #include "core/string_match.h"
 #include "kernels/onednn.h"
-#include "kernels/q4k_vnni.h"
+#include "kernels/q4k.h"
 
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
@@ -46,7 +46,7 @@ ModuleWeights::ModuleWeights(const WeightStore &store, std::string prefix, Backe
 
 ModuleWeights::~ModuleWeights() {
     onednn_.reset(); // forget the buffers before they are freed
-    q4k_vnni_.reset();
+    q4k_packed_.reset();
     for (ggml_backend_buffer_t buffer : buffers_) ggml_backend_buffer_free(buffer);
     for (ggml_backend_buffer_t buffer : mapped_buffers_) ggml_backend_buffer_free(buffer);
     for (ggml_context *ctx : contexts_) ggml_free(ctx);
@@ -169,9 +169,9 @@ void ModuleWeights::upload_all() {
     for (const auto &[buft, uploads] : by_buffer_type) upload_to(buft, uploads);
     for (const auto &[mapping, uploads] : by_mapping) bind_in_place(uploads);
     for (Upload &u : uploads_) {
-        if (!u.matmul_only || !backend_.packs_q4k_vnni(u.tensor)) continue;
-        if (!q4k_vnni_) q4k_vnni_ = std::make_unique<kernels::Q4kVnniWeights>();
-        q4k_vnni_->add(u.tensor);
+        if (!u.matmul_only || !backend_.packs_q4k(u.tensor)) continue;
+        if (!q4k_packed_) q4k_packed_ = std::make_unique<kernels::Q4kWeights>();
+        q4k_packed_->add(u.tensor);
         // Read once to pack: its pages in the file mapping are the page cache's from now on.
         const bool in_place =
             std::find(mapped_buffers_.begin(), mapped_buffers_.end(), u.tensor->buffer) != mapped_buffers_.end();
@@ -245,7 +245,7 @@ void ModuleWeights::upload_to(ggml_backend_buffer_type_t buft, const std::vector
 size_t ModuleWeights::bytes() const {
     size_t total = in_place_bytes_;
     for (ggml_backend_buffer_t buffer : buffers_) total += ggml_backend_buffer_get_size(buffer);
-    return total + (q4k_vnni_ ? q4k_vnni_->bytes() : 0);
+    return total + (q4k_packed_ ? q4k_packed_->bytes() : 0);
 }
 
 } // namespace chatterbox

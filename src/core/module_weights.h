@@ -29,7 +29,7 @@ namespace chatterbox {
 
 namespace kernels {
 class OnednnWeights;
-class Q4kVnniWeights;
+class Q4kWeights;
 } // namespace kernels
 
 // How the model uses a stored tensor; it decides the uploaded type and buffer, so every binding
@@ -103,8 +103,8 @@ class ModuleWeights {
     std::vector<ggml_backend_buffer_t> mapped_buffers_;       // one per mapped file with tensors used in place
     std::vector<std::shared_ptr<const MappedFile>> mappings_; // kept mapped while those tensors live
     size_t in_place_bytes_ = 0;
-    std::unique_ptr<kernels::OnednnWeights> onednn_;    // reordered f32 matmul weights (onednn route only)
-    std::unique_ptr<kernels::Q4kVnniWeights> q4k_vnni_; // packed q4_K matmul weights (Backend::packs_q4k_vnni)
+    std::unique_ptr<kernels::OnednnWeights> onednn_;  // reordered f32 matmul weights (onednn route only)
+    std::unique_ptr<kernels::Q4kWeights> q4k_packed_; // packed q4_K matmul weights (Backend::packs_q4k)
     bool loaded_ = false;
     std::vector<Upload> uploads_;
     std::map<std::pair<std::string, bool>, ggml_tensor *> declared_; // (name, as f32) -> tensor

@@ -8,13 +8,13 @@
 // `vpmaddwd` scales them by the sub-block's 6-bit scale into 32 bits. Every integer sum is the same
 // as the VNNI kernels', and the f32 steps are the same operations in the same order, so the two give
 // the same bits.
-#include "kernels/q4k_vnni_kernels.h"
+#include "kernels/q4k_kernels.h"
 
 #include <immintrin.h>
 
 #include <cstring>
 
-namespace chatterbox::kernels::q4k_vnni {
+namespace chatterbox::kernels::q4k {
 
 namespace {
 
@@ -148,4 +148,4 @@ void quantize_row_avx2(const float *row, int64_t k, uint8_t *o) {
 
 const Kernels &avx2_kernels() { return kAvx2; }
 
-} // namespace chatterbox::kernels::q4k_vnni
+} // namespace chatterbox::kernels::q4k

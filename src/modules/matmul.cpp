@@ -1,13 +1,13 @@
 #include "modules/matmul.h"
 
 #include "kernels/onednn.h"
-#include "kernels/q4k_vnni.h"
+#include "kernels/q4k.h"
 
 namespace chatterbox::nn {
 
 ggml_tensor *matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x, MatmulRoute route) {
     if (route == MatmulRoute::onednn && weight->type == GGML_TYPE_F32) return kernels::onednn_matmul(ctx, weight, x);
-    if (ggml_tensor *y = kernels::q4k_vnni_matmul(ctx, weight, x)) return y;
+    if (ggml_tensor *y = kernels::q4k_matmul(ctx, weight, x)) return y;
     return ggml_mul_mat(ctx, weight, x);
 }
 

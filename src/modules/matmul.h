@@ -4,8 +4,8 @@
 //
 //   ggml_tensor *y = nn::matmul(ctx, weight, x, route); // weight ggml [K, M], x ggml [K, ...] -> [M, ...]
 //
-// Only f32 weights take the oneDNN route. A q4_K weight that its owner packed for the AVX-512 VNNI
-// kernels (kernels/q4k_vnni.h) is multiplied by them, whatever the route; other types use ggml_mul_mat.
+// Only f32 weights take the oneDNN route. A q4_K weight that its owner packed for the engine's q4_K
+// kernels (kernels/q4k.h) is multiplied by them, whatever the route; other types use ggml_mul_mat.
 
 #include "core/backend.h"
 

@@ -36,8 +36,6 @@ bool lossless(AudioFormat format) {
     return format == AudioFormat::flac || format == AudioFormat::wav || format == AudioFormat::pcm;
 }
 
-std::string name_of(AudioFormat format) { return audio::audio_format_info(format).name; }
-
 // Encodes in chunks of awkward sizes as a stream; counts the calls that returned bytes.
 struct Streamed {
     std::string bytes;
@@ -154,8 +152,9 @@ TEST(AudioEncoding, AStreamYieldsBytesBeforeItsEndAndDecodesToTheWholeFilesLengt
         EXPECT_TRUE(from_stream.samples == from_whole.samples);
         // pcm and ADTS have no header to complete: the stream is the file. (Ogg streams differ in
         // their random serial numbers, WAV and FLAC in the header's length fields.)
-        if (format.format == AudioFormat::pcm || format.format == AudioFormat::aac)
+        if (format.format == AudioFormat::pcm || format.format == AudioFormat::aac) {
             EXPECT_TRUE(streamed.bytes == whole);
+        }
     }
 }
 

@@ -60,14 +60,15 @@ TEST(NnLinear, RepackedQuantisedWeightsMatchThePlainLayout) {
         for (const bool repack : {false, true}) {
             BackendOptions options{"cpu", 2};
             options.repack_weights = repack;
-            options.q4k_vnni = false; // ggml's repack here; tests/unit/test_q4k_vnni.cpp checks the engine's
+            options.q4k_kernels = false; // ggml's repack here; tests/unit/test_q4k_kernels.cpp checks the engine's
             NnHarness h(options);
             const auto w_values = h.add("m.proj.weight", {out, in}, GGML_TYPE_Q4_K, -0.05f, 0.05f);
             ModuleWeights w(h.store(), "m.", h.backend());
             nn::Linear proj(w, "proj", in, out, false);
             w.load();
             const bool repacked = std::string(ggml_backend_buffer_name(proj.weight->buffer)) == "CPU_REPACK";
-            EXPECT_EQ(repacked, repack && Backend::cpu_has_feature("AVX2")) << ggml_backend_buffer_name(proj.weight->buffer);
+            EXPECT_EQ(repacked, repack && Backend::cpu_has_feature("AVX2"))
+                << ggml_backend_buffer_name(proj.weight->buffer);
             const auto x = h.input(size_t(rows * in));
             results[repack] = h.run({rows, in}, x, [&](ggml_context *ctx, ggml_tensor *t) { return proj(ctx, t); });
             test::expect_close(results[repack], naive_linear(x, w_values, {}, in, out), 2e-2,

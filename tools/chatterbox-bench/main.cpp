@@ -10,7 +10,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "flow_batch_bench.h"
-#include "kernels/q4k_vnni.h"
+#include "kernels/q4k.h"
 #include "matmul_probe.h"
 #include "memory_bandwidth.h"
 #include "pipeline_bench.h"
@@ -268,11 +268,11 @@ int main(int argc, char **argv) {
     app.add_option("--device", backend_options.device, "cpu or cuda")->capture_default_str();
     app.add_option("--threads", backend_options.threads, "CPU threads (0 = all)")->capture_default_str();
     app.add_option("--json", json_path, "also write the results to this JSON file");
-    bool no_repack = false, no_q4k_vnni = false;
+    bool no_repack = false, no_q4k_kernels = false;
     bool no_bandwidth = false;
     app.add_flag("--no-repack", no_repack, "keep quantised matrices in ggml's plain layout (no CPU repacking)");
-    app.add_flag("--no-q4k-vnni", no_q4k_vnni,
-                 "q4_K matrices to ggml's repacked kernels, not the engine's own (kernels/q4k_vnni.h)");
+    app.add_flag("--no-q4k-kernels", no_q4k_kernels,
+                 "q4_K matrices to ggml's repacked kernels, not the engine's own (kernels/q4k.h)");
     std::string q4k_isa;
     app.add_option("--q4k-isa", q4k_isa, "the engine's q4_K kernels in this instruction set (default: the widest)")
         ->check(CLI::IsMember({"avx2", "avx512-vnni"}));
@@ -434,7 +434,7 @@ int main(int argc, char **argv) {
     wyoming_options.ignore_eos = !wyoming_stop_at_eos;
     server_options.ignore_eos = !server_stop_at_eos;
     backend_options.repack_weights = !no_repack;
-    backend_options.q4k_vnni = !no_q4k_vnni;
+    backend_options.q4k_kernels = !no_q4k_kernels;
     backend_options.adapt_threads = !fixed_threads;
     pipeline_options.stream = !no_stream;
     pipeline_options.split_text = !no_split;

@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 #include "kernels/onednn.h"
-#include "kernels/q4k_vnni.h"
+#include "kernels/q4k.h"
 #include "models/chatterbox/session.h"
 #include "timing.h"
 
@@ -24,7 +24,7 @@ struct EstimatorFlops {
 // Counts from the shapes of the graph the engine itself builds (a metadata-only context): a
 // mul_mat of src0 [K, M] by src1 [K, N, ...] is 2·K·M·N·batch, flash attention over
 // q [D, Tq, H, R] and k, v [D, Tk, H, R] is 2·D·Tq·Tk·H·R for the scores plus as much for P·V.
-// The engine's own product kernels count alike (kernels::onednn_matmul_flops, q4k_vnni_matmul_flops); attention is
+// The engine's own product kernels count alike (kernels::onednn_matmul_flops, q4k_matmul_flops); attention is
 // counted on the flash path whatever path runs (the same FLOPs). Element-wise work (norms, activations, im2col copies)
 // is left out: it is not what bounds the step.
 EstimatorFlops count_estimator_flops(const s3gen::Estimator &estimator, const s3gen::FlowHParams &hp, int64_t frames) {
@@ -50,7 +50,7 @@ EstimatorFlops count_estimator_flops(const s3gen::Estimator &estimator, const s3
             const double pairs = double(q->ne[1]) * double(k->ne[1]) * double(q->ne[2]) * double(q->ne[3]);
             flops.attention += 2.0 * pairs * double(q->ne[0] + v->ne[0]);
         } else {
-            flops.matmul += kernels::onednn_matmul_flops(node) + kernels::q4k_vnni_matmul_flops(node);
+            flops.matmul += kernels::onednn_matmul_flops(node) + kernels::q4k_matmul_flops(node);
         }
     }
     ggml_free(ctx);

@@ -1,10 +1,10 @@
-// q4_K weights packed for the engine's kernels (kernels/q4k_vnni.h), through the path the models take
+// q4_K weights packed for the engine's kernels (kernels/q4k.h), through the path the models take
 // (ModuleWeights packs them at load, nn::Linear multiplies with them), in each instruction set the CPU
 // runs: the products of ggml's plain q4_K layout for any number of rows, column counts off the
 // 16-column tiles, leading batch dimensions and all-zero rows; a row's result the same bits in any
 // batch and on any thread count; and the same bits from the AVX2 and the AVX-512 VNNI kernels.
 #include "core/error.h"
-#include "kernels/q4k_vnni.h"
+#include "kernels/q4k.h"
 #include "modules/linear.h"
 #include "nn_harness.h"
 
@@ -23,11 +23,11 @@ using test::NnHarness;
 constexpr int64_t kIn = 512, kOut = 40; // two 256-value blocks per column; 16 + 16 + 8 columns
 
 // proj(x) for x of PyTorch shape `shape` (last dimension `in`) with the same random q4_K weight of
-// `out` columns; `vnni` chooses the engine's kernels (checked to be taken) or ggml's plain layout.
-std::vector<float> product(bool vnni, int threads, const Shape &shape, const std::vector<float> &x, int64_t in = kIn,
+// `out` columns; `ours` chooses the engine's kernels (checked to be taken) or ggml's plain layout.
+std::vector<float> product(bool ours, int threads, const Shape &shape, const std::vector<float> &x, int64_t in = kIn,
                            int64_t out = kOut) {
     BackendOptions options{"cpu", threads};
-    options.repack_weights = vnni;
+    options.repack_weights = ours;
     options.adapt_threads = false;
     NnHarness h(options);
     h.add("m.proj.weight", {out, in}, GGML_TYPE_Q4_K, -0.05f, 0.05f);
@@ -36,7 +36,7 @@ std::vector<float> product(bool vnni, int threads, const Shape &shape, const std
     w.load();
     return h.run(shape, x, [&](ggml_context *ctx, ggml_tensor *t) {
         ggml_tensor *y = proj(ctx, t);
-        EXPECT_EQ(std::string(ggml_get_name(y)) == "q4k_vnni.matmul", vnni) << ggml_get_name(y);
+        EXPECT_EQ(std::string(ggml_get_name(y)) == "q4k.matmul", ours) << ggml_get_name(y);
         EXPECT_EQ(y->ne[0], out);
         return y;
     });
@@ -48,24 +48,24 @@ bool runs(kernels::Q4kIsa isa) {
 }
 
 // Every test in each instruction set; the widest is in use again after it.
-class Q4kVnni : public ::testing::TestWithParam<kernels::Q4kIsa> {
+class Q4kKernels : public ::testing::TestWithParam<kernels::Q4kIsa> {
   protected:
     void SetUp() override {
         if (!runs(GetParam())) GTEST_SKIP() << "this CPU has no " << kernels::q4k_isa_name(GetParam());
         kernels::q4k_use_isa(GetParam());
     }
     void TearDown() override {
-        if (kernels::q4k_vnni_available()) kernels::q4k_use_isa(kernels::q4k_isas().back());
+        if (kernels::q4k_available()) kernels::q4k_use_isa(kernels::q4k_isas().back());
     }
     NnHarness values_;
 };
 
-INSTANTIATE_TEST_SUITE_P(Isas, Q4kVnni, ::testing::Values(kernels::Q4kIsa::avx2, kernels::Q4kIsa::avx512_vnni),
+INSTANTIATE_TEST_SUITE_P(Isas, Q4kKernels, ::testing::Values(kernels::Q4kIsa::avx2, kernels::Q4kIsa::avx512_vnni),
                          [](const ::testing::TestParamInfo<kernels::Q4kIsa> &info) {
                              return info.param == kernels::Q4kIsa::avx2 ? "avx2" : "avx512_vnni";
                          });
 
-TEST_P(Q4kVnni, MatchesGgmlsPlainProductForAnyRowCount) {
+TEST_P(Q4kKernels, MatchesGgmlsPlainProductForAnyRowCount) {
     for (const int64_t rows : {1, 2, 3, 8, 9, 16, 70, 133}) {
         std::vector<float> x = values_.input(size_t(2 * rows * kIn), -2.0f, 2.0f);
         std::fill(x.begin(), x.begin() + kIn, 0.0f); // an all-zero row: scale 0, not NaN
@@ -78,7 +78,7 @@ TEST_P(Q4kVnni, MatchesGgmlsPlainProductForAnyRowCount) {
 }
 
 // One block per column, a single column, an odd number of 16-column groups with a partial last one.
-TEST_P(Q4kVnni, MatchesGgmlsPlainProductForOtherShapes) {
+TEST_P(Q4kKernels, MatchesGgmlsPlainProductForOtherShapes) {
     for (const auto &[in, out] : {std::pair<int64_t, int64_t>{256, 1}, {256, 17}, {768, 50}, {1024, 8}}) {
         const std::vector<float> x = values_.input(size_t(3 * in), -2.0f, 2.0f);
         const std::vector<float> ours = product(true, 2, {3, in}, x, in, out);
@@ -88,7 +88,7 @@ TEST_P(Q4kVnni, MatchesGgmlsPlainProductForOtherShapes) {
     }
 }
 
-TEST_P(Q4kVnni, ARowGetsTheSameBitsInAnyBatchAndOnAnyThreadCount) {
+TEST_P(Q4kKernels, ARowGetsTheSameBitsInAnyBatchAndOnAnyThreadCount) {
     const int64_t rows = 37, row = 20;
     const std::vector<float> x = values_.input(size_t(rows * kIn), -2.0f, 2.0f);
     const std::vector<float> one(x.begin() + row * kIn, x.begin() + (row + 1) * kIn);
@@ -117,23 +117,23 @@ struct TwoLayers {
     }
 };
 
-TEST_P(Q4kVnni, OnlyWholeBlockQ4kMatricesArePacked) {
+TEST_P(Q4kKernels, OnlyWholeBlockQ4kMatricesArePacked) {
     TwoLayers layers(32, GGML_TYPE_Q8_0);
     const nn::Linear &a = layers.a, &b = layers.b;
-    EXPECT_TRUE(kernels::q4k_vnni_packable(a.weight));
-    EXPECT_FALSE(kernels::q4k_vnni_packable(b.weight));
+    EXPECT_TRUE(kernels::q4k_packable(a.weight));
+    EXPECT_FALSE(kernels::q4k_packable(b.weight));
     GraphRunner g(layers.h.backend());
     ggml_tensor *x = g.input("x", GGML_TYPE_F32, {3, kIn});
-    const ggml_tensor *y = kernels::q4k_vnni_matmul(g.ctx(), a.weight, x);
+    const ggml_tensor *y = kernels::q4k_matmul(g.ctx(), a.weight, x);
     ASSERT_NE(y, nullptr);
-    EXPECT_EQ(kernels::q4k_vnni_matmul_flops(y), 2.0 * 3 * 32 * kIn);
-    EXPECT_EQ(kernels::q4k_vnni_matmul_flops(x), 0.0);
-    EXPECT_EQ(kernels::q4k_vnni_matmul(g.ctx(), b.weight, x), nullptr);
+    EXPECT_EQ(kernels::q4k_matmul_flops(y), 2.0 * 3 * 32 * kIn);
+    EXPECT_EQ(kernels::q4k_matmul_flops(x), 0.0);
+    EXPECT_EQ(kernels::q4k_matmul(g.ctx(), b.weight, x), nullptr);
     ggml_tensor *narrow = g.input("narrow", GGML_TYPE_F32, {3, kIn / 2});
-    EXPECT_THROW(kernels::q4k_vnni_matmul(g.ctx(), a.weight, narrow), Error);
+    EXPECT_THROW(kernels::q4k_matmul(g.ctx(), a.weight, narrow), Error);
 }
 
-TEST_P(Q4kVnni, ProductsOfOneInputShareItsQuantisation) {
+TEST_P(Q4kKernels, ProductsOfOneInputShareItsQuantisation) {
     TwoLayers layers(48, GGML_TYPE_Q4_K);
     const nn::Linear &a = layers.a, &b = layers.b;
     const std::vector<float> x = values_.input(size_t(5 * kIn));
@@ -164,10 +164,14 @@ TEST(Q4kIsas, Avx2AndAvx512VnniGiveTheSameBits) {
 }
 
 TEST(Q4kIsas, OnlyThoseTheCpuRunsCanBeChosen) {
-    for (const kernels::Q4kIsa isa : {kernels::Q4kIsa::avx2, kernels::Q4kIsa::avx512_vnni})
-        if (!runs(isa)) EXPECT_THROW(kernels::q4k_use_isa(isa), Error) << kernels::q4k_isa_name(isa);
-    if (kernels::q4k_vnni_available())
+    for (const kernels::Q4kIsa isa : {kernels::Q4kIsa::avx2, kernels::Q4kIsa::avx512_vnni}) {
+        if (!runs(isa)) {
+            EXPECT_THROW(kernels::q4k_use_isa(isa), Error) << kernels::q4k_isa_name(isa);
+        }
+    }
+    if (kernels::q4k_available()) {
         EXPECT_EQ(kernels::q4k_isa(), kernels::q4k_isas().back()) << "the widest by default";
+    }
 }
 
 } // namespace

@@ -1,8 +1,8 @@
-#include "kernels/q4k_vnni.h"
+#include "kernels/q4k.h"
 
 #include "core/error.h"
 #include "kernels/buffer_registry.h"
-#include "kernels/q4k_vnni_kernels.h"
+#include "kernels/q4k_kernels.h"
 
 #include <algorithm>
 #include <atomic>
@@ -20,10 +20,10 @@ namespace chatterbox::kernels {
 
 namespace {
 
-using q4k_vnni::kBlock;
-using q4k_vnni::kColumns;
-using q4k_vnni::kSubBlocks;
-using q4k_vnni::kTileBytes;
+using q4k::kBlock;
+using q4k::kColumns;
+using q4k::kSubBlocks;
+using q4k::kTileBytes;
 
 // ggml's block_q4_K: f16 d, f16 dmin, 12 bytes of packed 6-bit scales and mins, 128 bytes of quants.
 constexpr size_t kQ4kBlockBytes = 144, kQ4kScales = 4, kQ4kQuants = 16;
@@ -51,16 +51,15 @@ void pack_column(const uint8_t *block, int64_t n, uint8_t *tile) {
         }
     for (int64_t c = 0; c < kBlock / 8; ++c)
         for (int64_t i = 0; i < 4; ++i)
-            tile[q4k_vnni::kQuantsOffset + c * 64 + n * 4 + i] =
-                uint8_t(values[8 * c + i] | values[8 * c + 4 + i] << 4);
+            tile[q4k::kQuantsOffset + c * 64 + n * 4 + i] = uint8_t(values[8 * c + i] | values[8 * c + 4 + i] << 4);
     for (int j = 0; j < kSubBlocks; ++j) {
         uint8_t scale, min;
         scale_and_min(j, block + kQ4kScales, scale, min);
-        tile[q4k_vnni::kScalesOffset + 16 * j + n] = scale;
-        tile[q4k_vnni::kMinsOffset + 32 * (j / 2) + 2 * n + j % 2] = min;
+        tile[q4k::kScalesOffset + 16 * j + n] = scale;
+        tile[q4k::kMinsOffset + 32 * (j / 2) + 2 * n + j % 2] = min;
     }
-    std::memcpy(tile + q4k_vnni::kDOffset + 2 * n, block, 2);
-    std::memcpy(tile + q4k_vnni::kDminOffset + 2 * n, block + 2, 2);
+    std::memcpy(tile + q4k::kDOffset + 2 * n, block, 2);
+    std::memcpy(tile + q4k::kDminOffset + 2 * n, block + 2, 2);
 }
 
 // One weight [k, m] in tiles: group g (columns 16g ..) has its k / 256 tiles in a row; the columns
@@ -90,8 +89,8 @@ Packed pack(const uint8_t *rows, int64_t k, int64_t m) {
 }
 
 #if defined(__x86_64__)
-const q4k_vnni::Kernels &isa_kernels(Q4kIsa isa) {
-    return isa == Q4kIsa::avx512_vnni ? q4k_vnni::avx512_vnni_kernels() : q4k_vnni::avx2_kernels();
+const q4k::Kernels &isa_kernels(Q4kIsa isa) {
+    return isa == Q4kIsa::avx512_vnni ? q4k::avx512_vnni_kernels() : q4k::avx2_kernels();
 }
 
 std::atomic<int> &isa_in_use() {
@@ -99,7 +98,7 @@ std::atomic<int> &isa_in_use() {
     return isa;
 }
 
-const q4k_vnni::Kernels &kernels() { return isa_kernels(Q4kIsa(isa_in_use().load(std::memory_order_relaxed))); }
+const q4k::Kernels &kernels() { return isa_kernels(Q4kIsa(isa_in_use().load(std::memory_order_relaxed))); }
 
 // x (f32 [k, ne1, ne2, ne3], rows contiguous) -> dst (activation rows, one per row of x).
 void quantize_op(ggml_tensor *dst, int ith, int nth, void *) {
@@ -122,11 +121,11 @@ constexpr int64_t kGroupsPerUnit = 2; // the kernels' widest pass
 // their totals in memory.
 void multiply(const Packed &weight, int64_t group_first, int64_t group_end, const uint8_t *activations,
               int64_t row_first, int64_t row_end, float *out) {
-    const q4k_vnni::Kernels &isa = kernels();
-    const int64_t k = weight.k, blocks = k / kBlock, row_bytes = q4k_vnni::activation_row_bytes(k);
-    alignas(64) float totals[kGroupsPerUnit][q4k_vnni::kRowsPerUnit * kColumns];
+    const q4k::Kernels &isa = kernels();
+    const int64_t k = weight.k, blocks = k / kBlock, row_bytes = q4k::activation_row_bytes(k);
+    alignas(64) float totals[kGroupsPerUnit][q4k::kRowsPerUnit * kColumns];
     const int64_t count = row_end - row_first, groups = group_end - group_first;
-    const uint8_t *rows[q4k_vnni::kRowsPerUnit];
+    const uint8_t *rows[q4k::kRowsPerUnit];
     for (int64_t r = 0; r < count; ++r) rows[r] = activations + (row_first + r) * row_bytes;
     for (int64_t g = 0; g < groups; ++g) std::fill_n(totals[g], count * kColumns, 0.0f);
     for (int64_t b = 0; b < blocks; ++b) {
@@ -158,18 +157,18 @@ void multiply_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
     const ggml_tensor *activations = dst->src[0];
     const int64_t rows = activations->ne[1], groups = (weight.m + kColumns - 1) / kColumns;
     const int64_t column_units = (groups + kGroupsPerUnit - 1) / kGroupsPerUnit;
-    const int64_t row_units = (rows + q4k_vnni::kRowsPerUnit - 1) / q4k_vnni::kRowsPerUnit;
+    const int64_t row_units = (rows + q4k::kRowsPerUnit - 1) / q4k::kRowsPerUnit;
     const int64_t units = column_units * row_units;
     for (int64_t u = units * ith / nth; u < units * (ith + 1) / nth; ++u) {
-        const int64_t g = u / row_units * kGroupsPerUnit, first = u % row_units * q4k_vnni::kRowsPerUnit;
+        const int64_t g = u / row_units * kGroupsPerUnit, first = u % row_units * q4k::kRowsPerUnit;
         multiply(weight, g, std::min(groups, g + kGroupsPerUnit), static_cast<const uint8_t *>(activations->data),
-                 first, std::min(rows, first + q4k_vnni::kRowsPerUnit), static_cast<float *>(dst->data));
+                 first, std::min(rows, first + q4k::kRowsPerUnit), static_cast<float *>(dst->data));
     }
 }
 #endif
 
-constexpr const char *kQuantizeNode = "q4k_vnni.quantize";
-constexpr const char *kMultiplyNode = "q4k_vnni.matmul";
+constexpr const char *kQuantizeNode = "q4k.quantize";
+constexpr const char *kMultiplyNode = "q4k.matmul";
 
 #if defined(__x86_64__)
 // x quantised for the products: the node made for an earlier product of the same x in this context
@@ -178,17 +177,17 @@ ggml_tensor *quantized_activations(ggml_context *ctx, ggml_tensor *x) {
     for (ggml_tensor *t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t))
         if (t->op == GGML_OP_CUSTOM && t->src[0] == x && std::strcmp(t->name, kQuantizeNode) == 0) return t;
     const int64_t rows = x->ne[1] * x->ne[2] * x->ne[3];
-    ggml_tensor *quantized = ggml_custom_4d(ctx, GGML_TYPE_I8, q4k_vnni::activation_row_bytes(x->ne[0]), rows, 1, 1, &x,
-                                            1, quantize_op, GGML_N_TASKS_MAX, nullptr);
+    ggml_tensor *quantized = ggml_custom_4d(ctx, GGML_TYPE_I8, q4k::activation_row_bytes(x->ne[0]), rows, 1, 1, &x, 1,
+                                            quantize_op, GGML_N_TASKS_MAX, nullptr);
     return ggml_set_name(quantized, kQuantizeNode);
 }
 #endif
 
 } // namespace
 
-int64_t q4k_vnni::activation_row_bytes(int64_t k) { return k + k / kBlock * (4 + 2 * kSubBlocks); }
+int64_t q4k::activation_row_bytes(int64_t k) { return k + k / kBlock * (4 + 2 * kSubBlocks); }
 
-struct Q4kVnniWeights::State {
+struct Q4kWeights::State {
     std::mutex mutex;
     std::map<const void *, Packed> copies; // by the weight's data
     std::vector<ggml_backend_buffer_t> buffers;
@@ -204,8 +203,8 @@ struct Q4kVnniWeights::State {
 };
 
 namespace {
-BufferRegistry<Q4kVnniWeights::State> &owners() {
-    static BufferRegistry<Q4kVnniWeights::State> registry;
+BufferRegistry<Q4kWeights::State> &owners() {
+    static BufferRegistry<Q4kWeights::State> registry;
     return registry;
 }
 } // namespace
@@ -222,7 +221,7 @@ std::vector<Q4kIsa> q4k_isas() {
     return isas;
 }
 
-bool q4k_vnni_available() {
+bool q4k_available() {
     static const bool available = !q4k_isas().empty();
     return available;
 }
@@ -236,7 +235,7 @@ void q4k_use_isa(Q4kIsa isa) {
 }
 
 Q4kIsa q4k_isa() {
-    if (!q4k_vnni_available()) fail("q4_K kernels: this CPU has neither AVX2 (with FMA and F16C) nor AVX-512 VNNI");
+    if (!q4k_available()) fail("q4_K kernels: this CPU has neither AVX2 (with FMA and F16C) nor AVX-512 VNNI");
     return Q4kIsa(isa_in_use().load());
 }
 #else
@@ -246,20 +245,20 @@ Q4kIsa q4k_isa() { fail("q4_K kernels: not built for this CPU"); }
 
 const char *q4k_isa_name(Q4kIsa isa) { return isa == Q4kIsa::avx512_vnni ? "AVX-512 VNNI" : "AVX2"; }
 
-bool q4k_vnni_packable(const ggml_tensor *weight) {
+bool q4k_packable(const ggml_tensor *weight) {
     return weight->type == GGML_TYPE_Q4_K && ggml_n_dims(weight) <= 2 && weight->ne[0] % kBlock == 0 &&
            ggml_is_contiguous(weight) && ggml_type_size(GGML_TYPE_Q4_K) == kQ4kBlockBytes;
 }
 
-Q4kVnniWeights::Q4kVnniWeights() : state_(std::make_unique<State>()) {}
+Q4kWeights::Q4kWeights() : state_(std::make_unique<State>()) {}
 
-Q4kVnniWeights::~Q4kVnniWeights() {
+Q4kWeights::~Q4kWeights() {
     for (ggml_backend_buffer_t buffer : state_->buffers) owners().remove(buffer, state_.get());
 }
 
-void Q4kVnniWeights::add(const ggml_tensor *weight) {
-    if (!q4k_vnni_packable(weight) || !weight->buffer || !weight->data || !ggml_backend_buffer_is_host(weight->buffer))
-        fail("q4k_vnni: cannot pack ", ggml_get_name(weight), " (", ggml_type_name(weight->type),
+void Q4kWeights::add(const ggml_tensor *weight) {
+    if (!q4k_packable(weight) || !weight->buffer || !weight->data || !ggml_backend_buffer_is_host(weight->buffer))
+        fail("q4_K kernels: cannot pack ", ggml_get_name(weight), " (", ggml_type_name(weight->type),
              "): needs a q4_K matrix in host memory with rows of whole 256-value blocks");
     Packed packed = pack(static_cast<const uint8_t *>(weight->data), weight->ne[0], weight->ne[1]);
     std::lock_guard<std::mutex> lock(state_->mutex);
@@ -271,20 +270,20 @@ void Q4kVnniWeights::add(const ggml_tensor *weight) {
     }
 }
 
-size_t Q4kVnniWeights::bytes() const {
+size_t Q4kWeights::bytes() const {
     std::lock_guard<std::mutex> lock(state_->mutex);
     return state_->bytes;
 }
 
-ggml_tensor *q4k_vnni_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) {
+ggml_tensor *q4k_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) {
 #if defined(__x86_64__)
     const ggml_tensor *stored = weight->view_src ? weight->view_src : weight;
     if (weight->type != GGML_TYPE_Q4_K || !stored->buffer || !weight->data) return nullptr;
-    Q4kVnniWeights::State *owner = owners().find(stored->buffer);
+    Q4kWeights::State *owner = owners().find(stored->buffer);
     const Packed *packed = owner ? owner->find(weight) : nullptr;
     if (!packed) return nullptr;
     if (x->type != GGML_TYPE_F32 || x->ne[0] != weight->ne[0] || x->nb[0] != sizeof(float))
-        fail("q4k_vnni_matmul: needs f32 activations ggml [", weight->ne[0], ", ...] with contiguous rows, got ",
+        fail("q4k_matmul: needs f32 activations ggml [", weight->ne[0], ", ...] with contiguous rows, got ",
              ggml_type_name(x->type), " [", x->ne[0], ", ...]");
     ggml_tensor *args[] = {quantized_activations(ctx, x), weight};
     ggml_tensor *y = ggml_custom_4d(ctx, GGML_TYPE_F32, weight->ne[1], x->ne[1], x->ne[2], x->ne[3], args, 2,
@@ -296,7 +295,7 @@ ggml_tensor *q4k_vnni_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor
 #endif
 }
 
-double q4k_vnni_matmul_flops(const ggml_tensor *node) {
+double q4k_matmul_flops(const ggml_tensor *node) {
     if (node->op != GGML_OP_CUSTOM || std::strcmp(node->name, kMultiplyNode) != 0) return 0;
     return 2.0 * double(node->src[1]->ne[0]) * double(ggml_nelements(node));
 }

@@ -1,12 +1,12 @@
 #pragma once
-// Internal to kernels/q4k_vnni: the packed layouts, and the kernels of each instruction set (each
-// built alone with its flags: q4k_vnni_kernels.cpp for AVX-512 VNNI, q4k_avx2_kernels.cpp for AVX2;
+// Internal to kernels/q4k: the packed layouts, and the kernels of each instruction set (each
+// built alone with its flags: q4k_avx512_kernels.cpp for AVX-512 VNNI, q4k_avx2_kernels.cpp for AVX2;
 // called only on a CPU that has it).
 
 #include <cstddef>
 #include <cstdint>
 
-namespace chatterbox::kernels::q4k_vnni {
+namespace chatterbox::kernels::q4k {
 
 constexpr int64_t kBlock = 256;        // values per q4_K block (QK_K)
 constexpr int64_t kSubBlocks = 8;      // of 32 values, each with its 6-bit scale and min
@@ -24,8 +24,8 @@ constexpr int64_t kQuantsOffset = 0, kScalesOffset = 2048, kMinsOffset = 2176, k
                   kTileBytes = 2368;
 
 // A quantised activation row of k values (k a multiple of 256): k int8, then one f32 scale per block,
-// then the int16 sums of each 32-value sub-block. Defined in the portable q4k_vnni.cpp: an inline
-// function here would also be compiled with AVX-512 in q4k_vnni_kernels.cpp, and the linker may keep
+// then the int16 sums of each 32-value sub-block. Defined in the portable q4k.cpp: an inline
+// function here would also be compiled with AVX-512 in q4k_avx512_kernels.cpp, and the linker may keep
 // that copy for every caller.
 int64_t activation_row_bytes(int64_t k);
 
@@ -46,4 +46,4 @@ struct Kernels {
 const Kernels &avx512_vnni_kernels();
 const Kernels &avx2_kernels();
 
-} // namespace chatterbox::kernels::q4k_vnni
+} // namespace chatterbox::kernels::q4k

@@ -1,14 +1,14 @@
 // Built with AVX-512 F/BW/VL/DQ, VNNI and F16C (CMakeLists.txt); called only where
-// q4k_vnni_available(). Nothing here is shared with other files (no inline function or template of
+// q4k_available(). Nothing here is shared with other files (no inline function or template of
 // a common header is instantiated: hence no std::min or std::fill), so no AVX-512 copy of common
 // code can reach a CPU without it.
-#include "kernels/q4k_vnni_kernels.h"
+#include "kernels/q4k_kernels.h"
 
 #include <immintrin.h>
 
 #include <cstring>
 
-namespace chatterbox::kernels::q4k_vnni {
+namespace chatterbox::kernels::q4k {
 
 namespace {
 
@@ -118,4 +118,4 @@ void quantize_row_avx512(const float *row, int64_t k, uint8_t *o) {
 
 const Kernels &avx512_vnni_kernels() { return kAvx512Vnni; }
 
-} // namespace chatterbox::kernels::q4k_vnni
+} // namespace chatterbox::kernels::q4k
