@@ -85,6 +85,9 @@ typedef struct chatterbox_engine_params {
     /* The vocoder (HiFT) of up to this many concurrent session requests' mels run as one batch (each
      * gets the wave it gets alone, within f32 rounding); 0 (default): each session vocodes alone. */
     int vocoder_batch;
+    /* CPU threads of each of those batches; 0 (default): all cores. (`threads` is each session's: a batch
+     * computes for many sessions at once, and gives threads back while sessions keep cores busy.) */
+    int batch_threads;
 } chatterbox_engine_params;
 
 chatterbox_engine_params chatterbox_engine_default_params(void);

@@ -325,7 +325,9 @@ const char *chatterbox_status_name(chatterbox_status status) {
 
 const char *chatterbox_version(void) { return CHATTERBOX_VERSION; }
 
-chatterbox_engine_params chatterbox_engine_default_params(void) { return {nullptr, nullptr, 0, 0, 0, nullptr, 0, 0}; }
+chatterbox_engine_params chatterbox_engine_default_params(void) {
+    return {nullptr, nullptr, 0, 0, 0, nullptr, 0, 0, 0};
+}
 
 chatterbox_status chatterbox_engine_load(const chatterbox_engine_params *params, chatterbox_engine **engine) {
     if (engine) *engine = nullptr;
@@ -354,6 +356,10 @@ chatterbox_status chatterbox_engine_load(const chatterbox_engine_params *params,
             throw argument_error(
                 chatterbox::concat("vocoder_batch is ", params->vocoder_batch, ", expected 0 (off) or more"));
         options.vocoder_batch = params->vocoder_batch;
+        if (params->batch_threads < 0)
+            throw argument_error(
+                chatterbox::concat("batch_threads is ", params->batch_threads, ", expected 0 (all cores) or more"));
+        options.batch_threads = params->batch_threads;
         if (params->t3_model) options.open.t3_model = params->t3_model;
         auto created = std::make_unique<chatterbox_engine>();
         created->engine = std::make_unique<chatterbox::Engine>(options);

@@ -136,6 +136,10 @@ TEST_F(Sessions, ABatchingEngineGivesTheAudioOfSequentialRuns) {
     for (size_t i = 0; i < kRequests.size(); ++i)
         EXPECT_EQ(batched[i], sequential[i]) << "request " << i << " differs when decoded in the batch";
 
+    ep.batch_threads = -1;
+    EXPECT_EQ(chatterbox_engine_load(&ep, &batching), CHATTERBOX_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(chatterbox_last_error()).find("batch_threads is -1"), std::string::npos)
+        << chatterbox_last_error();
     ep.vocoder_batch = -1;
     EXPECT_EQ(chatterbox_engine_load(&ep, &batching), CHATTERBOX_ERROR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(chatterbox_last_error()).find("vocoder_batch is -1"), std::string::npos)

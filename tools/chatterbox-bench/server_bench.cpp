@@ -124,6 +124,8 @@ nlohmann::json run_server_bench(const BackendOptions &backend, const ServerBench
     engine_options.backend.threads = options.session_threads;
     engine_options.batch = options.batch;
     engine_options.flow_batch = options.batch;
+    engine_options.vocoder_batch = options.batch;
+    engine_options.batch_threads = options.batch_threads;
     const Engine engine(engine_options);
     nlohmann::json rows = nlohmann::json::array();
     for (int clients : options.clients) {

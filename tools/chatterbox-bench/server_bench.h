@@ -19,10 +19,11 @@ struct ServerBenchOptions {
     std::vector<int> clients{1, 4, 16}; // concurrency levels, one run each
     int requests_per_client = 2;        // bounded: each level sends clients x this many
     int sessions = 0;                   // 0: as many as clients
-    int session_threads = 1;            // CPU threads per session (and of the T3 batch)
-    int batch = 0;                      // T3 decode and flow steps batched across up to N requests (0: off), as
-                                        // the server's --batch
-    int max_new_tokens = 50;            // T3 tokens per request (fixes the work with ignore_eos)
+    int session_threads = 1;            // CPU threads per session
+    int batch = 0;           // T3 decode, flow steps and vocoder batched across up to N requests (0: off), as
+                             // the server's --batch
+    int batch_threads = 0;   // CPU threads of each batch (0: all cores), as the server's --batch-threads
+    int max_new_tokens = 50; // T3 tokens per request (fixes the work with ignore_eos)
     bool ignore_eos = true;
     std::string text = "The quick brown fox jumps over the lazy dog.";
 };

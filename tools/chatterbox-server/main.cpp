@@ -94,6 +94,11 @@ int main(int argc, char **argv) {
                    "decode T3, step the flow and vocode for up to N requests in one batch each (continuous "
                    "batching; also the default --sessions)")
         ->check(CLI::NonNegativeNumber);
+    int batch_threads = 0;
+    app.add_option("--batch-threads", batch_threads,
+                   "CPU threads of each batch (T3, flow, vocoder), 0 = all cores; --threads is each session's")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1024));
     int voice_prefixes = 16;
     app.add_option("--voice-prefixes", voice_prefixes,
                    "voices whose T3 conditioning prefix is kept (a request in one prefills only its text), 0 = off")
@@ -156,6 +161,7 @@ int main(int argc, char **argv) {
         engine_options.batch = batch;
         engine_options.flow_batch = batch;
         engine_options.vocoder_batch = batch;
+        engine_options.batch_threads = batch_threads;
         engine_options.voice_prefixes = voice_prefixes;
         // Requests share the batch only if as many run at once.
         if (batch > 0 && app.count("--sessions") == 0) options.sessions = batch;
@@ -178,9 +184,13 @@ int main(int argc, char **argv) {
             if (wyoming) wyoming->stop(); // the drain has let its syntheses finish
             std::fprintf(stderr, "chatterbox-server: stopped (%d request(s) cancelled)\n", cancelled);
         });
+        const std::string batching =
+            batch == 0
+                ? "off"
+                : std::to_string(batch) + (batch_threads > 0 ? " on " + std::to_string(batch_threads) + " thread(s)"
+                                                             : std::string(" on all cores"));
         std::fprintf(stderr, "chatterbox-server: %s; %d session(s), queue %d, T3, flow and vocoder batch %s\n",
-                     engine.description().c_str(), options.sessions, options.queue,
-                     batch > 0 ? std::to_string(batch).c_str() : "off");
+                     engine.description().c_str(), options.sessions, options.queue, batching.c_str());
         if (!no_http)
             std::fprintf(stderr, "chatterbox-server: listening on http://%s:%d%s\n", options.host.c_str(), port,
                          options.api_key.empty() ? "" : " (API key required)");

@@ -56,6 +56,10 @@ Engine::Engine(const EngineOptions &options)
         throw InvalidArgument(concat("flow_batch is ", options.flow_batch, ", expected 0 (off) or more"));
     if (options.vocoder_batch < 0)
         throw InvalidArgument(concat("vocoder_batch is ", options.vocoder_batch, ", expected 0 (off) or more"));
+    if (options.batch_threads < 0)
+        throw InvalidArgument(concat("batch_threads is ", options.batch_threads, ", expected 0 (all cores) or more"));
+    BackendOptions batch_backend = options.backend;
+    batch_backend.threads = options.batch_threads;
     const WeightStore &store = files_.weights();
     if (has(Component::text))
         text_ = std::make_unique<TextFrontEnd>(files_.tokenizer_json(), files_.path() + " tokenizer",
@@ -65,7 +69,7 @@ Engine::Engine(const EngineOptions &options)
         t3::BatchOptions batch;
         batch.max_sequences = options.batch;
         batch.capacity = options.batch_capacity;
-        t3_batch_ = std::make_unique<t3::BatchScheduler>(*t3_, options.backend, batch);
+        t3_batch_ = std::make_unique<t3::BatchScheduler>(*t3_, batch_backend, batch);
     }
     if (options.voice_prefixes > 0) t3_prefixes_ = std::make_unique<t3::PrefixCache>(size_t(options.voice_prefixes));
     if (has(Component::flow))
@@ -73,14 +77,14 @@ Engine::Engine(const EngineOptions &options)
     if (options.flow_batch > 0 && flow_) {
         s3gen::FlowBatchOptions batch;
         batch.max_requests = options.flow_batch;
-        flow_batch_ = std::make_unique<s3gen::FlowBatchScheduler>(*flow_, options.backend, batch);
+        flow_batch_ = std::make_unique<s3gen::FlowBatchScheduler>(*flow_, batch_backend, batch);
     }
     if (has(Component::vocoder))
         vocoder_ = std::make_unique<hift::VocoderModel>(store, *weights_backend_, files_.hparams().hift);
     if (options.vocoder_batch > 0 && vocoder_) {
         hift::VocoderBatchOptions batch;
         batch.max_requests = options.vocoder_batch;
-        vocoder_batch_ = std::make_unique<hift::VocoderBatchScheduler>(*vocoder_, options.backend, batch);
+        vocoder_batch_ = std::make_unique<hift::VocoderBatchScheduler>(*vocoder_, batch_backend, batch);
     }
 }
 

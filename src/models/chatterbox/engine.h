@@ -58,6 +58,10 @@ struct EngineOptions {
     // The vocoder batched across the sessions' requests (hift/vocoder_batch.h): up to this many
     // mels share each HiFT run; 0 (default): each session vocodes alone.
     int vocoder_batch = 0;
+    // CPU threads of each batch's own backend (T3, flow, vocoder); 0 (default): all cores. Not
+    // backend.threads, which is what each session gets: a batch computes for many sessions at once,
+    // and gives threads back while sessions keep CPUs busy (BackendOptions::adapt_threads).
+    int batch_threads = 0;
     // Voices whose T3 conditioning prefix (its keys/values) is kept, so that a request in a kept
     // voice prefills only its text (t3/prefix_cache.h); 0 (default): every prefill computes it.
     int voice_prefixes = 0;
