@@ -104,12 +104,11 @@ const q4k::Kernels &kernels() { return isa_kernels(Q4kIsa(isa_in_use().load(std:
 void quantize_op(ggml_tensor *dst, int ith, int nth, void *) {
     const ggml_tensor *a = dst->src[0];
     const int64_t k = a->ne[0], rows = a->ne[1] * a->ne[2] * a->ne[3], row_bytes = dst->nb[1];
-    const auto quantize_row = kernels().quantize_row;
     for (int64_t t = rows * ith / nth; t < rows * (ith + 1) / nth; ++t) {
         const int64_t i1 = t % a->ne[1], i2 = t / a->ne[1] % a->ne[2], i3 = t / (a->ne[1] * a->ne[2]);
         const auto *row = reinterpret_cast<const float *>(static_cast<const char *>(a->data) + i1 * a->nb[1] +
                                                           i2 * a->nb[2] + i3 * a->nb[3]);
-        quantize_row(row, k, static_cast<uint8_t *>(dst->data) + t * row_bytes);
+        q4k::quantize_row(row, k, static_cast<uint8_t *>(dst->data) + t * row_bytes);
     }
 }
 
@@ -213,8 +212,10 @@ BufferRegistry<Q4kWeights::State> &owners() {
 std::vector<Q4kIsa> q4k_isas() {
     std::vector<Q4kIsa> isas;
 #if defined(__x86_64__)
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-        isas.push_back(Q4kIsa::avx2);
+    // Both sets quantise the activations with AVX2 (q4k::quantize_row).
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c"))
+        return isas;
+    isas.push_back(Q4kIsa::avx2);
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni"))
         isas.push_back(Q4kIsa::avx512_vnni);

@@ -8,6 +8,8 @@
 // `vpmaddwd` scales them by the sub-block's 6-bit scale into 32 bits. Every integer sum is the same
 // as the VNNI kernels', and the f32 steps are the same operations in the same order, so the two give
 // the same bits.
+//
+// The activations' quantisation (quantize_row) is here too, for both sets.
 #include "kernels/q4k_kernels.h"
 
 #include <immintrin.h>
@@ -104,14 +106,13 @@ void pass(const uint8_t *const *tiles, int64_t b, const uint8_t *const *rows, in
 constexpr int64_t kAvx2RowsPerPass = 4;
 
 constexpr Kernels kAvx2 = {
-    quantize_row_avx2,
     kAvx2RowsPerPass,
     {{pass<1, 1>, pass<2, 1>, pass<3, 1>, pass<4, 1>}, {pass<1, 2>, pass<2, 2>, pass<3, 2>, pass<4, 2>}},
 };
 
 } // namespace
 
-void quantize_row_avx2(const float *row, int64_t k, uint8_t *o) {
+void quantize_row(const float *row, int64_t k, uint8_t *o) {
     const int64_t blocks = k / kBlock;
     const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
     for (int64_t b = 0; b < blocks; ++b) {

@@ -81,40 +81,12 @@ void pass(const uint8_t *const *tiles, int64_t b, const uint8_t *const *rows, in
 }
 
 constexpr Kernels kAvx512Vnni = {
-    quantize_row_avx512,
     kMaxRowsPerPass,
     {{pass<1, 1>, pass<2, 1>, pass<3, 1>, pass<4, 1>, pass<5, 1>, pass<6, 1>, pass<7, 1>, pass<8, 1>},
      {pass<1, 2>, pass<2, 2>, pass<3, 2>, pass<4, 2>, pass<5, 2>, pass<6, 2>, pass<7, 2>, pass<8, 2>}},
 };
 
 } // namespace
-
-void quantize_row_avx512(const float *row, int64_t k, uint8_t *o) {
-    const int64_t blocks = k / kBlock;
-    for (int64_t b = 0; b < blocks; ++b) {
-        const float *v = row + b * kBlock;
-        __m512 top = _mm512_setzero_ps();
-        for (int64_t i = 0; i < kBlock; i += 16) top = _mm512_max_ps(top, _mm512_abs_ps(_mm512_loadu_ps(v + i)));
-        const float amax = _mm512_reduce_max_ps(top);
-        // As ggml's q8_K: q = nearest(x · 127 / max|x|) (ties to even), scale 1 / (127 / max|x|).
-        const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
-        const float scale = amax > 0.0f ? 1.0f / inverse : 0.0f;
-        std::memcpy(o + k + b * 4, &scale, sizeof scale);
-        const __m512 multiplier = _mm512_set1_ps(inverse);
-        for (int64_t j = 0; j < kSubBlocks; ++j) {
-            __m512i sum = _mm512_setzero_si512();
-            for (int64_t h = 0; h < 2; ++h) {
-                const int64_t at = b * kBlock + j * 32 + h * 16;
-                __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(row + at), multiplier));
-                q = _mm512_max_epi32(_mm512_min_epi32(q, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
-                _mm_storeu_si128(reinterpret_cast<__m128i *>(o + at), _mm512_cvtepi32_epi8(q));
-                sum = _mm512_add_epi32(sum, q);
-            }
-            const auto sub_sum = static_cast<int16_t>(_mm512_reduce_add_epi32(sum));
-            std::memcpy(o + k + blocks * 4 + (b * kSubBlocks + j) * 2, &sub_sum, sizeof sub_sum);
-        }
-    }
-}
 
 const Kernels &avx512_vnni_kernels() { return kAvx512Vnni; }
 

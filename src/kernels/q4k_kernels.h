@@ -29,9 +29,9 @@ constexpr int64_t kQuantsOffset = 0, kScalesOffset = 2048, kMinsOffset = 2176, k
 // that copy for every caller.
 int64_t activation_row_bytes(int64_t k);
 
-// One row of k f32 values into `out` (activation_row_bytes(k) bytes); the same bytes on either ISA.
-void quantize_row_avx512(const float *x, int64_t k, uint8_t *out);
-void quantize_row_avx2(const float *x, int64_t k, uint8_t *out);
+// One row of k f32 values into `out` (activation_row_bytes(k) bytes), for the kernels of either set:
+// it is built with AVX2 (q4k_avx2_kernels.cpp), which every CPU with the AVX-512 set also has.
+void quantize_row(const float *x, int64_t k, uint8_t *out);
 
 // Block b of G tiles (tiles[g]) times rows[0 .. R) of quantised activations (k values each), added
 // to totals[g] (R rows × 16 columns of f32, 64-byte aligned). The same bits on either ISA.
@@ -39,7 +39,6 @@ using Pass = void (*)(const uint8_t *const *tiles, int64_t b, const uint8_t *con
                       float *const *totals);
 
 struct Kernels {
-    void (*quantize_row)(const float *x, int64_t k, uint8_t *out);
     int64_t rows_per_pass;           // at most kMaxRowsPerPass
     Pass passes[2][kMaxRowsPerPass]; // [G - 1][R - 1]
 };
