@@ -13,6 +13,7 @@
 #include <vector>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <xmmintrin.h> // _mm_prefetch
 #endif
 
@@ -209,12 +210,21 @@ BufferRegistry<Q4kWeights::State> &owners() {
 }
 } // namespace
 
+#if defined(__x86_64__)
+namespace {
+// CPUID's F16C bit (clang's __builtin_cpu_supports has no name for it).
+bool has_f16c() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+} // namespace
+#endif
+
 std::vector<Q4kIsa> q4k_isas() {
     std::vector<Q4kIsa> isas;
 #if defined(__x86_64__)
     // Both sets quantise the activations with AVX2 (q4k::quantize_row).
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c"))
-        return isas;
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !has_f16c()) return isas;
     isas.push_back(Q4kIsa::avx2);
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni"))
