@@ -10,7 +10,7 @@
 #include <limits>
 #include <memory>
 
-#if defined(__F16C__)
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
 #endif
 
@@ -63,12 +63,7 @@ struct Scratch {
 const float *as_f32(const ggml_tensor *t, const char *row, int64_t n, float *to) {
     if (t->type == GGML_TYPE_F32) return reinterpret_cast<const float *>(row);
     const auto *half = reinterpret_cast<const ggml_fp16_t *>(row);
-    int64_t i = 0;
-#if defined(__F16C__)
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(to + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(half + i))));
-#endif
-    for (; i < n; ++i) to[i] = ggml_fp16_to_fp32(half[i]);
+    for (int64_t i = 0; i < n; ++i) to[i] = ggml_fp16_to_fp32(half[i]);
     return to;
 }
 
@@ -76,9 +71,53 @@ float dot(const float *a, const float *b, int64_t n) {
     float lanes[kLanes] = {};
     int64_t i = 0;
     for (; i + kLanes <= n; i += kLanes)
-        for (int64_t l = 0; l < kLanes; ++l) lanes[l] += a[i + l] * b[i + l];
-    for (int64_t l = 0; i + l < n; ++l) lanes[l] += a[i + l] * b[i + l];
+        for (int64_t l = 0; l < kLanes; ++l) lanes[l] = std::fma(a[i + l], b[i + l], lanes[l]);
+    for (int64_t l = 0; i + l < n; ++l) lanes[l] = std::fma(a[i + l], b[i + l], lanes[l]);
     return fold(lanes);
+}
+
+// The query's dot with a cached key; an f16 key is converted in registers (the same 16 lanes and
+// fused steps as dot()), not through `buffer`: the keys stream from memory, and a round trip through
+// L1 per key was most of this kernel's time in a batched T3 step.
+float key_dot(const ggml_tensor *k, const char *key, const float *query, int64_t d, float *buffer) {
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+    if (k->type == GGML_TYPE_F16) {
+        const auto *half = reinterpret_cast<const __m128i *>(key);
+        __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps(); // lanes 0-7, 8-15
+        int64_t i = 0;
+        for (; i + kLanes <= d; i += kLanes, half += 2) {
+            low = _mm256_fmadd_ps(_mm256_loadu_ps(query + i), _mm256_cvtph_ps(_mm_loadu_si128(half)), low);
+            high = _mm256_fmadd_ps(_mm256_loadu_ps(query + i + 8), _mm256_cvtph_ps(_mm_loadu_si128(half + 1)), high);
+        }
+        alignas(32) float lanes[kLanes];
+        _mm256_store_ps(lanes, low);
+        _mm256_store_ps(lanes + 8, high);
+        const auto *rest = reinterpret_cast<const ggml_fp16_t *>(key);
+        for (int64_t l = 0; i + l < d; ++l) lanes[l] = std::fma(query[i + l], ggml_fp16_to_fp32(rest[i + l]), lanes[l]);
+        return fold(lanes);
+    }
+#endif
+    return dot(query, as_f32(k, key, d, buffer), d);
+}
+
+// o += w · value for a cached value row (f16 converted in registers, as key_dot).
+void add_weighted(const ggml_tensor *v, const char *value, float w, int64_t d, float *o, float *buffer) {
+    int64_t i = 0;
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+    if (v->type == GGML_TYPE_F16) {
+        const auto *half = reinterpret_cast<const ggml_fp16_t *>(value);
+        const __m256 weight = _mm256_set1_ps(w);
+        for (; i + 8 <= d; i += 8)
+            _mm256_storeu_ps(
+                o + i,
+                _mm256_fmadd_ps(weight, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(half + i))),
+                                _mm256_loadu_ps(o + i)));
+        for (; i < d; ++i) o[i] = std::fma(w, ggml_fp16_to_fp32(half[i]), o[i]);
+        return;
+    }
+#endif
+    const float *row = as_f32(v, value, d, buffer);
+    for (; i < d; ++i) o[i] = std::fma(w, row[i], o[i]);
 }
 
 float mask_value(const ggml_tensor *mask, const char *row, int64_t j) {
@@ -121,7 +160,7 @@ void attend(ggml_tensor *dst, int64_t b, int64_t h0, int64_t h1, float scale, Sc
                 score = kBlocked;
                 continue;
             }
-            score = dot(query + h * d, as_f32(k, cached(k, j, h0 + h), d, row), d) * scale + bias[j];
+            score = std::fma(key_dot(k, cached(k, j, h0 + h), query + h * d, d, row), scale, bias[j]);
         }
 
     // Softmax weights (unnormalised) and their sums.
@@ -144,9 +183,7 @@ void attend(ggml_tensor *dst, int64_t b, int64_t h0, int64_t h1, float scale, Sc
         for (int64_t h = 0; h < heads; ++h) {
             const float w = scores[h * stride + j];
             if (w == 0.0f) continue;
-            const float *value = as_f32(v, cached(v, j, h0 + h), d, row);
-            float *o = out + h * d;
-            for (int64_t i = 0; i < d; ++i) o[i] += w * value[i];
+            add_weighted(v, cached(v, j, h0 + h), w, d, out + h * d, row);
         }
 
     char *dst_row = static_cast<char *>(dst->data) + b * dst->nb[2];
