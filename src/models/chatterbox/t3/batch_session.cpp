@@ -75,9 +75,19 @@ int BatchSession::join(const Session &prefilled, int positions) {
 void BatchSession::leave(int handle) {
     auto it = std::find_if(sequences_.begin(), sequences_.end(), [&](const Sequence &s) { return s.handle == handle; });
     if (it == sequences_.end()) fail("T3 batch: no sequence ", handle);
+    // Close the gap, so the rows in use stay the first ones: the last sequence moves into it if it has
+    // as many rows (one sequence's cache copied, however many follow), else every later one moves up.
+    const Sequence last = sequences_.back();
+    if (last.handle != handle && last.n_rows == it->n_rows) {
+        copy_rows(*cache_, last.row, *cache_, it->row, last.n_rows, last.length);
+        const int row = it->row;
+        *it = last;
+        it->row = row;
+        sequences_.pop_back();
+        return;
+    }
     int row = it->row;
     it = sequences_.erase(it);
-    // Close the gap: the later sequences move up, so the rows in use stay the first ones.
     for (; it != sequences_.end(); ++it) {
         copy_rows(*cache_, it->row, *cache_, row, it->n_rows, it->length);
         it->row = row;
