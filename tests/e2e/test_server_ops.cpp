@@ -295,13 +295,14 @@ TEST(ServerProcessOps, ADrainThatRunsOutOfTimeCancelsWhatIsLeft) {
 
 } // namespace
 
-// --batch: concurrent requests share the T3, flow and vocoder batches (the metrics count steps that ran
-// both), a client that hangs up mid-batch frees its place at once, and the server keeps serving.
+// --batch, --flow-batch, --vocoder-batch: concurrent requests share the T3, flow and vocoder batches
+// (the metrics count steps that ran both), a client that hangs up mid-batch frees its place at once,
+// and the server keeps serving.
 TEST(ServerProcessOps, ABatchingServerDecodesConcurrentRequestsTogether) {
-    test::ServerProcess process({"--batch", "2"});
+    test::ServerProcess process({"--batch", "2", "--flow-batch", "2", "--vocoder-batch", "2"});
     ASSERT_GT(process.port(), 0);
-    EXPECT_TRUE(test::contains(process.log(), "2 session(s)")) << process.log(); // --sessions follows --batch
-    EXPECT_TRUE(test::contains(process.log(), "T3, flow and vocoder batch 2")) << process.log();
+    EXPECT_TRUE(test::contains(process.log(), "2 session(s)")) << process.log(); // --sessions follows the batches
+    EXPECT_TRUE(test::contains(process.log(), "batches T3 2, flow 2, vocoder 2 on all cores")) << process.log();
     std::vector<std::future<int>> statuses;
     for (int i = 0; i < 2; ++i)
         statuses.push_back(std::async(std::launch::async, [&process] {
@@ -339,4 +340,18 @@ TEST(ServerProcessOps, ABatchingServerDecodesConcurrentRequestsTogether) {
     auto next = post(client, speech("Next, please.", 2, 10));
     ASSERT_TRUE(next);
     EXPECT_EQ(next->status, 200);
+}
+
+// --batch alone batches T3 decode only: on a CPU the flow's and HiFT's batches cost more than they
+// save (bench/README.md), so each takes its own flag.
+TEST(ServerProcessOps, BatchAloneBatchesT3Only) {
+    test::ServerProcess process({"--batch", "3"});
+    ASSERT_GT(process.port(), 0);
+    EXPECT_TRUE(test::contains(process.log(), "3 session(s)")) << process.log();
+    EXPECT_TRUE(test::contains(process.log(), "batches T3 3, flow off, vocoder off on all cores")) << process.log();
+    httplib::Client client = process.client();
+    const std::string metrics = metrics_of(client);
+    EXPECT_EQ(sample(metrics, "chatterbox_t3_batch_size"), 3);
+    EXPECT_EQ(sample(metrics, "chatterbox_flow_batch_size"), 0);
+    EXPECT_EQ(sample(metrics, "chatterbox_vocoder_batch_size"), 0);
 }

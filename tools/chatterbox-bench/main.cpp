@@ -164,10 +164,11 @@ void run_pipeline(Backend &backend, const BackendOptions &backend_options, const
 
 void run_server(const BackendOptions &backend_options, const bench::ServerBenchOptions &options,
                 nlohmann::json &results) {
-    std::printf("server, %d thread(s) per session, T3, flow and vocoder batch %d (%d thread(s), 0: all cores): \"%s\", "
-                "max_new_tokens %d%s, %d streamed pcm request(s) per client\n",
-                options.session_threads, options.batch, options.batch_threads, options.text.c_str(),
-                options.max_new_tokens, options.ignore_eos ? " (EOS ignored)" : "", options.requests_per_client);
+    std::printf("server, %d thread(s) per session, batches T3 %d, flow %d, vocoder %d (%d thread(s), 0: all cores): "
+                "\"%s\", max_new_tokens %d%s, %d streamed pcm request(s) per client\n",
+                options.session_threads, options.batch, options.flow_batch, options.vocoder_batch,
+                options.batch_threads, options.text.c_str(), options.max_new_tokens,
+                options.ignore_eos ? " (EOS ignored)" : "", options.requests_per_client);
     std::printf("%7s %8s %8s %6s %8s %8s %8s %9s %9s %9s %9s %9s %8s\n", "clients", "sessions", "requests", "failed",
                 "wall_s", "cpu_s", "audio_s", "audio/s", "req/s", "ttfb_min", "ttfb_med", "ttfb_max", "peak_MiB");
     const nlohmann::json rows = bench::run_server_bench(backend_options, options);
@@ -375,8 +376,15 @@ int main(int argc, char **argv) {
         ->capture_default_str();
     server
         ->add_option("--batch", server_options.batch,
-                     "T3 decode, flow steps and vocoder batched across up to N requests (0: off), as chatterbox-server "
-                     "--batch")
+                     "T3 decode batched across up to N requests (0: off), as chatterbox-server --batch")
+        ->capture_default_str();
+    server
+        ->add_option("--flow-batch", server_options.flow_batch,
+                     "flow CFM steps batched across up to N requests (0: off), as chatterbox-server --flow-batch")
+        ->capture_default_str();
+    server
+        ->add_option("--vocoder-batch", server_options.vocoder_batch,
+                     "HiFT batched across up to N requests (0: off), as chatterbox-server --vocoder-batch")
         ->capture_default_str();
     server
         ->add_option("--batch-threads", server_options.batch_threads,

@@ -95,6 +95,8 @@ nlohmann::json run_level(const Engine &engine, const ServerBenchOptions &options
     nlohmann::json row{{"clients", clients},
                        {"sessions", server_options.sessions},
                        {"batch", options.batch},
+                       {"flow_batch", options.flow_batch},
+                       {"vocoder_batch", options.vocoder_batch},
                        {"requests", requests},
                        {"failed", all.failed},
                        {"wall_s", wall_s},
@@ -123,8 +125,8 @@ nlohmann::json run_server_bench(const BackendOptions &backend, const ServerBench
     engine_options.backend = backend;
     engine_options.backend.threads = options.session_threads;
     engine_options.batch = options.batch;
-    engine_options.flow_batch = options.batch;
-    engine_options.vocoder_batch = options.batch;
+    engine_options.flow_batch = options.flow_batch;
+    engine_options.vocoder_batch = options.vocoder_batch;
     engine_options.batch_threads = options.batch_threads;
     const Engine engine(engine_options);
     nlohmann::json rows = nlohmann::json::array();

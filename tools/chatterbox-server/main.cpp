@@ -1,7 +1,7 @@
 // chatterbox-server: OpenAI's text-to-speech API (POST /v1/audio/speech) over one loaded model.
 //
 //   chatterbox-server [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--sessions N] [--queue N] [-t N]
-//                     [--batch N] [--voice-prefixes N]
+//                     [--batch N] [--flow-batch N] [--vocoder-batch N] [--batch-threads N] [--voice-prefixes N]
 //                     [--voices DIR] [--max-upload-mb N] [--deadline-seconds S] [--drain-seconds S]
 //                     [--wyoming HOST:PORT [--no-http] [--wyoming-connections N]]
 //
@@ -19,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -89,10 +90,15 @@ int main(int argc, char **argv) {
     app.add_option("--queue", options.queue, "requests waiting for a session before 503")
         ->capture_default_str()
         ->check(CLI::Range(0, 4096));
-    int batch = 0;
+    int batch = 0, flow_batch = 0, vocoder_batch = 0;
     app.add_option("--batch", batch,
-                   "decode T3, step the flow and vocode for up to N requests in one batch each (continuous "
-                   "batching; also the default --sessions)")
+                   "decode T3 for up to N requests in one batch (continuous batching; also the default --sessions)")
+        ->check(CLI::NonNegativeNumber);
+    // Off unless asked: on a CPU the flow's and HiFT's products are wide enough alone, and batching them
+    // costs more than it saves (bench/README.md, "Flow batching", "Vocoder batching").
+    app.add_option("--flow-batch", flow_batch, "step the flow's CFM for up to N requests in one batch")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--vocoder-batch", vocoder_batch, "vocode for up to N requests in one batch")
         ->check(CLI::NonNegativeNumber);
     int batch_threads = 0;
     app.add_option("--batch-threads", batch_threads,
@@ -159,12 +165,13 @@ int main(int argc, char **argv) {
         engine_options.model_path = model_path(model);
         engine_options.backend.threads = options.threads;
         engine_options.batch = batch;
-        engine_options.flow_batch = batch;
-        engine_options.vocoder_batch = batch;
+        engine_options.flow_batch = flow_batch;
+        engine_options.vocoder_batch = vocoder_batch;
         engine_options.batch_threads = batch_threads;
         engine_options.voice_prefixes = voice_prefixes;
         // Requests share the batch only if as many run at once.
-        if (batch > 0 && app.count("--sessions") == 0) options.sessions = batch;
+        const int widest_batch = std::max({batch, flow_batch, vocoder_batch});
+        if (widest_batch > 0 && app.count("--sessions") == 0) options.sessions = widest_batch;
         engine_options.open.t3_model = t3_model;
         const chatterbox::Engine engine(engine_options);
         chatterbox::server::Server server(engine, options);
@@ -184,12 +191,14 @@ int main(int argc, char **argv) {
             if (wyoming) wyoming->stop(); // the drain has let its syntheses finish
             std::fprintf(stderr, "chatterbox-server: stopped (%d request(s) cancelled)\n", cancelled);
         });
+        const auto size = [](int n) { return n == 0 ? std::string("off") : std::to_string(n); };
         const std::string batching =
-            batch == 0
+            widest_batch == 0
                 ? "off"
-                : std::to_string(batch) + (batch_threads > 0 ? " on " + std::to_string(batch_threads) + " thread(s)"
-                                                             : std::string(" on all cores"));
-        std::fprintf(stderr, "chatterbox-server: %s; %d session(s), queue %d, T3, flow and vocoder batch %s\n",
+                : "T3 " + size(batch) + ", flow " + size(flow_batch) + ", vocoder " + size(vocoder_batch) +
+                      (batch_threads > 0 ? " on " + std::to_string(batch_threads) + " thread(s)"
+                                         : std::string(" on all cores"));
+        std::fprintf(stderr, "chatterbox-server: %s; %d session(s), queue %d, batches %s\n",
                      engine.description().c_str(), options.sessions, options.queue, batching.c_str());
         if (!no_http)
             std::fprintf(stderr, "chatterbox-server: listening on http://%s:%d%s\n", options.host.c_str(), port,
