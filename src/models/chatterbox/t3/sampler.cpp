@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <numeric>
 #include <set>
 
 namespace chatterbox::t3 {
@@ -14,10 +13,13 @@ namespace {
 
 constexpr float kRemoved = -INFINITY;
 
-// Indices of logits ordered by value, ascending; ties keep index order so results are reproducible.
-std::vector<size_t> ascending_order(const std::vector<float> &logits) {
-    std::vector<size_t> order(logits.size());
-    std::iota(order.begin(), order.end(), size_t(0));
+// Indices of the logits not removed, ordered by value, ascending; ties keep index order so results
+// are reproducible.
+std::vector<size_t> ascending_order_of_kept(const std::vector<float> &logits) {
+    std::vector<size_t> order;
+    order.reserve(logits.size());
+    for (size_t i = 0; i < logits.size(); ++i)
+        if (logits[i] != kRemoved) order.push_back(i);
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return logits[a] < logits[b]; });
     return order;
 }
@@ -143,7 +145,9 @@ void apply_min_p(std::vector<float> &logits, float min_p) {
 
 void apply_top_p(std::vector<float> &logits, float top_p) {
     const std::vector<float> probs = softmax(logits);
-    const std::vector<size_t> order = ascending_order(logits);
+    // Tokens already removed (by min_p: most of them) have probability 0, so they would sort first
+    // and change nothing; only the others are sorted.
+    const std::vector<size_t> order = ascending_order_of_kept(logits);
     const double limit = 1.0 - double(top_p);
     double cumulative = 0;
     for (size_t k = 0; k + 1 < order.size(); ++k) { // the last (top) token always stays
