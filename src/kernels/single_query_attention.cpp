@@ -77,8 +77,8 @@ float dot(const float *a, const float *b, int64_t n) {
 }
 
 // The query's dot with a cached key; an f16 key is converted in registers (the same 16 lanes and
-// fused steps as dot()), not through `buffer`: the keys stream from memory, and a round trip through
-// L1 per key was most of this kernel's time in a batched T3 step.
+// fused steps as dot()), not through `buffer`: a round trip of each converted row through L1 had
+// cost 10-20 % of this kernel's time (bench/README.md, "Decode attention in registers").
 float key_dot(const ggml_tensor *k, const char *key, const float *query, int64_t d, float *buffer) {
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
     if (k->type == GGML_TYPE_F16) {
