@@ -181,9 +181,10 @@ TEST_F(T3TurboGolden, FastPathTeacherForcedAndGreedy) {
                 std::vector<float>(reference.begin(), reference.begin() + std::ptrdiff_t(compared * vocab)));
     std::printf("  fast path greedy logits (%zu steps) max abs error %.3g\n", compared, d.max_abs);
     EXPECT_LE(d.max_abs, test::kT3FastPathTolerance);
-    if (same < size_t(params.max_new_tokens))
+    if (same < size_t(params.max_new_tokens)) {
         EXPECT_LE(margin[same], 2 * test::kT3FastPathTolerance)
             << "the fast path changed a clear greedy choice at step " << same;
+    }
 }
 
 TEST_F(T3TurboGolden, GuidanceAndMinPAreIgnoredAsTheOfficialGenerateDoes) {
