@@ -120,9 +120,13 @@ std::vector<float> softmax(const std::vector<float> &logits) {
     const float max = *std::max_element(logits.begin(), logits.end());
     std::vector<float> probs(logits.size(), 0.0f);
     if (max == -INFINITY) return probs;
+    // A removed token weighs exp(-inf) = 0, added or not: skipping them leaves the later calls of a
+    // step (after min_p) a few hundred of 8194 exponentials.
     double sum = 0;
-    for (size_t i = 0; i < logits.size(); ++i) sum += std::exp(double(logits[i]) - double(max));
-    for (size_t i = 0; i < logits.size(); ++i) probs[i] = float(std::exp(double(logits[i]) - double(max)) / sum);
+    for (size_t i = 0; i < logits.size(); ++i)
+        if (logits[i] != kRemoved) sum += std::exp(double(logits[i]) - double(max));
+    for (size_t i = 0; i < logits.size(); ++i)
+        if (logits[i] != kRemoved) probs[i] = float(std::exp(double(logits[i]) - double(max)) / sum);
     return probs;
 }
 
