@@ -1,11 +1,13 @@
 #include "support/tiny_t3.h"
 
+#include "support/test_support.h"
+
 namespace chatterbox::test {
 
 TinyT3::TinyT3(const std::string &model_path) {
     EngineOptions options;
     options.model_path = model_path;
-    options.backend.threads = 2;
+    options.backend = test_backend_options(2); // the GPU under CHATTERBOX_TEST_BACKEND=cuda (ctest -L gpu)
     options.components = components(Component::t3, Component::text);
     engine = std::make_unique<Engine>(options);
     backend = std::make_unique<Backend>(options.backend);

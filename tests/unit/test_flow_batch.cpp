@@ -31,7 +31,7 @@ struct TinyFlow {
     explicit TinyFlow(const std::string &model_path) {
         EngineOptions options;
         options.model_path = model_path;
-        options.backend.threads = 2;
+        options.backend = test::test_backend_options(2); // the GPU under CHATTERBOX_TEST_BACKEND=cuda
         options.components = components(Component::flow);
         engine = std::make_unique<Engine>(options);
         backend = std::make_unique<Backend>(options.backend);
@@ -123,7 +123,7 @@ TEST_P(FlowBatch, RequestsJoiningAndLeavingARunningBatchGetTheirMelAlone) {
     TinyFlow &f = flow();
     FlowBatchOptions options;
     options.max_requests = 2;
-    FlowBatchScheduler batch(f.model(), BackendOptions{}, options);
+    FlowBatchScheduler batch(f.model(), test::test_backend_options(0), options);
     std::vector<std::vector<float>> batched(requests_.size());
     std::vector<std::thread> threads;
     const auto submit = [&](size_t i, const CfmStepObserver &observer) {
@@ -157,7 +157,7 @@ TEST_P(FlowBatch, RequestsJoiningAndLeavingARunningBatchGetTheirMelAlone) {
 
 TEST_P(FlowBatch, ACancelledRequestLeavesAtTheNextStepAndTheOthersGoOn) {
     TinyFlow &f = flow();
-    FlowBatchScheduler batch(f.model(), BackendOptions{}, FlowBatchOptions{});
+    FlowBatchScheduler batch(f.model(), test::test_backend_options(0), FlowBatchOptions{});
     CancelFlag cancel;
     std::exception_ptr second_error;
     std::thread second;
@@ -192,7 +192,7 @@ TEST_P(FlowBatch, ACancelledRequestLeavesAtTheNextStepAndTheOthersGoOn) {
 
 TEST_P(FlowBatch, BadRequestsAreRefusedWithoutHarmingTheBatch) {
     TinyFlow &f = flow();
-    FlowBatchScheduler batch(f.model(), BackendOptions{}, FlowBatchOptions{});
+    FlowBatchScheduler batch(f.model(), test::test_backend_options(0), FlowBatchOptions{});
     std::vector<float> short_noise = requests_[0].noise;
     short_noise.pop_back();
     EXPECT_THROW(batch.solve(requests_[0].encoding, requests_[0].prompt_condition, short_noise), Error);
@@ -201,7 +201,7 @@ TEST_P(FlowBatch, BadRequestsAreRefusedWithoutHarmingTheBatch) {
               kTolerance);
     FlowBatchOptions none;
     none.max_requests = 0;
-    EXPECT_THROW(FlowBatchScheduler(f.model(), BackendOptions{}, none), Error);
+    EXPECT_THROW(FlowBatchScheduler(f.model(), test::test_backend_options(0), none), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Flows, FlowBatch, ::testing::Values("english", "turbo"));

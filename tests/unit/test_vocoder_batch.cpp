@@ -30,7 +30,7 @@ struct TinyVocoder {
     TinyVocoder() {
         EngineOptions options;
         options.model_path = test::tiny_model_path();
-        options.backend.threads = 2;
+        options.backend = test::test_backend_options(2); // the GPU under CHATTERBOX_TEST_BACKEND=cuda
         options.components = components(Component::vocoder);
         engine = std::make_unique<Engine>(options);
         backend = std::make_unique<Backend>(options.backend);
@@ -157,7 +157,7 @@ TEST_F(VocoderBatch, OneGraphOverPaddedMelsGivesEachItsF0AndWaveAlone) {
 TEST_F(VocoderBatch, RequestsWaitingTogetherShareARunAndGetTheirWaveAlone) {
     VocoderBatchOptions options;
     options.max_requests = 3;
-    VocoderBatchScheduler batch(tiny().model(), BackendOptions{}, options);
+    VocoderBatchScheduler batch(tiny().model(), test::test_backend_options(0), options);
     const std::vector<size_t> which = {0, 1, 2}; // 149 frames padded to 171: 15 % of padding
     expect_alone(vocode_behind_a_long_one(batch, which), which);
     const BatchCounts counts = batch.counts();
@@ -173,7 +173,7 @@ TEST_F(VocoderBatch, PaddingAndSizeLimitsSplitTheWaitingRequests) {
     VocoderBatchOptions options;
     options.max_requests = 2;   // the third waits for the next run
     options.max_padding = 0.05; // 40 and 57 frames (114 padded for 97) do not share a run
-    VocoderBatchScheduler batch(tiny().model(), BackendOptions{}, options);
+    VocoderBatchScheduler batch(tiny().model(), test::test_backend_options(0), options);
     const std::vector<size_t> which = {0, 1, 2};
     expect_alone(vocode_behind_a_long_one(batch, which), which);
     // 40 runs alone (57 would pad too much; 52 would too: 104 for 92); then 57 with 52 (114 for 109).
@@ -182,7 +182,7 @@ TEST_F(VocoderBatch, PaddingAndSizeLimitsSplitTheWaitingRequests) {
 }
 
 TEST_F(VocoderBatch, ACancelledWaitingRequestLeavesAndTheOthersGoOn) {
-    VocoderBatchScheduler batch(tiny().model(), BackendOptions{}, VocoderBatchOptions{});
+    VocoderBatchScheduler batch(tiny().model(), test::test_backend_options(0), VocoderBatchOptions{});
     CancelFlag cancel;
     cancel.request();
     EXPECT_THROW(batch.vocode(requests_[0].mel, requests_[0].noise, &cancel), Cancelled);
@@ -192,7 +192,7 @@ TEST_F(VocoderBatch, ACancelledWaitingRequestLeavesAndTheOthersGoOn) {
 }
 
 TEST_F(VocoderBatch, BadRequestsAreRefusedWithoutHarmingTheBatch) {
-    VocoderBatchScheduler batch(tiny().model(), BackendOptions{}, VocoderBatchOptions{});
+    VocoderBatchScheduler batch(tiny().model(), test::test_backend_options(0), VocoderBatchOptions{});
     SourceNoise short_noise = requests_[0].noise;
     short_noise.noise.pop_back();
     EXPECT_THROW(batch.vocode(requests_[0].mel, short_noise), Error);
@@ -207,15 +207,15 @@ TEST_F(VocoderBatch, BadRequestsAreRefusedWithoutHarmingTheBatch) {
 
     VocoderBatchOptions bad;
     bad.max_requests = 0;
-    EXPECT_THROW(VocoderBatchScheduler(tiny().model(), BackendOptions{}, bad), Error);
+    EXPECT_THROW(VocoderBatchScheduler(tiny().model(), test::test_backend_options(0), bad), Error);
     bad = {};
     bad.max_padding = -1;
-    EXPECT_THROW(VocoderBatchScheduler(tiny().model(), BackendOptions{}, bad), Error);
+    EXPECT_THROW(VocoderBatchScheduler(tiny().model(), test::test_backend_options(0), bad), Error);
 }
 
 // A session's Vocoder in a batch: synthesize gives its wave alone, trim_fade and taps included.
 TEST_F(VocoderBatch, AVocoderInABatchSynthesizesAsAlone) {
-    VocoderBatchScheduler batch(tiny().model(), BackendOptions{}, VocoderBatchOptions{});
+    VocoderBatchScheduler batch(tiny().model(), test::test_backend_options(0), VocoderBatchOptions{});
     Vocoder alone(tiny().model(), *tiny().backend), batched(tiny().model(), *tiny().backend);
     batched.use_batch(&batch);
     const std::vector<float> want = alone.synthesize(requests_[2].mel, nullptr, 7);
