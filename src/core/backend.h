@@ -10,7 +10,6 @@
 
 #include "ggml-backend.h"
 
-#include <atomic>
 #include <string>
 
 namespace chatterbox {
@@ -68,10 +67,6 @@ class Backend {
 
     // Called before each graph computation: sets the CPU threads for it (see adapt_threads).
     void prepare_compute();
-    // CPUs that other work of this process takes from now on (change > 0) or gives back (< 0), and
-    // that this backend's computes leave to it whatever adapt_threads says (a batch's newcomers
-    // prefilling beside it); at least one thread remains. Read at each prepare_compute; any thread.
-    void reserve_cpus(int change) { reserved_cpus_ += change; }
     int threads_last_compute() const { return threads_last_compute_; }
 
     // Graphs computed on this backend stop between two nodes once `flag` is requested (CPU; other
@@ -96,7 +91,6 @@ class Backend {
     bool adapt_threads_ = true;
     MatmulRoute matmul_route_ = MatmulRoute::ggml;
     CpuContention contention_;
-    std::atomic<int> reserved_cpus_{0};
     int threads_last_compute_ = 0;
 };
 

@@ -4,8 +4,8 @@
 // descheduled and the other waits a whole scheduler slice at each barrier, so two threads run many
 // times slower than one. Before each graph the backend asks for a thread count: the configured one,
 // less one for each CPU that other processes' runnable threads occupy, and one for each other thread
-// of this process that kept a CPU busy of late (a newcomer's prefill beside a batch, another
-// session). The latter are judged by the CPU time they used, not by their state at the moment: a
+// of this process that kept a CPU busy of late (another session, the flow or vocoder batch beside the
+// T3 batch). The latter are judged by the CPU time they used, not by their state at the moment: a
 // batch wakes its requests' threads just before its next step, and they are runnable then for a
 // few microseconds of work.
 //

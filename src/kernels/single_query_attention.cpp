@@ -125,17 +125,18 @@ float mask_value(const ggml_tensor *mask, const char *row, int64_t j) {
     return reinterpret_cast<const float *>(row)[j];
 }
 
-// Heads [h0, h1) of sequence b.
-void attend(ggml_tensor *dst, int64_t b, int64_t h0, int64_t h1, float scale, Scratch &s) {
+// Heads [h0, h1) of query iq of sequence b.
+void attend(ggml_tensor *dst, int64_t b, int64_t iq, int64_t h0, int64_t h1, float scale, Scratch &s) {
     const ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
     const int64_t d = q->ne[0], n_kv = k->ne[2], group = q->ne[1] / k->ne[1], heads = h1 - h0;
     constexpr float kBlocked = -std::numeric_limits<float>::infinity();
 
-    // The positions this sequence sees: [0, visible), some of them possibly masked.
+    // The positions this query sees: [0, visible), some of them possibly masked.
     float *bias = s.mask.get(n_kv);
     int64_t visible = 0;
     const char *mask_row =
-        mask ? static_cast<const char *>(mask->data) + (mask->ne[3] == 1 ? 0 : b * mask->nb[3]) : nullptr;
+        mask ? static_cast<const char *>(mask->data) + iq * mask->nb[1] + (mask->ne[3] == 1 ? 0 : b * mask->nb[3])
+             : nullptr;
     for (int64_t j = 0; j < n_kv; ++j) {
         bias[j] = mask_row ? mask_value(mask, mask_row, j) : 0.0f;
         if (bias[j] != kBlocked) visible = j + 1;
@@ -144,7 +145,8 @@ void attend(ggml_tensor *dst, int64_t b, int64_t h0, int64_t h1, float scale, Sc
 
     float *query = s.query.get(heads * d);
     for (int64_t h = 0; h < heads; ++h)
-        std::memcpy(query + h * d, static_cast<const char *>(q->data) + (h0 + h) * q->nb[1] + b * q->nb[3],
+        std::memcpy(query + h * d,
+                    static_cast<const char *>(q->data) + (h0 + h) * q->nb[1] + iq * q->nb[2] + b * q->nb[3],
                     size_t(d) * sizeof(float));
     auto cached = [&](const ggml_tensor *t, int64_t j, int64_t h) {
         return static_cast<const char *>(t->data) + (h / group) * t->nb[1] + j * t->nb[2] + b * t->nb[3];
@@ -186,7 +188,7 @@ void attend(ggml_tensor *dst, int64_t b, int64_t h0, int64_t h1, float scale, Sc
             add_weighted(v, cached(v, j, h0 + h), w, d, out + h * d, row);
         }
 
-    char *dst_row = static_cast<char *>(dst->data) + b * dst->nb[2];
+    char *dst_row = static_cast<char *>(dst->data) + iq * dst->nb[1] + b * dst->nb[2];
     for (int64_t h = 0; h < heads; ++h) {
         float *o = reinterpret_cast<float *>(dst_row) + (h0 + h) * d;
         const float inverse = sums[h] > 0.0f ? 1.0f / sums[h] : 0.0f; // nothing visible: zeros, not NaN
@@ -198,16 +200,16 @@ void single_query_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
     float scale;
     const auto bits = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(userdata));
     std::memcpy(&scale, &bits, sizeof scale);
-    const int64_t n_heads = dst->src[0]->ne[1], batch = dst->src[0]->ne[3];
-    // Whole sequences per thread where there are enough; otherwise their heads split in halves,
+    const int64_t n_heads = dst->src[0]->ne[1], queries = dst->src[0]->ne[2] * dst->src[0]->ne[3];
+    // Whole queries per thread where there are enough; otherwise their heads split in halves,
     // quarters ... (which heads share a thread does not change any head's result).
     int64_t parts = 1;
-    while (batch * parts < nth && n_heads % (parts * 2) == 0) parts *= 2;
+    while (queries * parts < nth && n_heads % (parts * 2) == 0) parts *= 2;
     const int64_t per_part = n_heads / parts;
     thread_local Scratch scratch;
-    for (int64_t item = ith; item < batch * parts; item += nth) {
-        const int64_t b = item / parts, h0 = item % parts * per_part;
-        attend(dst, b, h0, h0 + per_part, scale, scratch);
+    for (int64_t item = ith; item < queries * parts; item += nth) {
+        const int64_t query = item / parts, h0 = item % parts * per_part;
+        attend(dst, query / dst->src[0]->ne[2], query % dst->src[0]->ne[2], h0, h0 + per_part, scale, scratch);
     }
 }
 
@@ -215,23 +217,23 @@ void single_query_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
 
 ggml_tensor *single_query_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v,
                                     ggml_tensor *mask, float scale) {
-    const int64_t d = q->ne[0], n_heads = q->ne[1], batch = q->ne[3], n_kv = k->ne[2];
+    const int64_t d = q->ne[0], n_heads = q->ne[1], n_q = q->ne[2], batch = q->ne[3], n_kv = k->ne[2];
     const bool cached_type = (k->type == GGML_TYPE_F32 || k->type == GGML_TYPE_F16) && v->type == k->type;
-    if (q->type != GGML_TYPE_F32 || q->ne[2] != 1 || q->nb[0] != sizeof(float) || !cached_type ||
-        k->nb[0] != ggml_type_size(k->type) || v->nb[0] != ggml_type_size(v->type) || k->ne[0] != d || v->ne[0] != d ||
-        v->ne[1] != k->ne[1] || n_heads % k->ne[1] != 0 || v->ne[2] != n_kv || k->ne[3] != batch || v->ne[3] != batch ||
-        n_heads > 256)
-        fail("single-query attention: expected q f32 [D, H, 1, B] and k, v f32 or f16 [D, H_kv, n_kv, B] with "
+    if (q->type != GGML_TYPE_F32 || q->nb[0] != sizeof(float) || !cached_type || k->nb[0] != ggml_type_size(k->type) ||
+        v->nb[0] != ggml_type_size(v->type) || k->ne[0] != d || v->ne[0] != d || v->ne[1] != k->ne[1] ||
+        n_heads % k->ne[1] != 0 || v->ne[2] != n_kv || k->ne[3] != batch || v->ne[3] != batch || n_heads > 256)
+        fail("single-query attention: expected q f32 [D, H, n_q, B] and k, v f32 or f16 [D, H_kv, n_kv, B] with "
              "contiguous rows, H a multiple of H_kv and at most 256 heads");
     if (mask &&
-        ((mask->type != GGML_TYPE_F32 && mask->type != GGML_TYPE_F16) || mask->ne[0] != n_kv || mask->ne[1] != 1 ||
+        ((mask->type != GGML_TYPE_F32 && mask->type != GGML_TYPE_F16) || mask->ne[0] != n_kv || mask->ne[1] != n_q ||
          mask->ne[2] != 1 || (mask->ne[3] != 1 && mask->ne[3] != batch) || !ggml_is_contiguous_rows(mask)))
-        fail("single-query attention: the mask must be f32 or f16 [n_kv = ", n_kv, ", 1, 1, 1 or B]");
+        fail("single-query attention: the mask must be f32 or f16 [n_kv = ", n_kv, ", n_q = ", n_q, ", 1, 1 or B]");
     uint32_t bits;
     std::memcpy(&bits, &scale, sizeof bits);
     ggml_tensor *args[] = {q, k, v, mask};
-    ggml_tensor *out = ggml_custom_4d(ctx, GGML_TYPE_F32, d * n_heads, 1, batch, 1, args, mask ? 4 : 3, single_query_op,
-                                      GGML_N_TASKS_MAX, reinterpret_cast<void *>(static_cast<uintptr_t>(bits)));
+    ggml_tensor *out =
+        ggml_custom_4d(ctx, GGML_TYPE_F32, d * n_heads, n_q, batch, 1, args, mask ? 4 : 3, single_query_op,
+                       GGML_N_TASKS_MAX, reinterpret_cast<void *>(static_cast<uintptr_t>(bits)));
     return ggml_set_name(out, kNode);
 }
 

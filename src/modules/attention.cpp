@@ -93,9 +93,7 @@ ggml_tensor *attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_t
         return kernels::blocked_attention(ctx, q, k, v, scale);
     }
     if (options.path == AttentionPath::single_query) {
-        if (options.causal || q->ne[2] != 1)
-            fail("attention: the single_query path takes one query per sequence and no causal flag (got ", q->ne[2],
-                 " queries)");
+        if (options.causal) fail("attention: the single_query path takes its causality from the mask");
         return kernels::single_query_attention(ctx, q, k, v, options.mask, scale);
     }
     return plain_attention(ctx, q, k, v, options.mask, options.causal, scale);

@@ -34,9 +34,10 @@ enum class AttentionPath {
     // on AVX2 (bench/README.md). f32 q/k/v, no mask, not causal (the flow estimator's attention);
     // needs a build with oneDNN.
     blocked,
-    // One query per sequence (a decode step over a KV cache): kernels::single_query_attention, a
-    // CPU custom op that streams each sequence's keys and values once, in f32, and gives a sequence
-    // the same result in any batch. CPU backend only; f16/f32 K/V, an f16/f32 mask, not causal.
+    // Each query on its own over a KV cache (a decode step's one per sequence, or a prefill's):
+    // kernels::single_query_attention, a CPU custom op that streams a query's keys and values once,
+    // in f32, and gives a query the same result in any batch or prefill part. CPU backend only;
+    // f16/f32 K/V, an f16/f32 mask (causality goes in it), not the causal flag.
     single_query,
 };
 

@@ -75,12 +75,12 @@ class MultiInputRun {
 };
 
 // The paths that take this case: blocked attention takes unmasked, non-causal f32 attention;
-// single_query one query per sequence, not causal.
+// single_query any queries, not causal (its causality goes in the mask).
 std::vector<nn::AttentionPath> paths_for(const AttnCase &c) {
     std::vector<nn::AttentionPath> paths{nn::AttentionPath::plain, nn::AttentionPath::flash};
     if (c.mask == AttnCase::none && !c.causal && kernels::onednn_available())
         paths.push_back(nn::AttentionPath::blocked);
-    if (c.n_q == 1 && !c.causal) paths.push_back(nn::AttentionPath::single_query);
+    if (!c.causal) paths.push_back(nn::AttentionPath::single_query);
     return paths;
 }
 
@@ -199,6 +199,65 @@ TEST(NnAttention, SingleQueryIsTheSameInAnyBatch) {
     EXPECT_EQ(run(2, 64, 1), alone) << "beside one, one thread";
 }
 
+// What a T3 prefill in parts relies on: each of several queries per sequence (causal mask rows over
+// an f16 cache, two sequences sharing the mask) gets the same bits computed with all the others,
+// with some of them over a shorter attended length, or on another thread count.
+TEST(NnAttention, SingleQueryGivesEachOfSeveralQueriesItsOwnBits) {
+    const int64_t heads = 4, head_dim = 64, width = heads * head_dim, capacity = 64, batch = 2, n_q = 9, first = 30;
+    NnHarness values;
+    const auto q_all = values.input(size_t(batch * n_q * width), -2.0f, 2.0f);
+    const auto k_values = values.input(size_t(batch * capacity * width), -2.0f, 2.0f);
+    const auto v_values = values.input(k_values.size());
+    std::vector<ggml_fp16_t> k_cache(k_values.size()), v_cache(v_values.size());
+    for (size_t i = 0; i < k_values.size(); ++i) {
+        k_cache[i] = ggml_fp32_to_fp16(k_values[i]);
+        v_cache[i] = ggml_fp32_to_fp16(v_values[i]);
+    }
+    // Queries [q0, q1) of both sequences over n_kv positions; query i sees [0, first + i].
+    auto run = [&](int64_t q0, int64_t q1, int64_t n_kv, int threads) {
+        Backend backend(BackendOptions{"cpu", threads});
+        GraphRunner g(backend);
+        const int64_t n = q1 - q0;
+        ggml_tensor *q = g.input("q", GGML_TYPE_F32, {batch, n, heads, head_dim});
+        ggml_tensor *k = g.input("k_cache", GGML_TYPE_F16, {batch, capacity, width});
+        ggml_tensor *v = g.input("v_cache", GGML_TYPE_F16, {batch, capacity, width});
+        ggml_tensor *mask = g.input("mask", GGML_TYPE_F16, {n, n_kv});
+        auto attended = [&](ggml_tensor *cache) {
+            return ggml_view_4d(g.ctx(), cache, head_dim, heads, n_kv, batch, ggml_row_size(GGML_TYPE_F16, head_dim),
+                                cache->nb[1], cache->nb[2], 0);
+        };
+        nn::AttentionOptions o;
+        o.mask = mask;
+        o.path = nn::AttentionPath::single_query;
+        ggml_tensor *out = nn::attention(g.ctx(), q, attended(k), attended(v), o);
+        g.build({out});
+        std::vector<float> queries;
+        for (int64_t b = 0; b < batch; ++b)
+            queries.insert(queries.end(), q_all.begin() + (b * n_q + q0) * width,
+                           q_all.begin() + (b * n_q + q1) * width);
+        std::vector<ggml_fp16_t> m(size_t(n * n_kv));
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t j = 0; j < n_kv; ++j)
+                m[size_t(i * n_kv + j)] = ggml_fp32_to_fp16(j <= first + q0 + i ? 0.0f : -INFINITY);
+        g.set_input(q, queries);
+        g.set_input(k, k_cache.data(), k_cache.size() * sizeof(ggml_fp16_t));
+        g.set_input(v, v_cache.data(), v_cache.size() * sizeof(ggml_fp16_t));
+        g.set_input(mask, m.data(), m.size() * sizeof(ggml_fp16_t));
+        g.compute();
+        return g.read_f32(out); // [width, n, batch]
+    };
+    const std::vector<float> whole = run(0, n_q, capacity, 2);
+    const std::vector<float> head = run(0, 4, capacity, 1), tail = run(4, n_q, 48, 2);
+    for (int64_t b = 0; b < batch; ++b) {
+        const auto rows = [&](const std::vector<float> &out, int64_t n, int64_t from, int64_t count) {
+            const auto begin = out.begin() + (b * n + from) * width;
+            return std::vector<float>(begin, begin + count * width);
+        };
+        EXPECT_EQ(rows(head, 4, 0, 4), rows(whole, n_q, 0, 4)) << "sequence " << b << ", queries 0-3 on one thread";
+        EXPECT_EQ(rows(tail, 5, 0, 5), rows(whole, n_q, 4, 5)) << "sequence " << b << ", queries 4-8 over 48 positions";
+    }
+}
+
 // Long enough for several query blocks of the blocked path (64 queries each, a partial last one),
 // with key counts that are not a multiple of its 8-wide exponentiation, on one and two threads.
 TEST(NnAttention, BlockedPathOverSeveralQueryBlocks) {
@@ -223,7 +282,6 @@ TEST(NnAttention, BlockedAndSingleQueryPathsRejectWhatTheyDoNotCompute) {
     EXPECT_THROW(nn::attention(g.ctx(), q, k, k, o), Error) << "blocked, masked";
     o.path = nn::AttentionPath::single_query;
     o.mask = nullptr;
-    EXPECT_THROW(nn::attention(g.ctx(), q, k, k, o), Error) << "single query, four queries";
     o.causal = true;
     EXPECT_THROW(nn::attention(g.ctx(), g.input("one", GGML_TYPE_F32, {1, 1, 2, 8}), k, k, o), Error)
         << "single query, causal";

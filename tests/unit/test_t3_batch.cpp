@@ -3,8 +3,9 @@
 // (Llama with CFG rows, GPT-2 without): sequences of different lengths that join and leave
 // mid-batch get, step for step, the logits they get alone; the scheduler gives every request the
 // tokens it gives alone (sampling with its own seed, guidance or not, different lengths, from many
-// threads); a request whose hook stops it ends as alone and frees its rows at once, and one whose
-// hook throws leaves the batch before the exception reaches the caller.
+// threads); a newcomer prefills in parts between the others' steps, and one cancelled while it
+// prefills leaves; a request whose hook stops it ends as alone and frees its rows at once, and one
+// whose hook throws leaves the batch before the exception reaches the caller.
 
 #include "core/backend.h"
 #include "models/chatterbox/engine.h"
@@ -259,6 +260,60 @@ TEST_P(T3Batch, AHookThatThrowsLeavesTheBatchBeforeTheCallRethrows) {
     EXPECT_EQ(scheduler.counts().active, 0);
     const GenerationResult after = scheduler.generate(session, m.cond, m.text(12), sampling({12, 9, 20, 0.5f}));
     EXPECT_EQ(after.tokens.size(), size_t(20));
+}
+
+// A newcomer prefills in parts of a full step's rows, one part between two of the others' steps,
+// and takes the tokens it takes alone; one cancelled while it prefills leaves, and the others go on.
+TEST_P(T3Batch, ANewcomerPrefillsInPartsBetweenTheOthersSteps) {
+    TinyT3 &m = t3();
+    const RequestSpec newcomer{18, 11, 30, 0.5f};
+    const int n_rows = m.hp().variant == Variant::turbo ? 1 : 2;
+    const std::vector<int32_t> newcomer_text = m.text(newcomer.text_ids);
+    Session alone_session(m.model(), *m.backend);
+    const GenerationResult alone = generate(alone_session, m.cond, newcomer_text, sampling(newcomer));
+
+    BatchOptions options;
+    options.max_sequences = 2;
+    BatchScheduler scheduler(m.model(), m.engine->options().backend, options);
+    const int part = 2 * options.max_sequences / n_rows;
+    const int parts = (prefill_length(m.hp(), m.cond, newcomer_text) + part - 1) / part;
+    // The running request: long enough to decode through the newcomer's whole prefill, whatever the
+    // delay of its hook (which starts the newcomer), as each round runs one part and one step.
+    const int running_steps = 400 + parts;
+    GenerationHooks running_hooks;
+    for (int i = 0; i < running_steps; ++i) running_hooks.forced_tokens.push_back(token_of(1, i, m.hp()));
+    running_hooks.step_logits = false;
+    std::promise<void> running_started;
+    running_hooks.on_step = [&](const StepRecord &step) {
+        if (step.step == 1) running_started.set_value();
+        return true;
+    };
+    SamplingParams running_params = sampling({10, 1, running_steps, 0.5f});
+    std::future<GenerationResult> running = std::async(std::launch::async, [&] {
+        Backend backend(m.engine->options().backend);
+        Session s(m.model(), backend);
+        return scheduler.generate(s, m.cond, m.text(10), running_params, running_hooks);
+    });
+    running_started.get_future().wait();
+    EXPECT_EQ(scheduler.prefill_parts(), 1u) << "alone in the batch, the running request prefilled at once";
+
+    CancelFlag cancel;
+    cancel.request();
+    Session cancelled(m.model(), *m.backend);
+    EXPECT_THROW(scheduler.generate(cancelled, m.cond, newcomer_text, sampling(newcomer), {}, nullptr, &cancel),
+                 Cancelled);
+    EXPECT_EQ(scheduler.counts().waiting, 0);
+    const uint64_t before = scheduler.prefill_parts();
+
+    Backend backend(m.engine->options().backend);
+    Session session(m.model(), backend);
+    const GenerationResult joined = scheduler.generate(session, m.cond, newcomer_text, sampling(newcomer));
+    EXPECT_EQ(joined.tokens, alone.tokens);
+    EXPECT_EQ(scheduler.prefill_parts() - before, uint64_t(parts)) << "parts of " << part << " positions";
+    EXPECT_EQ(running.get().tokens.size(), size_t(running_steps)) << "the running request went on to its end";
+    const BatchCounts stats = scheduler.counts();
+    EXPECT_EQ(stats.steps, uint64_t(running_steps - 1)) << "a step for every token after the prefill's";
+    EXPECT_EQ(stats.active, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backbones, T3Batch, ::testing::Values("llama", "gpt2"));

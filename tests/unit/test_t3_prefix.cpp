@@ -1,10 +1,13 @@
 // needs: tiny-model tiny-turbo-model
-// Voice prefix reuse (t3/prefix_cache.h, Session::prefill with a KvPrefix), on the tiny Llama (CFG
-// rows) and GPT-2 (Turbo's long prompt prefix) models: a prefill that takes the conditioning's
-// keys/values from a prefix gives the logits of the whole prefill, then decoding goes on as from it
-// (bit for bit on the exact path) and sampled generation takes the same tokens; the cache computes a voice once, tells
-// voices and KV types apart and drops the least recently used; a prefix is refused while heads are watched or when it
-// leaves nothing to compute.
+// Prefills that do not compute every position at once, on the tiny Llama (CFG rows) and GPT-2
+// (Turbo's long prompt prefix) models. Voice prefix reuse (t3/prefix_cache.h, Session::prefill with a
+// KvPrefix): a prefill that takes the conditioning's keys/values from a prefix gives the logits of the
+// whole prefill, then decoding goes on as from it (bit for bit, both attention paths) and sampled generation
+// takes the same tokens; the cache computes a voice once, tells voices and KV types apart and drops the
+// least recently used; a prefix is refused while heads are watched or when it leaves nothing to compute.
+// A prefill in parts (Session::begin_prefill / prefill_part, as the T3 batch interleaves a newcomer's
+// with its steps), with or without a prefix, gives the whole prefill's logits and decoding, and is
+// refused where it cannot serve.
 
 #include "core/backend.h"
 #include "models/chatterbox/engine.h"
@@ -47,10 +50,6 @@ float max_difference(const std::vector<float> &a, const std::vector<float> &b) {
     return worst;
 }
 
-// The exact path (plain attention, f32 cache) gives the whole prefill's logits bit for bit; flash
-// attention with an f16 cache rounds apart with the number of queries it takes at once (measured 3.4e-4).
-float tolerance(nn::AttentionPath attention) { return attention == nn::AttentionPath::plain ? 0.0f : 1e-3f; }
-
 RuntimeOptions exact_runtime() {
     RuntimeOptions runtime;
     runtime.attention = nn::AttentionPath::plain;
@@ -58,31 +57,105 @@ RuntimeOptions exact_runtime() {
     return runtime;
 }
 
+// The prefill of 20 text ids in the built-in voice, with the model's rows (CFG pair or one).
+struct Prefill {
+    int n_rows, length;
+    std::vector<float> embeds;
+    explicit Prefill(const TinyT3 &m) : n_rows(m.hp().variant == Variant::turbo ? 1 : 2) {
+        const std::vector<int32_t> ids = m.text(20);
+        length = prefill_length(m.hp(), m.cond, ids);
+        embeds = prefill_embeddings(m.model(), m.cond, ids, n_rows);
+    }
+};
+
+std::vector<float> token_embedding(const TinyT3 &m, int step) {
+    return speech_token_embedding(m.model(), (step * 97) % 6000, step + 1);
+}
+
+// The exact path (plain attention, f32 cache) and the default one (flash attention, f16 cache). Both
+// give the whole prefill's logits bit for bit: flash pads a prefill's queries to ggml's query tile
+// on the CPU (t3/session.cpp).
+const std::vector<RuntimeOptions> kBothPaths{exact_runtime(), RuntimeOptions{}};
+
+KvPrefix voice_prefix(const TinyT3 &m, const RuntimeOptions &runtime) {
+    Session voice(m.model(), *m.backend, runtime);
+    voice.prefill(m.cond.values, 1, m.cond.length, 0);
+    return voice.export_prefix(m.cond.length);
+}
+
 TEST_P(T3Prefix, APrefilledPrefixGivesTheLogitsOfTheWholePrefill) {
     TinyT3 &m = t3();
-    const int n_rows = m.hp().variant == Variant::turbo ? 1 : 2;
-    const std::vector<int32_t> ids = m.text(20);
-    const int length = prefill_length(m.hp(), m.cond, ids);
-    const std::vector<float> embeds = prefill_embeddings(m.model(), m.cond, ids, n_rows);
-    for (const auto &[attention, kv_type] :
-         {std::pair{nn::AttentionPath::plain, GGML_TYPE_F32}, std::pair{nn::AttentionPath::flash, GGML_TYPE_F16}}) {
-        RuntimeOptions runtime;
-        runtime.attention = attention;
-        runtime.kv_type = kv_type;
+    const Prefill p(m);
+    for (const RuntimeOptions &runtime : kBothPaths) {
+        SCOPED_TRACE(attention_path_name(runtime.attention));
         Session whole(m.model(), *m.backend, runtime), prefixed(m.model(), *m.backend, runtime);
-        Session voice(m.model(), *m.backend, runtime);
-        voice.prefill(m.cond.values, 1, m.cond.length, 0);
-        const KvPrefix prefix = voice.export_prefix(m.cond.length);
+        const KvPrefix prefix = voice_prefix(m, runtime);
         EXPECT_EQ(prefix.length, m.cond.length);
-        EXPECT_LE(max_difference(prefixed.prefill(embeds, n_rows, length, 40, &prefix),
-                                 whole.prefill(embeds, n_rows, length, 40)),
-                  tolerance(attention));
-        for (int step = 0; step < 40; ++step) {
-            const std::vector<float> next = speech_token_embedding(m.model(), (step * 97) % 6000, step + 1);
-            ASSERT_LE(max_difference(prefixed.decode(next), whole.decode(next)), tolerance(attention))
+        EXPECT_EQ(max_difference(prefixed.prefill(p.embeds, p.n_rows, p.length, 40, &prefix),
+                                 whole.prefill(p.embeds, p.n_rows, p.length, 40)),
+                  0.0f);
+        for (int step = 0; step < 40; ++step)
+            ASSERT_EQ(max_difference(prefixed.decode(token_embedding(m, step)), whole.decode(token_embedding(m, step))),
+                      0.0f)
                 << "step " << step;
-        }
     }
+}
+
+TEST_P(T3Prefix, APrefillInPartsGivesTheLogitsOfTheWholePrefill) {
+    TinyT3 &m = t3();
+    const Prefill p(m);
+    for (const RuntimeOptions &runtime : kBothPaths) {
+        Session whole(m.model(), *m.backend, runtime);
+        const std::vector<float> whole_logits = whole.prefill(p.embeds, p.n_rows, p.length, 12);
+        std::vector<std::vector<float>> whole_steps;
+        for (int step = 0; step < 12; ++step) whole_steps.push_back(whole.decode(token_embedding(m, step)));
+        const KvPrefix prefix = voice_prefix(m, runtime);
+        for (const KvPrefix *from : {static_cast<const KvPrefix *>(nullptr), &prefix})
+            for (int part : {1, 3, 8, p.length}) {
+                SCOPED_TRACE(testing::Message() << attention_path_name(runtime.attention) << ", part " << part
+                                                << (from ? ", with the prefix" : ""));
+                Session parts(m.model(), *m.backend, runtime);
+                parts.begin_prefill(p.n_rows, p.length, 12, from);
+                const int first = from ? from->length : 0;
+                std::vector<float> logits;
+                int computed = 0;
+                while (parts.prefilling()) {
+                    EXPECT_TRUE(logits.empty()) << "logits only from the part that completes the prefill";
+                    EXPECT_THROW(parts.decode(token_embedding(m, 0)), Error)
+                        << "no decode before the prefill is complete";
+                    logits = parts.prefill_part(p.embeds, part);
+                    ++computed;
+                }
+                EXPECT_EQ(computed, (p.length - first + part - 1) / part);
+                EXPECT_EQ(parts.length(), p.length);
+                // A part of fewer than 4 rows takes ggml's row-by-row products (the tiny model's
+                // weights are f32), which round apart from the block products of the whole prefill
+                // (measured 3.6e-7).
+                const float allowed = part * p.n_rows < 4 ? 1e-6f : 0.0f;
+                ASSERT_LE(max_difference(logits, whole_logits), allowed);
+                for (int step = 0; step < 12; ++step)
+                    ASSERT_LE(max_difference(parts.decode(token_embedding(m, step)), whole_steps[size_t(step)]),
+                              allowed)
+                        << "step " << step;
+            }
+    }
+}
+
+TEST_P(T3Prefix, APrefillInPartsIsRefusedWhereItCannotServe) {
+    TinyT3 &m = t3();
+    const std::vector<int32_t> ids = m.text(5);
+    const int length = prefill_length(m.hp(), m.cond, ids);
+    const std::vector<float> embeds = prefill_embeddings(m.model(), m.cond, ids, 1);
+    Session session(m.model(), *m.backend);
+    EXPECT_THROW(session.prefill_part(embeds, 4), Error) << "no prefill begun";
+    session.begin_prefill(1, length, 4);
+    EXPECT_THROW(session.prefill_part(embeds, 0), Error);
+    EXPECT_THROW(session.prefill_part(std::vector<float>(embeds.begin(), embeds.end() - 1), 4), Error);
+    session.watch_heads({{0, 0}});
+    session.begin_prefill(1, length, 4);
+    EXPECT_THROW(session.prefill_part(embeds, length - 1), Error) << "watched heads need the whole prefill at once";
+    EXPECT_FALSE(session.prefill_part(embeds, length).empty());
+    EXPECT_THROW(session.prefill_part(embeds, 4), Error) << "the prefill is complete";
 }
 
 TEST_P(T3Prefix, GenerationFromACachedVoiceTakesTheSameTokens) {
@@ -91,16 +164,17 @@ TEST_P(T3Prefix, GenerationFromACachedVoiceTakesTheSameTokens) {
     SamplingParams params;
     params.max_new_tokens = 60;
     params.temperature = 1.5f;
-    for (uint64_t seed : {1, 2, 3}) {
-        params.seed = seed;
-        Session alone(m.model(), *m.backend, exact_runtime()), cached(m.model(), *m.backend, exact_runtime());
-        const std::shared_ptr<const KvPrefix> prefix = cache.get(cached, m.cond);
-        EXPECT_EQ(generate(cached, m.cond, m.text(15), params, {}, prefix.get()).tokens,
-                  generate(alone, m.cond, m.text(15), params).tokens)
-            << "seed " << seed;
-    }
-    EXPECT_EQ(cache.misses(), 1u);
-    EXPECT_EQ(cache.hits(), 2u);
+    for (const RuntimeOptions &runtime : kBothPaths)
+        for (uint64_t seed : {1, 2, 3}) {
+            params.seed = seed;
+            Session alone(m.model(), *m.backend, runtime), cached(m.model(), *m.backend, runtime);
+            const std::shared_ptr<const KvPrefix> prefix = cache.get(cached, m.cond);
+            EXPECT_EQ(generate(cached, m.cond, m.text(15), params, {}, prefix.get()).tokens,
+                      generate(alone, m.cond, m.text(15), params).tokens)
+                << "seed " << seed << ", " << attention_path_name(runtime.attention);
+        }
+    EXPECT_EQ(cache.misses(), 2u); // the voice once per KV type
+    EXPECT_EQ(cache.hits(), 4u);
 }
 
 TEST_P(T3Prefix, TheCacheTellsVoicesAndTypesApartAndDropsTheLeastRecentlyUsed) {

@@ -22,8 +22,8 @@ struct Level {
     size_t tokens = 0;
 };
 
-// A newcomer's prefill beside the running batch: how long it took, and the running requests'
-// median step before it against their longest step while it prefilled and joined.
+// A newcomer's prefill into the running batch: how long it took, and the running requests' median
+// step before it against their longest step while it prefilled and joined.
 struct Join {
     double prefill_ms = 0, median_step_ms = 0, longest_step_ms = 0;
 };
@@ -64,9 +64,8 @@ Level run_level(const Engine &engine, const BackendOptions &backend, const Batch
     std::atomic<int> first_request_steps{0};
     const double cpu_start = process_cpu_ms();
     auto run_request = [&](int r) {
-        BackendOptions own = backend;
-        own.threads = 1; // the prefill's; the batch computes on the scheduler's backend
-        Backend request_backend(own);
+        Backend request_backend(backend); // the session's: its prefill, in parts between the batch's steps
+
         t3::Session session(engine.t3(), request_backend);
         std::mt19937_64 rng(uint64_t(r) + 1);
         std::uniform_int_distribution<int32_t> unit(0, hp.speech_token_limit - 1);

@@ -1,6 +1,6 @@
 #pragma once
 // T3 decode batched across requests (t3/batch_scheduler.h): for each concurrency level N, N
-// requests (own thread, backend and session each, forced tokens so none ends early) decode in a
+// requests (own thread and session each, forced tokens so none ends early) decode in a
 // batch of N; the aggregate decode throughput is the tokens all of them took while all N were in
 // the batch, per second of that window. Level 1 is the single request's rate, so the ratios
 // beside it are the batching gain. Optionally a late joiner's prefill is timed against the
@@ -18,7 +18,9 @@ namespace chatterbox::bench {
 struct BatchBenchOptions {
     std::string weights;
     std::vector<int> levels{1, 2, 4, 8}; // concurrent requests, one run each
-    int decode_tokens = 48;              // tokens per request after its prefill
+    // Tokens per request after its prefill: requests that start together prefill one after another
+    // (in parts between the batch's steps), so 8 need ~250 for a window with all of them in the batch.
+    int decode_tokens = 270;
     int text_tokens = 55;
     int prompt_tokens = 150;
     float cfg_weight = 0.5f;

@@ -289,8 +289,9 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
         };
         hooks.step_logits = false;
         const t3::GenerationResult generated =
-            engine_.t3_batch() ? engine_.t3_batch()->generate(*t3_, cond, framed, sampling, hooks, prefix.get())
-                               : t3::generate(*t3_, cond, framed, sampling, hooks, prefix.get());
+            engine_.t3_batch()
+                ? engine_.t3_batch()->generate(*t3_, cond, framed, sampling, hooks, prefix.get(), &cancel_)
+                : t3::generate(*t3_, cond, framed, sampling, hooks, prefix.get());
         request.check_cancel();
         request.result().t3_steps += int(generated.tokens.size());
         request.result().eos_steps.push_back(generated.eos_step);

@@ -30,14 +30,18 @@ struct StepCopy {
     }
 };
 
+int round_up(int value, int step) { return (value + step - 1) / step * step; }
+
 } // namespace
 
 struct BatchRequest : BatchRequestEnd {
-    BatchRequest(Session &s, bool logits) : session(s), relay_logits(logits) {}
+    BatchRequest(Session &s, bool logits, const CancelFlag *flag) : session(s), relay_logits(logits), cancel(flag) {}
     Session &session;
     const bool relay_logits;
+    const CancelFlag *cancel; // nullptr: none
     std::optional<Generation> generation;
-    int positions = 0; // cache positions the sequence may reach
+    std::vector<float> prefill_embeds; // until the prefill is complete
+    int positions = 0;                 // cache positions the sequence may reach
     int handle = -1;
     std::atomic<bool> stop{false}; // the caller's on_step said stop
     std::deque<StepCopy> steps;    // scheduler -> caller, under mutex
@@ -61,8 +65,9 @@ BatchScheduler::~BatchScheduler() { stop(); }
 
 GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings &cond,
                                           const std::vector<int32_t> &text_tokens, const SamplingParams &params,
-                                          const GenerationHooks &hooks, const KvPrefix *prefix) {
-    BatchRequest request(session, hooks.step_logits);
+                                          const GenerationHooks &hooks, const KvPrefix *prefix,
+                                          const CancelFlag *cancel) {
+    BatchRequest request(session, hooks.step_logits, cancel);
     GenerationHooks relayed;
     relayed.forced_tokens = hooks.forced_tokens;
     if (hooks.on_step)
@@ -77,15 +82,8 @@ GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings
         return t3::generate(session, cond, text_tokens, params, hooks, prefix);
 
     session.watch_heads({});
-    std::vector<float> first_logits;
-    {
-        // The prefill runs beside the batch: the batch's steps leave it a CPU meanwhile, so that
-        // neither waits at its barriers for a thread the other has descheduled.
-        const PrefillBeside beside(*this);
-        first_logits = session.prefill(generation.prefill_embeddings(), generation.n_rows(),
-                                       generation.prefill_length(), generation.reserved_steps() - 1, prefix);
-    }
-    bool go_on = generation.step(first_logits, nullptr);
+    session.begin_prefill(generation.n_rows(), generation.prefill_length(), generation.reserved_steps() - 1, prefix);
+    request.prefill_embeds = generation.prefill_embeddings();
     int stopped_at = -1; // the step whose on_step said stop (or threw)
     std::exception_ptr hook_error;
     // The request must leave the batch before this call unwinds: a hook that throws stops it like
@@ -109,20 +107,16 @@ GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings
             lock.lock();
         }
     };
+    enqueue(&request);
     {
-        std::unique_lock<std::mutex> lock(request.mutex);
-        relay_steps(lock);
-    }
-    if (go_on && !request.stop) {
-        enqueue(&request);
         std::unique_lock<std::mutex> lock(request.mutex);
         for (;;) {
             request.changed.wait(lock, [&] { return !request.steps.empty() || request.done; });
             relay_steps(lock);
             if (request.done && request.steps.empty()) break;
         }
-        if (request.error) std::rethrow_exception(request.error);
     }
+    if (request.error) std::rethrow_exception(request.error);
     if (hook_error) std::rethrow_exception(hook_error);
     GenerationResult result = generation.result();
     if (stopped_at >= 0) {
@@ -139,34 +133,54 @@ GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings
     return result;
 }
 
-BatchScheduler::PrefillBeside::PrefillBeside(BatchScheduler &batch) : batch_(batch) { batch_.backend_.reserve_cpus(1); }
-
-BatchScheduler::PrefillBeside::~PrefillBeside() { batch_.backend_.reserve_cpus(-1); }
-
 void BatchScheduler::round() {
-    admit_waiting();
+    prefill_next();
     if (!active_.empty()) step_batch();
 }
 
-void BatchScheduler::admit_waiting() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    while (!waiting_.empty()) {
-        BatchRequest *request = waiting_.front();
-        if (!batch_->has_room(request->generation->n_rows())) return;
-        waiting_.pop_front();
-        if (request->stop) { // said stop while waiting: nothing more to decode
-            request->finish();
-            continue;
-        }
-        try {
-            request->handle = batch_->join(request->session, request->positions);
-        } catch (...) {
-            request->finish(std::current_exception());
-            continue;
-        }
-        active_.push_back(request);
-        publish_active();
+// One part of the first waiting request's prefill, once the batch has room for it: the rows of a
+// full step while others decode, all of it while none does (it then holds up no one). Only this
+// thread joins requests, so the room stays until the prefill is complete; the request then takes
+// its first token and joins.
+void BatchScheduler::prefill_next() {
+    BatchRequest *request = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (waiting_.empty()) return;
+        request = waiting_.front();
     }
+    Generation &generation = *request->generation;
+    Session &session = request->session;
+    const bool cancelled = request->cancel && request->cancel->requested(); // leaves without waiting for room
+    if (!cancelled && !batch_->has_room(generation.n_rows())) return;
+    bool joins = false;
+    std::exception_ptr error;
+    try {
+        if (cancelled) throw Cancelled("T3 request cancelled before its prefill was complete");
+        const int rest = generation.prefill_length() - session.length();
+        const int part = active_.empty() ? round_up(rest, session.options().prefill_bucket)
+                                         : std::max(1, batch_->max_rows() / generation.n_rows());
+        // On the batch's backend: parts and steps share one pool of threads, where two pools taking
+        // turns would each see the other's threads busy and compute on one (core/cpu_contention.h).
+        const std::vector<float> logits = session.prefill_part(request->prefill_embeds, part, &backend_);
+        ++prefill_parts_;
+        if (session.prefilling()) return;
+        joins = generation.step(logits, nullptr) && !request->stop;
+        if (joins) request->handle = batch_->join(session, request->positions);
+    } catch (...) {
+        error = std::current_exception();
+    }
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        waiting_.pop_front();
+    }
+    if (!joins) {
+        request->finish(error);
+        return;
+    }
+    request->prefill_embeds = {};
+    active_.push_back(request);
+    publish_active();
 }
 
 void BatchScheduler::step_batch() {

@@ -1,11 +1,13 @@
 #pragma once
-// Continuous batching of T3 decode across requests. Each request prefills on its own Session (on
-// the caller's thread, so a newcomer's prefill runs beside the batch instead of stalling it), then
-// joins a BatchSession that one scheduler thread steps: every step decodes all joined requests in
-// one graph, and each request's Generation takes its token (its own sampler, seed, guards), so a
-// request gives the tokens it gives alone. Requests join and leave at token boundaries; one that
-// ends, stops or is cancelled frees its rows at that step. Hooks run on the caller's thread
-// (their records are copied over), so streaming work there never holds up the batch.
+// Continuous batching of T3 decode across requests. One scheduler thread runs rounds: a part of the
+// first newcomer's prefill (on the newcomer's own Session), then one decode step of every joined
+// request in one graph (a BatchSession); each request's Generation takes its token (its own sampler,
+// seed, guards), so a request gives the tokens it gives alone. A prefill part computes the rows of a
+// full batch step (2 x max_sequences), so a newcomer delays the others' next step by
+// about one full step, however long its prompt; while no request decodes, it prefills at once. It joins
+// when its prefill is complete (its cache rows copied into the batch); requests leave at token
+// boundaries, and one that ends, stops or is cancelled frees its rows at that step. Hooks run on the
+// caller's thread (their records are copied over), so streaming work there never holds up the batch.
 //
 //   BatchScheduler batch(model, backend_options, {.max_sequences = 8});
 //   GenerationResult r = batch.generate(session, cond, text_tokens, params, hooks); // from many threads
@@ -15,8 +17,10 @@
 
 #include "core/backend.h"
 #include "core/batch_loop.h"
+#include "core/cancel.h"
 #include "models/chatterbox/t3/generate.h"
 
+#include <atomic>
 #include <memory>
 
 namespace chatterbox::t3 {
@@ -37,35 +41,27 @@ class BatchScheduler : private BatchLoop<BatchRequest> {
     BatchScheduler(const Model &model, const BackendOptions &backend, const BatchOptions &options);
     ~BatchScheduler() override; // waits for the requests in flight
 
-    // As generate(session, ...) in generate.h, with the decode steps in the batch; thread-safe.
+    // As generate(session, ...) in generate.h, with the decode steps in the batch; thread-safe. The
+    // prefill's parts run on the batch's backend, which the session's cancel flag does not reach:
+    // `cancel`, once requested, ends the request with Cancelled before its next part.
     GenerationResult generate(Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
                               const SamplingParams &params, const GenerationHooks &hooks = {},
-                              const KvPrefix *prefix = nullptr);
+                              const KvPrefix *prefix = nullptr, const CancelFlag *cancel = nullptr);
 
-    using BatchLoop::counts; // waiting: prefilled requests waiting for room; steps: decode steps
+    using BatchLoop::counts; // waiting: requests prefilling or waiting for room; steps: decode steps
+    uint64_t prefill_parts() const { return prefill_parts_.load(); } // prefill parts run since start
     const BatchOptions &options() const { return options_; }
 
   private:
     void round() override;
-    void admit_waiting();
+    void prefill_next();
     void step_batch();
-
-    // While it lives, one more request prefills beside the batch (Backend::reserve_cpus).
-    class PrefillBeside {
-      public:
-        explicit PrefillBeside(BatchScheduler &batch);
-        ~PrefillBeside();
-        PrefillBeside(const PrefillBeside &) = delete;
-        PrefillBeside &operator=(const PrefillBeside &) = delete;
-
-      private:
-        BatchScheduler &batch_;
-    };
 
     const Model &model_;
     BatchOptions options_;
     Backend backend_;
     std::unique_ptr<BatchSession> batch_;
+    std::atomic<uint64_t> prefill_parts_{0};
 };
 
 } // namespace chatterbox::t3

@@ -105,7 +105,7 @@ BatchSession::Graph &BatchSession::decode_graph(int n_rows, int n_kv) {
     g->in = make_batch_decode_inputs(*g->runner, model_.hparams(), n_rows, n_kv);
     ggml_context *ctx = g->runner->ctx();
     g->logits = build_speech_logits(
-        ctx, model_, build_decoder_layers(ctx, model_, *cache_, g->in, decode_attention_path(options_, backend_)));
+        ctx, model_, build_decoder_layers(ctx, model_, *cache_, g->in, graph_attention_path(options_, backend_)));
     g->runner->build({g->logits});
     ++graphs_built_;
     return *graphs_.emplace(key, std::move(g)).first->second;

@@ -30,7 +30,7 @@ int decode_attended_positions(int length, const RuntimeOptions &options, int cap
     return std::min(round_up(length + 1, options.decode_bucket), capacity);
 }
 
-nn::AttentionPath decode_attention_path(const RuntimeOptions &options, const Backend &backend) {
+nn::AttentionPath graph_attention_path(const RuntimeOptions &options, const Backend &backend) {
     return options.attention == nn::AttentionPath::flash && backend.is_cpu() ? nn::AttentionPath::single_query
                                                                              : options.attention;
 }
@@ -61,19 +61,19 @@ void Session::ensure_cache(int n_rows, int positions) {
                                        options_.kv_type);
 }
 
-Session::Graph &Session::prefill_graph(int bucket, int n_kv) {
+Session::Graph &Session::prefill_graph(int bucket, int n_kv, Backend &on) {
     auto &graphs = prefill_graphs_[watched_.empty() ? 0 : 1];
-    const auto key = std::make_pair(bucket, n_kv);
+    const auto key = std::make_tuple(bucket, n_kv, &on);
     auto found = graphs.find(key);
     if (found != graphs.end()) return *found->second;
     auto g = std::make_unique<Graph>();
-    g->runner = std::make_unique<GraphRunner>(backend_, kMaxGraphNodes);
+    g->runner = std::make_unique<GraphRunner>(on, kMaxGraphNodes);
     const int n_rows = cache_->n_rows();
     g->in = make_backbone_inputs(*g->runner, model_.hparams(), n_rows, bucket, n_kv);
     g->last_index = g->runner->input("t3.last_index", GGML_TYPE_I32, {n_rows, 1});
     ggml_context *ctx = g->runner->ctx();
     watch(*g);
-    ggml_tensor *hidden = build_decoder_layers(ctx, model_, *cache_, g->in, options_.attention);
+    ggml_tensor *hidden = build_decoder_layers(ctx, model_, *cache_, g->in, graph_attention_path(options_, on));
     g->logits = build_speech_logits(ctx, model_, ggml_get_rows(ctx, hidden, g->last_index));
     build(*g);
     ++graphs_built_;
@@ -90,7 +90,7 @@ Session::Graph &Session::decode_graph(int n_kv) {
     ggml_context *ctx = g->runner->ctx();
     watch(*g);
     g->logits = build_speech_logits(
-        ctx, model_, build_decoder_layers(ctx, model_, *cache_, g->in, decode_attention_path(options_, backend_)));
+        ctx, model_, build_decoder_layers(ctx, model_, *cache_, g->in, graph_attention_path(options_, backend_)));
     build(*g);
     ++graphs_built_;
     return *graphs.emplace(n_kv, std::move(g)).first->second;
@@ -153,30 +153,48 @@ std::vector<float> Session::run(Graph &graph) {
 
 std::vector<float> Session::prefill(const std::vector<float> &embeds, int n_rows, int length, int max_new_tokens,
                                     const KvPrefix *prefix) {
-    const size_t hidden = size_t(model_.hparams().hidden);
+    begin_prefill(n_rows, length, max_new_tokens, prefix);
+    return prefill_part(embeds, round_up(length - length_, options_.prefill_bucket));
+}
+
+void Session::begin_prefill(int n_rows, int length, int max_new_tokens, const KvPrefix *prefix) {
+    length_ = prefill_length_ = 0; // no sequence until this one is set up
     if (n_rows < 1 || length < 1 || max_new_tokens < 0)
         fail("T3 prefill: invalid request of ", n_rows, " rows x ", length, " tokens + ", max_new_tokens, " new");
     const int max_sequence = model_.hparams().max_sequence();
     if (max_sequence > 0 && length > max_sequence)
         fail("T3 prefill: ", length, " tokens exceed the model's ", max_sequence, " positions");
-    if (embeds.size() != size_t(n_rows) * size_t(length) * hidden)
-        fail("T3 prefill: ", embeds.size(), " embedding values, expected ", n_rows, " x ", length, " x ", hidden);
     const int first = prefix ? prefix->length : 0; // the positions taken from the prefix
     if (prefix && (first >= length || !watched_.empty()))
         fail("T3 prefill: a prefix of ", first, " positions for ", length,
-             " (it must leave one to compute, with no "
-             "heads watched)");
-    const int computed = length - first;
-    const int bucket = round_up(computed, options_.prefill_bucket);
-    // The keys attended: as many as a whole prefill of the sequence attends to (with a prefix, the
+             " (it must leave one to compute, with no heads watched)");
+    // The padding of a whole prefill has cache slots too (a part's past the capacity is cut).
+    const int n_kv = round_up(length, options_.prefill_bucket); // the keys a prefill attends to
+    ensure_cache(n_rows,
+                 std::max({n_kv, first + round_up(length - first, options_.prefill_bucket), length + max_new_tokens}));
+    if (prefix) import_prefix(*cache_, *prefix);
+    length_ = first;
+    prefill_length_ = length;
+}
+
+std::vector<float> Session::prefill_part(const std::vector<float> &embeds, int part, Backend *on) {
+    if (!prefilling()) fail("T3 prefill: no prefill begun and unfinished");
+    const size_t hidden = size_t(model_.hparams().hidden);
+    const int n_rows = cache_->n_rows(), length = prefill_length_, first = length_;
+    if (embeds.size() != size_t(n_rows) * size_t(length) * hidden)
+        fail("T3 prefill: ", embeds.size(), " embedding values, expected ", n_rows, " x ", length, " x ", hidden);
+    const int computed = std::min(part, length - first);
+    if (part < 1 || (!watched_.empty() && (computed < length - first || (on && on != &backend_))))
+        fail("T3 prefill: a part of ", part,
+             " positions (at least 1, and all of them on the session's backend while heads are watched)");
+    const int bucket = std::min(part, cache_->capacity() - first);
+    // The keys attended: as many as a whole prefill of the sequence attends to, whatever the part (the
     // padding queries past them see fewer, which nothing reads).
     const int n_kv = round_up(length, options_.prefill_bucket);
-    ensure_cache(n_rows, std::max({n_kv, first + bucket, length + max_new_tokens})); // the padding too has slots
-    if (prefix) import_prefix(*cache_, *prefix);
-    Graph &g = prefill_graph(bucket, n_kv);
+    Graph &g = prefill_graph(bucket, n_kv, on ? *on : backend_);
 
-    // Rows padded with zeros to the bucket; the padding's keys land in cache slots that decoding
-    // overwrites before any query may see them.
+    // Rows padded with zeros to the bucket; the padding's keys land in cache slots that later parts
+    // or decoding overwrite before any query may see them.
     std::vector<float> padded(size_t(n_rows) * size_t(bucket) * hidden, 0.0f);
     for (int r = 0; r < n_rows; ++r)
         std::copy_n(embeds.begin() + std::ptrdiff_t((size_t(r) * size_t(length) + size_t(first)) * hidden),
@@ -185,6 +203,7 @@ std::vector<float> Session::prefill(const std::vector<float> &embeds, int n_rows
     std::iota(positions.begin(), positions.end(), first);
     const std::vector<int64_t> slots(positions.begin(), positions.end());
     // Padding past a bounded position table (GPT-2's wpe) takes its last row: never attended to.
+    const int max_sequence = model_.hparams().max_sequence();
     if (max_sequence > 0)
         for (int32_t &p : positions) p = std::min(p, max_sequence - 1);
     const std::vector<ggml_fp16_t> mask = causal_mask(bucket, n_kv, first);
@@ -194,7 +213,8 @@ std::vector<float> Session::prefill(const std::vector<float> &embeds, int n_rows
     g.runner->set_input(g.in.mask, mask.data(), mask.size() * sizeof(ggml_fp16_t));
     g.runner->set_input(g.last_index, std::vector<int32_t>(size_t(n_rows), computed - 1));
     std::vector<float> logits = run(g);
-    length_ = length;
+    length_ = first + computed;
+    if (prefilling()) return {};
     return logits;
 }
 
@@ -205,7 +225,7 @@ KvPrefix Session::export_prefix(int length) const {
 
 std::vector<float> Session::decode(const std::vector<float> &embed) {
     const size_t hidden = size_t(model_.hparams().hidden);
-    if (!cache_ || length_ == 0) fail("T3 decode: no prefill has started a sequence");
+    if (!cache_ || length_ == 0 || prefilling()) fail("T3 decode: no prefill has completed a sequence");
     if (embed.size() != hidden) fail("T3 decode: embedding of ", embed.size(), " values, expected ", hidden);
     if (model_.hparams().max_sequence() > 0 && length_ >= model_.hparams().max_sequence())
         fail("T3 decode: the sequence is at the model's ", model_.hparams().max_sequence(), " positions");

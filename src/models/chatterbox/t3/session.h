@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -32,10 +33,12 @@ struct RuntimeOptions {
 // rounded up to options.decode_bucket, at most capacity. Sessions and batches use the same graphs' sizes.
 int decode_attended_positions(int length, const RuntimeOptions &options, int capacity);
 
-// The attention path of a decode step's graph: on a CPU backend, flash becomes single_query (one
-// pass over each sequence's cache, 3-8x ggml's flash attention per step and batch-invariant,
-// kernels/single_query_attention.h); any other choice, or another backend, is kept.
-nn::AttentionPath decode_attention_path(const RuntimeOptions &options, const Backend &backend);
+// The attention path of a graph, prefill or decode: on a CPU backend, flash becomes single_query
+// (kernels/single_query_attention.h: a decode step 3-8x faster than ggml's flash attention; each
+// query of a prefill on its own, in f32, so a position gets the same bits in a whole prefill, after a
+// voice prefix or in a batch's prefill parts, where ggml's flash kernel rounds by the number of
+// queries); any other choice, or another backend, is kept.
+nn::AttentionPath graph_attention_path(const RuntimeOptions &options, const Backend &backend);
 
 class Session {
   public:
@@ -51,6 +54,17 @@ class Session {
     // as export_prefix gives them) only the positions after it are computed; not while heads are watched.
     std::vector<float> prefill(const std::vector<float> &embeds, int n_rows, int length, int max_new_tokens,
                                const KvPrefix *prefix = nullptr);
+    // The same prefill in parts, so that a batch can run its steps between them: begin_prefill starts
+    // the sequence (cache, prefix) without computing; each prefill_part computes the next `part`
+    // positions of embeds (as given to prefill; the last part padded to `part`) and returns the logits
+    // at the last position from the part that completes the sequence, nothing before. Every part's
+    // queries attend to the keys and mask of the whole prefill, so the logits are prefill()'s (bit for
+    // bit on the CPU). `on` computes the part (another backend of the same device, e.g. a batch's, so
+    // that its steps and the parts share one pool of threads; nullptr: the session's). With heads
+    // watched, one part on the session's backend must take every position.
+    void begin_prefill(int n_rows, int length, int max_new_tokens, const KvPrefix *prefix = nullptr);
+    std::vector<float> prefill_part(const std::vector<float> &embeds, int part, Backend *on = nullptr);
+    bool prefilling() const { return length_ < prefill_length_; } // begun and not complete
     // The first `length` positions of row 0 of the sequence so far.
     KvPrefix export_prefix(int length) const;
     // Feeds one token embedding (hidden) to every row at the next position; returns (n_rows, speech_vocab).
@@ -71,7 +85,7 @@ class Session {
     };
     const AttentionRows &watched_attention() const { return attention_; }
 
-    int length() const { return length_; } // positions in the cache
+    int length() const { return length_; } // positions computed in the cache
     int capacity() const { return cache_ ? cache_->capacity() : 0; }
     int n_rows() const { return cache_ ? cache_->n_rows() : 0; }
     // The cache of the sequence so far (nullptr before the first prefill): a batch copies it on joining.
@@ -85,7 +99,7 @@ class Session {
   private:
     struct Graph;
     void ensure_cache(int n_rows, int positions);
-    Graph &prefill_graph(int bucket, int n_kv);
+    Graph &prefill_graph(int bucket, int n_kv, Backend &on);
     Graph &decode_graph(int n_kv);
     void show_positions(Graph &decode, int visible);
     void watch(Graph &graph) const; // before the layers are built: the watched heads join the graph
@@ -97,11 +111,13 @@ class Session {
     RuntimeOptions options_;
     std::unique_ptr<KvCache> cache_;
     // [0]: plain graphs, [1]: with the watched heads.
-    std::map<std::pair<int, int>, std::unique_ptr<Graph>> prefill_graphs_[2]; // by (bucket length, attended positions)
-    std::map<int, std::unique_ptr<Graph>> decode_graphs_[2];                  // by attended positions
+    // By (bucket length, attended positions, the backend that computes them).
+    std::map<std::tuple<int, int, const Backend *>, std::unique_ptr<Graph>> prefill_graphs_[2];
+    std::map<int, std::unique_ptr<Graph>> decode_graphs_[2]; // by attended positions
     std::vector<AttentionHead> watched_;
     AttentionRows attention_;
     int length_ = 0;
+    int prefill_length_ = 0; // the positions of the prefill begun last
     int graphs_built_ = 0;
 };
 
