@@ -151,46 +151,64 @@ TEST(NnAttention, OneQueryPerSequenceMatchesNaive) {
     attention_case({1, 1, 33, 16, 16, 64, false, AttnCase::per_batch}, "one sequence, heads split over threads", 2);
 }
 
-// What the T3 batch relies on: a sequence's single-query result over an f16 cache is the same bits
-// alone, beside other sequences over a longer attended length, and on any number of threads.
-TEST(NnAttention, SingleQueryIsTheSameInAnyBatch) {
-    const int64_t heads = 4, head_dim = 64, width = heads * head_dim, capacity = 96, length = 41;
-    NnHarness values;
-    const auto q_all = values.input(size_t(3 * width), -2.0f, 2.0f);
-    const auto k_values = values.input(size_t(3 * capacity * width), -2.0f, 2.0f);
-    const auto v_values = values.input(k_values.size());
-    std::vector<ggml_fp16_t> k_cache(k_values.size()), v_cache(v_values.size());
-    for (size_t i = 0; i < k_values.size(); ++i) {
-        k_cache[i] = ggml_fp32_to_fp16(k_values[i]);
-        v_cache[i] = ggml_fp32_to_fp16(v_values[i]);
+// Random keys and values of several sequences in f16 caches (4 heads of 64), and the single-query
+// path over the first n_kv positions of the first `batch` of them.
+struct F16Caches {
+    static constexpr int64_t heads = 4, head_dim = 64, width = heads * head_dim;
+    int64_t capacity;
+    std::vector<ggml_fp16_t> k, v;
+
+    F16Caches(NnHarness &values, int64_t sequences, int64_t capacity_) : capacity(capacity_) {
+        const auto k_values = values.input(size_t(sequences * capacity * width), -2.0f, 2.0f);
+        const auto v_values = values.input(k_values.size());
+        for (size_t i = 0; i < k_values.size(); ++i) {
+            k.push_back(ggml_fp32_to_fp16(k_values[i]));
+            v.push_back(ggml_fp32_to_fp16(v_values[i]));
+        }
     }
-    // Sequence 0 sees [0, length); the others see more. Returns sequence 0's output.
-    auto run = [&](int64_t batch, int64_t n_kv, int threads) {
+    // queries: (batch, n_q, width); mask: f16 (mask_batch, n_q, n_kv). Returns (batch, n_q, width).
+    std::vector<float> attend(int threads, int64_t batch, int64_t n_q, int64_t n_kv, const std::vector<float> &queries,
+                              const std::vector<ggml_fp16_t> &mask, int64_t mask_batch) const {
         Backend backend(BackendOptions{"cpu", threads});
         GraphRunner g(backend);
-        ggml_tensor *q = g.input("q", GGML_TYPE_F32, {batch, 1, heads, head_dim});
-        ggml_tensor *k = g.input("k_cache", GGML_TYPE_F16, {batch, capacity, width});
-        ggml_tensor *v = g.input("v_cache", GGML_TYPE_F16, {batch, capacity, width});
-        ggml_tensor *mask = g.input("mask", GGML_TYPE_F16, {batch, 1, 1, n_kv});
+        ggml_tensor *q = g.input("q", GGML_TYPE_F32, {batch, n_q, heads, head_dim});
+        ggml_tensor *k_cache = g.input("k_cache", GGML_TYPE_F16, {batch, capacity, width});
+        ggml_tensor *v_cache = g.input("v_cache", GGML_TYPE_F16, {batch, capacity, width});
+        ggml_tensor *m = g.input("mask", GGML_TYPE_F16, {mask_batch, 1, n_q, n_kv});
         auto attended = [&](ggml_tensor *cache) {
             return ggml_view_4d(g.ctx(), cache, head_dim, heads, n_kv, batch, ggml_row_size(GGML_TYPE_F16, head_dim),
                                 cache->nb[1], cache->nb[2], 0);
         };
         nn::AttentionOptions o;
-        o.mask = mask;
+        o.mask = m;
         o.path = nn::AttentionPath::single_query;
-        ggml_tensor *out = nn::attention(g.ctx(), q, attended(k), attended(v), o);
+        ggml_tensor *out = nn::attention(g.ctx(), q, attended(k_cache), attended(v_cache), o);
         g.build({out});
+        const size_t cache_bytes = size_t(batch * capacity * width) * sizeof(ggml_fp16_t);
+        g.set_input(q, queries);
+        g.set_input(k_cache, k.data(), cache_bytes);
+        g.set_input(v_cache, v.data(), cache_bytes);
+        g.set_input(m, mask.data(), mask.size() * sizeof(ggml_fp16_t));
+        g.compute();
+        return g.read_f32(out);
+    }
+};
+
+// What the T3 batch relies on: a sequence's single-query result over an f16 cache is the same bits
+// alone, beside other sequences over a longer attended length, and on any number of threads.
+TEST(NnAttention, SingleQueryIsTheSameInAnyBatch) {
+    const int64_t length = 41, width = F16Caches::width;
+    NnHarness values;
+    const auto q_all = values.input(size_t(3 * width), -2.0f, 2.0f);
+    const F16Caches caches(values, 3, 96);
+    // Sequence 0 sees [0, length); the others see more. Returns sequence 0's output.
+    auto run = [&](int64_t batch, int64_t n_kv, int threads) {
         std::vector<ggml_fp16_t> m(size_t(batch * n_kv));
         for (int64_t b = 0; b < batch; ++b)
             for (int64_t j = 0; j < n_kv; ++j)
                 m[size_t(b * n_kv + j)] = ggml_fp32_to_fp16(j < length + 17 * b ? 0.0f : -INFINITY);
-        g.set_input(q, std::vector<float>(q_all.begin(), q_all.begin() + batch * width));
-        g.set_input(k, k_cache.data(), size_t(batch * capacity * width) * sizeof(ggml_fp16_t));
-        g.set_input(v, v_cache.data(), size_t(batch * capacity * width) * sizeof(ggml_fp16_t));
-        g.set_input(mask, m.data(), m.size() * sizeof(ggml_fp16_t));
-        g.compute();
-        std::vector<float> all = g.read_f32(out);
+        const std::vector<float> all = caches.attend(
+            threads, batch, 1, n_kv, std::vector<float>(q_all.begin(), q_all.begin() + batch * width), m, batch);
         return std::vector<float>(all.begin(), all.begin() + width);
     };
     const std::vector<float> alone = run(1, 48, 1);
@@ -203,34 +221,13 @@ TEST(NnAttention, SingleQueryIsTheSameInAnyBatch) {
 // an f16 cache, two sequences sharing the mask) gets the same bits computed with all the others,
 // with some of them over a shorter attended length, or on another thread count.
 TEST(NnAttention, SingleQueryGivesEachOfSeveralQueriesItsOwnBits) {
-    const int64_t heads = 4, head_dim = 64, width = heads * head_dim, capacity = 64, batch = 2, n_q = 9, first = 30;
+    const int64_t batch = 2, n_q = 9, first = 30, width = F16Caches::width;
     NnHarness values;
     const auto q_all = values.input(size_t(batch * n_q * width), -2.0f, 2.0f);
-    const auto k_values = values.input(size_t(batch * capacity * width), -2.0f, 2.0f);
-    const auto v_values = values.input(k_values.size());
-    std::vector<ggml_fp16_t> k_cache(k_values.size()), v_cache(v_values.size());
-    for (size_t i = 0; i < k_values.size(); ++i) {
-        k_cache[i] = ggml_fp32_to_fp16(k_values[i]);
-        v_cache[i] = ggml_fp32_to_fp16(v_values[i]);
-    }
+    const F16Caches caches(values, batch, 64);
     // Queries [q0, q1) of both sequences over n_kv positions; query i sees [0, first + i].
     auto run = [&](int64_t q0, int64_t q1, int64_t n_kv, int threads) {
-        Backend backend(BackendOptions{"cpu", threads});
-        GraphRunner g(backend);
         const int64_t n = q1 - q0;
-        ggml_tensor *q = g.input("q", GGML_TYPE_F32, {batch, n, heads, head_dim});
-        ggml_tensor *k = g.input("k_cache", GGML_TYPE_F16, {batch, capacity, width});
-        ggml_tensor *v = g.input("v_cache", GGML_TYPE_F16, {batch, capacity, width});
-        ggml_tensor *mask = g.input("mask", GGML_TYPE_F16, {n, n_kv});
-        auto attended = [&](ggml_tensor *cache) {
-            return ggml_view_4d(g.ctx(), cache, head_dim, heads, n_kv, batch, ggml_row_size(GGML_TYPE_F16, head_dim),
-                                cache->nb[1], cache->nb[2], 0);
-        };
-        nn::AttentionOptions o;
-        o.mask = mask;
-        o.path = nn::AttentionPath::single_query;
-        ggml_tensor *out = nn::attention(g.ctx(), q, attended(k), attended(v), o);
-        g.build({out});
         std::vector<float> queries;
         for (int64_t b = 0; b < batch; ++b)
             queries.insert(queries.end(), q_all.begin() + (b * n_q + q0) * width,
@@ -239,15 +236,10 @@ TEST(NnAttention, SingleQueryGivesEachOfSeveralQueriesItsOwnBits) {
         for (int64_t i = 0; i < n; ++i)
             for (int64_t j = 0; j < n_kv; ++j)
                 m[size_t(i * n_kv + j)] = ggml_fp32_to_fp16(j <= first + q0 + i ? 0.0f : -INFINITY);
-        g.set_input(q, queries);
-        g.set_input(k, k_cache.data(), k_cache.size() * sizeof(ggml_fp16_t));
-        g.set_input(v, v_cache.data(), v_cache.size() * sizeof(ggml_fp16_t));
-        g.set_input(mask, m.data(), m.size() * sizeof(ggml_fp16_t));
-        g.compute();
-        return g.read_f32(out); // [width, n, batch]
+        return caches.attend(threads, batch, n, n_kv, queries, m, 1); // (batch, n, width)
     };
-    const std::vector<float> whole = run(0, n_q, capacity, 2);
-    const std::vector<float> head = run(0, 4, capacity, 1), tail = run(4, n_q, 48, 2);
+    const std::vector<float> whole = run(0, n_q, 64, 2);
+    const std::vector<float> head = run(0, 4, 64, 1), tail = run(4, n_q, 48, 2);
     for (int64_t b = 0; b < batch; ++b) {
         const auto rows = [&](const std::vector<float> &out, int64_t n, int64_t from, int64_t count) {
             const auto begin = out.begin() + (b * n + from) * width;
