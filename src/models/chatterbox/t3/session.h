@@ -60,7 +60,8 @@ class Session {
     // at the last position from the part that completes the sequence, nothing before. Every part's
     // queries attend to the keys and mask of the whole prefill, so the logits are prefill()'s (bit for
     // bit on the CPU). `on` computes the part (another backend of the same device, e.g. a batch's, so
-    // that its steps and the parts share one pool of threads; nullptr: the session's). With heads
+    // that its steps and the parts share one pool of threads; nullptr: the session's; its graphs are
+    // kept, so it must outlive the session, as an engine's batch outlives its sessions). With heads
     // watched, one part on the session's backend must take every position.
     void begin_prefill(int n_rows, int length, int max_new_tokens, const KvPrefix *prefix = nullptr);
     std::vector<float> prefill_part(const std::vector<float> &embeds, int part, Backend *on = nullptr);
