@@ -237,8 +237,7 @@ ggml_backend_buffer_type_t Backend::matmul_weight_buffer_type(const ggml_tensor 
 }
 
 void Backend::prepare_compute() {
-    const int available = adapt_threads_ ? contention_.threads_now() : threads_;
-    const int threads = std::max(1, std::min(available, threads_));
+    const int threads = adapt_threads_ ? contention_.threads_now() : threads_; // 1 .. threads_
     if (threads != threads_last_compute_) set_cpu_threads(cpu_, threads);
     threads_last_compute_ = threads;
 }

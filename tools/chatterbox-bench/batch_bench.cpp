@@ -64,8 +64,7 @@ Level run_level(const Engine &engine, const BackendOptions &backend, const Batch
     std::atomic<int> first_request_steps{0};
     const double cpu_start = process_cpu_ms();
     auto run_request = [&](int r) {
-        Backend request_backend(backend); // the session's: its prefill, in parts between the batch's steps
-
+        Backend request_backend(backend); // holds the session's KV cache; its prefill runs on the batch's
         t3::Session session(engine.t3(), request_backend);
         std::mt19937_64 rng(uint64_t(r) + 1);
         std::uniform_int_distribution<int32_t> unit(0, hp.speech_token_limit - 1);

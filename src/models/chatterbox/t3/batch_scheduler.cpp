@@ -30,8 +30,6 @@ struct StepCopy {
     }
 };
 
-int round_up(int value, int step) { return (value + step - 1) / step * step; }
-
 } // namespace
 
 struct BatchRequest : BatchRequestEnd {
@@ -157,9 +155,7 @@ void BatchScheduler::prefill_next() {
     std::exception_ptr error;
     try {
         if (cancelled) throw Cancelled("T3 request cancelled before its prefill was complete");
-        const int rest = generation.prefill_length() - session.length();
-        const int part = active_.empty() ? round_up(rest, session.options().prefill_bucket)
-                                         : std::max(1, batch_->max_rows() / generation.n_rows());
+        const int part = active_.empty() ? session.last_part() : std::max(1, batch_->max_rows() / generation.n_rows());
         // On the batch's backend: parts and steps share one pool of threads, where two pools taking
         // turns would each see the other's threads busy and compute on one (core/cpu_contention.h).
         const std::vector<float> logits = session.prefill_part(request->prefill_embeds, part, &backend_);

@@ -154,8 +154,10 @@ std::vector<float> Session::run(Graph &graph) {
 std::vector<float> Session::prefill(const std::vector<float> &embeds, int n_rows, int length, int max_new_tokens,
                                     const KvPrefix *prefix) {
     begin_prefill(n_rows, length, max_new_tokens, prefix);
-    return prefill_part(embeds, round_up(length - length_, options_.prefill_bucket));
+    return prefill_part(embeds, last_part());
 }
+
+int Session::last_part() const { return round_up(prefill_length_ - length_, options_.prefill_bucket); }
 
 void Session::begin_prefill(int n_rows, int length, int max_new_tokens, const KvPrefix *prefix) {
     length_ = prefill_length_ = 0; // no sequence until this one is set up

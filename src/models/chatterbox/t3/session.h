@@ -66,6 +66,8 @@ class Session {
     void begin_prefill(int n_rows, int length, int max_new_tokens, const KvPrefix *prefix = nullptr);
     std::vector<float> prefill_part(const std::vector<float> &embeds, int part, Backend *on = nullptr);
     bool prefilling() const { return length_ < prefill_length_; } // begun and not complete
+    // The part that computes every position left at once, padded as prefill() pads a whole prefill.
+    int last_part() const;
     // The first `length` positions of row 0 of the sequence so far.
     KvPrefix export_prefix(int length) const;
     // Feeds one token embedding (hidden) to every row at the next position; returns (n_rows, speech_vocab).
