@@ -12,6 +12,8 @@
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
+#include <sleef.h>
+#define CHATTERBOX_F16_IN_REGISTERS 1
 #endif
 
 namespace chatterbox::kernels {
@@ -23,6 +25,15 @@ namespace {
 constexpr int64_t kLanes = 16;
 
 constexpr const char *kNode = "single_query_attention";
+
+// How far ahead the cache is prefetched: keys 4 positions on, values a block of 8 positions on (the
+// best of 2-16 positions and blocks of 4-16 in a throwaway harness, bench/README.md "Decode attention
+// nearer the memory bound").
+constexpr int64_t kKeysAhead = 4, kValueBlock = 8;
+
+void prefetch(const char *row, size_t bytes) {
+    for (size_t i = 0; i < bytes; i += 64) __builtin_prefetch(row + i);
+}
 
 int64_t padded(int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
 
@@ -80,7 +91,7 @@ float dot(const float *a, const float *b, int64_t n) {
 // fused steps as dot()), not through `buffer`: a round trip of each converted row through L1 had
 // cost 10-20 % of this kernel's time (bench/README.md, "Decode attention in registers").
 float key_dot(const ggml_tensor *k, const char *key, const float *query, int64_t d, float *buffer) {
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#ifdef CHATTERBOX_F16_IN_REGISTERS
     if (k->type == GGML_TYPE_F16) {
         const auto *half = reinterpret_cast<const __m128i *>(key);
         __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps(); // lanes 0-7, 8-15
@@ -100,24 +111,101 @@ float key_dot(const ggml_tensor *k, const char *key, const float *query, int64_t
     return dot(query, as_f32(k, key, d, buffer), d);
 }
 
-// o += w · value for a cached value row (f16 converted in registers, as key_dot).
-void add_weighted(const ggml_tensor *v, const char *value, float w, int64_t d, float *o, float *buffer) {
-    int64_t i = 0;
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#ifdef CHATTERBOX_F16_IN_REGISTERS
+// key_dot for 8 heads at once (each its own query and f16 key, d a multiple of 16), written to
+// scores[h * stride] as fma(dot, scale, bias). The 8 folds run side by side: the same additions in
+// the same order as fold(), so each score has key_dot's bits.
+void eight_scores(const char *const *keys, const float *query, int64_t d, float scale, float bias, float *scores,
+                  int64_t stride) {
+    __m256 halves[8]; // fold's half[l] = lanes[l] + lanes[l + 8], one head each
+    for (int head = 0; head < 8; ++head) {
+        const auto *half = reinterpret_cast<const __m128i *>(keys[head]);
+        const float *q = query + head * d;
+        __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps();
+        for (int64_t i = 0; i < d; i += kLanes, half += 2) {
+            low = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_cvtph_ps(_mm_loadu_si128(half)), low);
+            high = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_cvtph_ps(_mm_loadu_si128(half + 1)), high);
+        }
+        halves[head] = _mm256_add_ps(low, high);
+    }
+    // quarter[l] = half[l] + half[l + 4]: heads 2p and 2p + 1 in the low and high 128 bits.
+    __m256 quarters[4];
+    for (int p = 0; p < 4; ++p)
+        quarters[p] = _mm256_add_ps(_mm256_permute2f128_ps(halves[2 * p], halves[2 * p + 1], 0x20),
+                                    _mm256_permute2f128_ps(halves[2 * p], halves[2 * p + 1], 0x31));
+    // (quarter[0] + quarter[2]) and (quarter[1] + quarter[3]), then their sum: heads 0, 2, 4, 6 low, 1, 3, 5, 7 high.
+    auto pairs = [](__m256 a, __m256 b) {
+        return _mm256_add_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+    };
+    const __m256 dots =
+        _mm256_permutevar8x32_ps(_mm256_hadd_ps(pairs(quarters[0], quarters[1]), pairs(quarters[2], quarters[3])),
+                                 _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    alignas(32) float out[8];
+    _mm256_store_ps(out, _mm256_fmadd_ps(dots, _mm256_set1_ps(scale), _mm256_set1_ps(bias)));
+    for (int head = 0; head < 8; ++head) scores[head * stride] = out[head];
+}
+
+// o[0, 8 * Chunks) += w[j] · values(j) over positions [j0, j1), the sums held in registers.
+template <int Chunks>
+void add_weighted_in_registers(const char *values, size_t position_bytes, const float *w, int64_t j0, int64_t j1,
+                               float *o) {
+    __m256 sums[Chunks];
+    for (int c = 0; c < Chunks; ++c) sums[c] = _mm256_loadu_ps(o + 8 * c);
+    for (int64_t j = j0; j < j1; ++j) {
+        if (w[j] == 0.0f) continue;
+        const __m256 weight = _mm256_set1_ps(w[j]);
+        const auto *half = reinterpret_cast<const __m128i *>(values + j * position_bytes);
+        for (int c = 0; c < Chunks; ++c)
+            sums[c] = _mm256_fmadd_ps(weight, _mm256_cvtph_ps(_mm_loadu_si128(half + c)), sums[c]);
+    }
+    for (int c = 0; c < Chunks; ++c) _mm256_storeu_ps(o + 8 * c, sums[c]);
+}
+#endif
+
+// o += w[j] · (the head's cached value at j) over positions [j0, j1) in position order, skipping zero
+// weights (f16 values converted in registers, as key_dot). The sums stay in registers over the
+// positions rather than going through memory at each one.
+void add_weighted(const ggml_tensor *v, const char *head, const float *w, int64_t j0, int64_t j1, int64_t d, float *o,
+                  float *buffer) {
+    int64_t i0 = 0;
+#ifdef CHATTERBOX_F16_IN_REGISTERS
     if (v->type == GGML_TYPE_F16) {
-        const auto *half = reinterpret_cast<const ggml_fp16_t *>(value);
-        const __m256 weight = _mm256_set1_ps(w);
-        for (; i + 8 <= d; i += 8)
-            _mm256_storeu_ps(
-                o + i,
-                _mm256_fmadd_ps(weight, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(half + i))),
-                                _mm256_loadu_ps(o + i)));
-        for (; i < d; ++i) o[i] = std::fma(w, ggml_fp16_to_fp32(half[i]), o[i]);
-        return;
+        for (; i0 + 32 <= d; i0 += 32) add_weighted_in_registers<4>(head + i0 * 2, v->nb[2], w, j0, j1, o + i0);
+        for (; i0 + 8 <= d; i0 += 8) add_weighted_in_registers<1>(head + i0 * 2, v->nb[2], w, j0, j1, o + i0);
     }
 #endif
-    const float *row = as_f32(v, value, d, buffer);
-    for (; i < d; ++i) o[i] = std::fma(w, row[i], o[i]);
+    if (i0 == d) return;
+    for (int64_t j = j0; j < j1; ++j) {
+        if (w[j] == 0.0f) continue;
+        const float *row = as_f32(v, head + j * v->nb[2], d, buffer);
+        for (int64_t i = i0; i < d; ++i) o[i] = std::fma(w[j], row[i], o[i]);
+    }
+}
+
+float largest(const float *p, int64_t n) {
+    float top = -std::numeric_limits<float>::infinity();
+    int64_t j = 0;
+#ifdef CHATTERBOX_F16_IN_REGISTERS
+    __m256 tops = _mm256_set1_ps(top);
+    for (; j + 8 <= n; j += 8) tops = _mm256_max_ps(tops, _mm256_loadu_ps(p + j));
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, tops);
+    for (const float lane : lanes) top = std::max(top, lane);
+#endif
+    for (; j < n; ++j) top = std::max(top, p[j]);
+    return top;
+}
+
+// p[j] = exp(p[j] - top) for j < n (a multiple of 16). SLEEF's vector exp (1 ulp) in place of the C
+// library's, which had been a sixth of this kernel's time.
+void exp_of_difference(float *p, int64_t n, float top) {
+#ifdef CHATTERBOX_F16_IN_REGISTERS
+    for (int64_t j = 0; j < n; j += 8)
+        _mm256_storeu_ps(p + j, Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_loadu_ps(p + j), _mm256_set1_ps(top))));
+#else
+    for (int64_t j = 0; j < n; ++j) p[j] = std::exp(p[j] - top);
+#endif
 }
 
 float mask_value(const ggml_tensor *mask, const char *row, int64_t j) {
@@ -148,22 +236,38 @@ void attend(ggml_tensor *dst, int64_t b, int64_t iq, int64_t h0, int64_t h1, flo
         std::memcpy(query + h * d,
                     static_cast<const char *>(q->data) + (h0 + h) * q->nb[1] + iq * q->nb[2] + b * q->nb[3],
                     size_t(d) * sizeof(float));
-    auto cached = [&](const ggml_tensor *t, int64_t j, int64_t h) {
-        return static_cast<const char *>(t->data) + (h / group) * t->nb[1] + j * t->nb[2] + b * t->nb[3];
-    };
+    // Each head's cached rows at position 0 (a group of query heads shares one key/value head).
+    const char *key_rows[256], *value_rows[256];
+    for (int64_t h = 0; h < heads; ++h) {
+        key_rows[h] = static_cast<const char *>(k->data) + (h0 + h) / group * k->nb[1] + b * k->nb[3];
+        value_rows[h] = static_cast<const char *>(v->data) + (h0 + h) / group * v->nb[1] + b * v->nb[3];
+    }
 
-    // Scores, position by position (the keys of all the group's heads at j are adjacent).
+    // Scores, position by position (the keys of all the heads at j are adjacent), the keys kKeysAhead
+    // positions on asked for in advance.
+    const size_t key_bytes = size_t(d) * ggml_type_size(k->type), value_bytes = size_t(d) * ggml_type_size(v->type);
     float *scores = s.scores.get(heads * stride);
     float *row = s.row.get(d);
-    for (int64_t j = 0; j < stride; ++j)
-        for (int64_t h = 0; h < heads; ++h) {
-            float &score = scores[h * stride + j];
-            if (j >= visible || bias[j] == kBlocked) {
-                score = kBlocked;
-                continue;
-            }
-            score = std::fma(key_dot(k, cached(k, j, h0 + h), query + h * d, d, row), scale, bias[j]);
+    for (int64_t j = 0; j < stride; ++j) {
+        if (j >= visible || bias[j] == kBlocked) {
+            for (int64_t h = 0; h < heads; ++h) scores[h * stride + j] = kBlocked;
+            continue;
         }
+        if (j + kKeysAhead < visible)
+            for (int64_t h = 0; h < heads; ++h) prefetch(key_rows[h] + (j + kKeysAhead) * k->nb[2], key_bytes);
+        int64_t h = 0;
+#ifdef CHATTERBOX_F16_IN_REGISTERS
+        if (k->type == GGML_TYPE_F16 && d % kLanes == 0)
+            for (; h + 8 <= heads; h += 8) {
+                const char *keys[8];
+                for (int64_t i = 0; i < 8; ++i) keys[i] = key_rows[h + i] + j * k->nb[2];
+                eight_scores(keys, query + h * d, d, scale, bias[j], scores + h * stride + j, stride);
+            }
+#endif
+        for (; h < heads; ++h)
+            scores[h * stride + j] =
+                std::fma(key_dot(k, key_rows[h] + j * k->nb[2], query + h * d, d, row), scale, bias[j]);
+    }
 
     // Softmax weights (unnormalised) and their sums.
     float *out = s.out.get(heads * d);
@@ -171,21 +275,21 @@ void attend(ggml_tensor *dst, int64_t b, int64_t iq, int64_t h0, int64_t h1, flo
     float sums[256];
     for (int64_t h = 0; h < heads; ++h) {
         float *p = scores + h * stride;
-        float top = kBlocked;
-        for (int64_t j = 0; j < visible; ++j) top = std::max(top, p[j]);
-        for (int64_t j = 0; j < stride; ++j) p[j] = std::exp(p[j] - top); // blocked: exp(-inf) = 0
+        exp_of_difference(p, stride, largest(p, visible)); // blocked: exp(-inf) = 0
         float lanes[kLanes] = {};
         for (int64_t j = 0; j < stride; j += kLanes)
             for (int64_t l = 0; l < kLanes; ++l) lanes[l] += p[j + l];
         sums[h] = fold(lanes);
     }
 
-    // Weighted values, position by position; a zero weight adds nothing and is skipped.
-    for (int64_t j = 0; j < visible; ++j)
+    // Weighted values, a block of positions at a time (16 KB of f16 values at 16 heads of 64, in L1
+    // for all the heads), the next block asked for in advance; a zero weight adds nothing and is skipped.
+    for (int64_t j0 = 0; j0 < visible; j0 += kValueBlock)
         for (int64_t h = 0; h < heads; ++h) {
-            const float w = scores[h * stride + j];
-            if (w == 0.0f) continue;
-            add_weighted(v, cached(v, j, h0 + h), w, d, out + h * d, row);
+            for (int64_t j = j0 + kValueBlock; j < std::min(visible, j0 + 2 * kValueBlock); ++j)
+                prefetch(value_rows[h] + j * v->nb[2], value_bytes);
+            add_weighted(v, value_rows[h], scores + h * stride, j0, std::min(visible, j0 + kValueBlock), d, out + h * d,
+                         row);
         }
 
     char *dst_row = static_cast<char *>(dst->data) + iq * dst->nb[1] + b * dst->nb[2];

@@ -151,14 +151,15 @@ TEST(NnAttention, OneQueryPerSequenceMatchesNaive) {
     attention_case({1, 1, 33, 16, 16, 64, false, AttnCase::per_batch}, "one sequence, heads split over threads", 2);
 }
 
-// Random keys and values of several sequences in f16 caches (4 heads of 64), and the single-query
+// Random keys and values of several sequences in f16 caches (heads of 64), and the single-query
 // path over the first n_kv positions of the first `batch` of them.
 struct F16Caches {
-    static constexpr int64_t heads = 4, head_dim = 64, width = heads * head_dim;
-    int64_t capacity;
+    static constexpr int64_t head_dim = 64;
+    int64_t capacity, heads, width;
     std::vector<ggml_fp16_t> k, v;
 
-    F16Caches(NnHarness &values, int64_t sequences, int64_t capacity_) : capacity(capacity_) {
+    F16Caches(NnHarness &values, int64_t sequences, int64_t capacity_, int64_t heads_ = 4)
+        : capacity(capacity_), heads(heads_), width(heads_ * head_dim) {
         const auto k_values = values.input(size_t(sequences * capacity * width), -2.0f, 2.0f);
         const auto v_values = values.input(k_values.size());
         for (size_t i = 0; i < k_values.size(); ++i) {
@@ -169,7 +170,9 @@ struct F16Caches {
     // queries: (batch, n_q, width); mask: f16 (mask_batch, n_q, n_kv). Returns (batch, n_q, width).
     std::vector<float> attend(int threads, int64_t batch, int64_t n_q, int64_t n_kv, const std::vector<float> &queries,
                               const std::vector<ggml_fp16_t> &mask, int64_t mask_batch) const {
-        Backend backend(BackendOptions{"cpu", threads});
+        BackendOptions options{"cpu", threads};
+        options.adapt_threads = false; // exactly `threads`, so the heads split as the test says
+        Backend backend(options);
         GraphRunner g(backend);
         ggml_tensor *q = g.input("q", GGML_TYPE_F32, {batch, n_q, heads, head_dim});
         ggml_tensor *k_cache = g.input("k_cache", GGML_TYPE_F16, {batch, capacity, width});
@@ -197,10 +200,11 @@ struct F16Caches {
 // What the T3 batch relies on: a sequence's single-query result over an f16 cache is the same bits
 // alone, beside other sequences over a longer attended length, and on any number of threads.
 TEST(NnAttention, SingleQueryIsTheSameInAnyBatch) {
-    const int64_t length = 41, width = F16Caches::width;
+    const int64_t length = 41;
     NnHarness values;
-    const auto q_all = values.input(size_t(3 * width), -2.0f, 2.0f);
     const F16Caches caches(values, 3, 96);
+    const int64_t width = caches.width;
+    const auto q_all = values.input(size_t(3 * width), -2.0f, 2.0f);
     // Sequence 0 sees [0, length); the others see more. Returns sequence 0's output.
     auto run = [&](int64_t batch, int64_t n_kv, int threads) {
         std::vector<ggml_fp16_t> m(size_t(batch * n_kv));
@@ -221,10 +225,11 @@ TEST(NnAttention, SingleQueryIsTheSameInAnyBatch) {
 // an f16 cache, two sequences sharing the mask) gets the same bits computed with all the others,
 // with some of them over a shorter attended length, or on another thread count.
 TEST(NnAttention, SingleQueryGivesEachOfSeveralQueriesItsOwnBits) {
-    const int64_t batch = 2, n_q = 9, first = 30, width = F16Caches::width;
+    const int64_t batch = 2, n_q = 9, first = 30;
     NnHarness values;
-    const auto q_all = values.input(size_t(batch * n_q * width), -2.0f, 2.0f);
     const F16Caches caches(values, batch, 64);
+    const int64_t width = caches.width;
+    const auto q_all = values.input(size_t(batch * n_q * width), -2.0f, 2.0f);
     // Queries [q0, q1) of both sequences over n_kv positions; query i sees [0, first + i].
     auto run = [&](int64_t q0, int64_t q1, int64_t n_kv, int threads) {
         const int64_t n = q1 - q0;
@@ -248,6 +253,38 @@ TEST(NnAttention, SingleQueryGivesEachOfSeveralQueriesItsOwnBits) {
         EXPECT_EQ(rows(head, 4, 0, 4), rows(whole, n_q, 0, 4)) << "sequence " << b << ", queries 0-3 on one thread";
         EXPECT_EQ(rows(tail, 5, 0, 5), rows(whole, n_q, 4, 5)) << "sequence " << b << ", queries 4-8 over 48 positions";
     }
+}
+
+// T3's sixteen heads over an f16 cache: eight heads at a time take the vectorised scores, fewer (a
+// thread's share when few queries are split over many threads) one head at a time. Both match the
+// naive reference, and each other bit for bit.
+TEST(NnAttention, SingleQueryOverSixteenF16Heads) {
+    const int64_t batch = 2, n_kv = 70;
+    NnHarness values;
+    const F16Caches caches(values, batch, n_kv, 16);
+    const int64_t width = caches.width;
+    const auto queries = values.input(size_t(batch * width), -2.0f, 2.0f);
+    std::vector<ggml_fp16_t> mask;
+    std::vector<float> mask_f32, k, v;
+    for (int64_t b = 0; b < batch; ++b)
+        for (int64_t j = 0; j < n_kv; ++j) {
+            mask_f32.push_back(j < n_kv - 9 * b && j % 7 != 3 ? 0.0f : -INFINITY);
+            mask.push_back(ggml_fp32_to_fp16(mask_f32.back()));
+        }
+    for (size_t i = 0; i < caches.k.size(); ++i) {
+        k.push_back(ggml_fp16_to_fp32(caches.k[i]));
+        v.push_back(ggml_fp16_to_fp32(caches.v[i]));
+    }
+    const AttnCase c{batch, 1, n_kv, caches.heads, caches.heads, F16Caches::head_dim, false, AttnCase::per_batch};
+    const auto expected = naive_attention(c, queries, k, v, mask_f32, batch, 1.0 / 8.0);
+
+    const std::vector<float> both = caches.attend(1, batch, 1, n_kv, queries, mask, batch); // 16 heads, by 8
+    test::expect_close(both, expected, 1e-5, "16 f16 heads, one thread");
+    const std::vector<float> first_alone(both.begin(), both.begin() + width);
+    const std::vector<float> first_query(queries.begin(), queries.begin() + width);
+    const std::vector<ggml_fp16_t> first_mask(mask.begin(), mask.begin() + n_kv);
+    EXPECT_EQ(caches.attend(2, 1, 1, n_kv, first_query, first_mask, 1), first_alone) << "8 heads a thread";
+    EXPECT_EQ(caches.attend(4, 1, 1, n_kv, first_query, first_mask, 1), first_alone) << "4 heads a thread, one by one";
 }
 
 // Long enough for several query blocks of the blocked path (64 queries each, a partial last one),
