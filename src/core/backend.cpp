@@ -177,15 +177,20 @@ Backend::Backend(const BackendOptions &options)
         fail("matmul route 'onednn' is not available: this build has no oneDNN");
     cpu_ = ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr);
     if (!cpu_) fail("cannot initialise the ggml CPU backend");
-    set_cpu_threads(cpu_, threads_);
-    if (options.device == "cpu") {
-        main_ = cpu_;
-    } else if (options.device == "cuda" || options.device == "gpu") {
-        if (!found.gpu) fail("backend '", options.device, "' is not available: ", found.why_no_gpu);
-        main_ = ggml_backend_dev_init(found.gpu, nullptr);
-        if (!main_) fail("cannot initialise GPU device ", ggml_backend_dev_name(found.gpu));
-    } else {
-        fail("unknown backend '", options.device, "' (this build can use: ", available_devices(), ")");
+    try { // a constructor that throws runs no destructor: the CPU backend is freed here
+        set_cpu_threads(cpu_, threads_);
+        if (options.device == "cpu") {
+            main_ = cpu_;
+        } else if (options.device == "cuda" || options.device == "gpu") {
+            if (!found.gpu) fail("backend '", options.device, "' is not available: ", found.why_no_gpu);
+            main_ = ggml_backend_dev_init(found.gpu, nullptr);
+            if (!main_) fail("cannot initialise GPU device ", ggml_backend_dev_name(found.gpu));
+        } else {
+            fail("unknown backend '", options.device, "' (this build can use: ", available_devices(), ")");
+        }
+    } catch (...) {
+        ggml_backend_free(cpu_);
+        throw;
     }
 }
 
