@@ -87,24 +87,36 @@ float dot(const float *a, const float *b, int64_t n) {
     return fold(lanes);
 }
 
+#ifdef CHATTERBOX_F16_IN_REGISTERS
+// dot()'s 16 lanes for an f16 key over its first d / 16 * 16 values: lanes 0-7 and 8-15.
+struct DotLanes {
+    __m256 low, high;
+};
+DotLanes f16_dot_lanes(const char *key, const float *query, int64_t d) {
+    const auto *half = reinterpret_cast<const __m128i *>(key);
+    DotLanes lanes{_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t i = 0; i + kLanes <= d; i += kLanes, half += 2) {
+        lanes.low = _mm256_fmadd_ps(_mm256_loadu_ps(query + i), _mm256_cvtph_ps(_mm_loadu_si128(half)), lanes.low);
+        lanes.high =
+            _mm256_fmadd_ps(_mm256_loadu_ps(query + i + 8), _mm256_cvtph_ps(_mm_loadu_si128(half + 1)), lanes.high);
+    }
+    return lanes;
+}
+#endif
+
 // The query's dot with a cached key; an f16 key is converted in registers (the same 16 lanes and
 // fused steps as dot()), not through `buffer`: a round trip of each converted row through L1 had
 // cost 10-20 % of this kernel's time (bench/README.md, "Decode attention in registers").
 float key_dot(const ggml_tensor *k, const char *key, const float *query, int64_t d, float *buffer) {
 #ifdef CHATTERBOX_F16_IN_REGISTERS
     if (k->type == GGML_TYPE_F16) {
-        const auto *half = reinterpret_cast<const __m128i *>(key);
-        __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps(); // lanes 0-7, 8-15
-        int64_t i = 0;
-        for (; i + kLanes <= d; i += kLanes, half += 2) {
-            low = _mm256_fmadd_ps(_mm256_loadu_ps(query + i), _mm256_cvtph_ps(_mm_loadu_si128(half)), low);
-            high = _mm256_fmadd_ps(_mm256_loadu_ps(query + i + 8), _mm256_cvtph_ps(_mm_loadu_si128(half + 1)), high);
-        }
+        const DotLanes sums = f16_dot_lanes(key, query, d);
         alignas(32) float lanes[kLanes];
-        _mm256_store_ps(lanes, low);
-        _mm256_store_ps(lanes + 8, high);
+        _mm256_store_ps(lanes, sums.low);
+        _mm256_store_ps(lanes + 8, sums.high);
         const auto *rest = reinterpret_cast<const ggml_fp16_t *>(key);
-        for (int64_t l = 0; i + l < d; ++l) lanes[l] = std::fma(query[i + l], ggml_fp16_to_fp32(rest[i + l]), lanes[l]);
+        for (int64_t i = d / kLanes * kLanes, l = 0; i + l < d; ++l)
+            lanes[l] = std::fma(query[i + l], ggml_fp16_to_fp32(rest[i + l]), lanes[l]);
         return fold(lanes);
     }
 #endif
@@ -119,14 +131,8 @@ void eight_scores(const char *const *keys, const float *query, int64_t d, float 
                   int64_t stride) {
     __m256 halves[8]; // fold's half[l] = lanes[l] + lanes[l + 8], one head each
     for (int head = 0; head < 8; ++head) {
-        const auto *half = reinterpret_cast<const __m128i *>(keys[head]);
-        const float *q = query + head * d;
-        __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps();
-        for (int64_t i = 0; i < d; i += kLanes, half += 2) {
-            low = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_cvtph_ps(_mm_loadu_si128(half)), low);
-            high = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_cvtph_ps(_mm_loadu_si128(half + 1)), high);
-        }
-        halves[head] = _mm256_add_ps(low, high);
+        const DotLanes lanes = f16_dot_lanes(keys[head], query + head * d, d);
+        halves[head] = _mm256_add_ps(lanes.low, lanes.high);
     }
     // quarter[l] = half[l] + half[l + 4]: heads 2p and 2p + 1 in the low and high 128 bits.
     __m256 quarters[4];
