@@ -175,28 +175,19 @@ Backend::Backend(const BackendOptions &options)
     const Devices &found = devices();
     if (matmul_route_ == MatmulRoute::onednn && !kernels::onednn_available())
         fail("matmul route 'onednn' is not available: this build has no oneDNN");
-    cpu_ = ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr);
+    cpu_.reset(ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr));
     if (!cpu_) fail("cannot initialise the ggml CPU backend");
-    try { // a constructor that throws runs no destructor: the CPU backend is freed here
-        set_cpu_threads(cpu_, threads_);
-        if (options.device == "cpu") {
-            main_ = cpu_;
-        } else if (options.device == "cuda" || options.device == "gpu") {
-            if (!found.gpu) fail("backend '", options.device, "' is not available: ", found.why_no_gpu);
-            main_ = ggml_backend_dev_init(found.gpu, nullptr);
-            if (!main_) fail("cannot initialise GPU device ", ggml_backend_dev_name(found.gpu));
-        } else {
-            fail("unknown backend '", options.device, "' (this build can use: ", available_devices(), ")");
-        }
-    } catch (...) {
-        ggml_backend_free(cpu_);
-        throw;
+    set_cpu_threads(cpu(), threads_);
+    if (options.device == "cpu") {
+        main_ = cpu();
+    } else if (options.device == "cuda" || options.device == "gpu") {
+        if (!found.gpu) fail("backend '", options.device, "' is not available: ", found.why_no_gpu);
+        gpu_.reset(ggml_backend_dev_init(found.gpu, nullptr));
+        if (!gpu_) fail("cannot initialise GPU device ", ggml_backend_dev_name(found.gpu));
+        main_ = gpu_.get();
+    } else {
+        fail("unknown backend '", options.device, "' (this build can use: ", available_devices(), ")");
     }
-}
-
-Backend::~Backend() {
-    if (main_ && main_ != cpu_) ggml_backend_free(main_);
-    if (cpu_) ggml_backend_free(cpu_);
 }
 
 std::string Backend::description() const {
@@ -212,7 +203,7 @@ bool Backend::packs_q4k(const ggml_tensor *weight) const {
 
 ggml_backend_buffer_type_t Backend::matmul_weight_buffer_type(const ggml_tensor *weight) const {
     if (!is_cpu() || !repack_weights_ || !ggml_is_quantized(weight->type) || packs_q4k(weight)) return nullptr;
-    ggml_backend_dev_t dev = ggml_backend_get_device(cpu_);
+    ggml_backend_dev_t dev = ggml_backend_get_device(cpu());
     static const auto extra_buffer_types =
         cpu_function<ggml_backend_dev_get_extra_bufts_t>("ggml_backend_dev_get_extra_bufts");
 
@@ -243,14 +234,14 @@ ggml_backend_buffer_type_t Backend::matmul_weight_buffer_type(const ggml_tensor 
 
 void Backend::prepare_compute() {
     const int threads = adapt_threads_ ? contention_.threads_now() : threads_; // 1 .. threads_
-    if (threads != threads_last_compute_) set_cpu_threads(cpu_, threads);
+    if (threads != threads_last_compute_) set_cpu_threads(cpu(), threads);
     threads_last_compute_ = threads;
 }
 
 void Backend::set_cancel_flag(const CancelFlag *flag) {
     static const auto set_abort_callback =
         cpu_function<ggml_backend_set_abort_callback_t>("ggml_backend_set_abort_callback");
-    set_abort_callback(cpu_, flag ? cancel_requested : nullptr, const_cast<CancelFlag *>(flag));
+    set_abort_callback(cpu(), flag ? cancel_requested : nullptr, const_cast<CancelFlag *>(flag));
 }
 
 std::string Backend::available_devices() { return devices().gpu ? "cpu, cuda" : "cpu"; }

@@ -10,6 +10,7 @@
 
 #include "ggml-backend.h"
 
+#include <memory>
 #include <string>
 
 namespace chatterbox {
@@ -44,13 +45,12 @@ struct BackendOptions {
 class Backend {
   public:
     explicit Backend(const BackendOptions &options = {}); // throws when the device is not available
-    ~Backend();
     Backend(const Backend &) = delete;
     Backend &operator=(const Backend &) = delete;
 
-    ggml_backend_t main() const { return main_; } // where graphs run and weights live
-    ggml_backend_t cpu() const { return cpu_; }   // fallback for ops the main backend lacks
-    bool is_cpu() const { return main_ == cpu_; }
+    ggml_backend_t main() const { return main_; }     // where graphs run and weights live
+    ggml_backend_t cpu() const { return cpu_.get(); } // fallback for ops the main backend lacks
+    bool is_cpu() const { return main_ == cpu_.get(); }
     int threads() const { return threads_; }
     std::string description() const; // e.g. "CPU (2 threads)"
     ggml_backend_buffer_type_t weight_buffer_type() const;
@@ -83,8 +83,12 @@ class Backend {
     static bool cpu_has_feature(const std::string &name);
 
   private:
-    ggml_backend_t main_ = nullptr;
-    ggml_backend_t cpu_ = nullptr;
+    struct Free {
+        void operator()(ggml_backend_t backend) const { ggml_backend_free(backend); }
+    };
+    // Owned, so that a constructor that fails half-way frees what it made (the GPU backend is freed first).
+    std::unique_ptr<ggml_backend, Free> cpu_, gpu_;
+    ggml_backend_t main_ = nullptr; // gpu_, or cpu_ on the CPU
     int threads_ = 1;
     bool repack_weights_ = true;
     bool q4k_kernels_ = true;
