@@ -116,6 +116,10 @@ Devices find_devices() {
             concat("this build has no CUDA backend (libggml-cuda.so is not in ", folder_list(folders), ")");
     } else {
         log = {};
+        // ggml's cuBLAS handles allow TF32 (10-bit mantissas) in f32 products, which leaves the golden
+        // tolerances 10-25x behind (flow encoder 2.5e-3 against 1e-4 on an H200); NVIDIA's own switch
+        // turns that off unless the user set it. Read by cuBLAS, which the module loads.
+        setenv("NVIDIA_TF32_OVERRIDE", "0", /*overwrite=*/0);
         ggml_backend_reg_t cuda = load_module(cuda_module, log, found.why_no_gpu);
         if (cuda && ggml_backend_reg_dev_count(cuda) == 0)
             found.why_no_gpu = concat(cuda_module.string(), " found no CUDA device: ", log.problems);

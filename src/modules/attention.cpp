@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "kernels/onednn.h"
 #include "kernels/single_query_attention.h"
+#include "modules/matmul.h"
 
 #include <cmath>
 
@@ -40,11 +41,11 @@ ggml_tensor *plain_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, 
     const int64_t head_dim = q->ne[0], n_heads = q->ne[1], n_q = q->ne[2], batch = q->ne[3];
     ggml_tensor *qp = ggml_permute(ctx, q, 0, 2, 1, 3); // [D, n_q, H, B]
     ggml_tensor *kp = ggml_permute(ctx, k, 0, 2, 1, 3); // [D, n_kv, H_kv, B]
-    ggml_tensor *scores = ggml_mul_mat(ctx, kp, qp);    // [n_kv, n_q, H, B]
+    ggml_tensor *scores = nn::product(ctx, kp, qp);     // [n_kv, n_q, H, B]
     if (causal) scores = ggml_diag_mask_inf(ctx, scores, int(k->ne[2] - n_q));
     ggml_tensor *probs = ggml_soft_max_ext(ctx, scores, mask, scale, 0.0f);
     ggml_tensor *vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3)); // [n_kv, D, H_kv, B]
-    ggml_tensor *heads = ggml_mul_mat(ctx, vt, probs);                  // [D, n_q, H, B]
+    ggml_tensor *heads = nn::product(ctx, vt, probs);                   // [D, n_q, H, B]
     heads = ggml_cont(ctx, ggml_permute(ctx, heads, 0, 2, 1, 3));       // [D, H, n_q, B]
     return ggml_reshape_3d(ctx, heads, head_dim * n_heads, n_q, batch);
 }

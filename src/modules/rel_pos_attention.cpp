@@ -1,6 +1,7 @@
 #include "modules/rel_pos_attention.h"
 
 #include "core/error.h"
+#include "modules/matmul.h"
 
 #include <cmath>
 
@@ -67,8 +68,8 @@ ggml_tensor *RelPositionAttention::operator()(ggml_context *ctx, ggml_tensor *x,
     // Right-hand operands of mul_mat are made contiguous: that keeps the product on the GEMM path.
     ggml_tensor *query_u = ggml_cont(ctx, by_head(ggml_add(ctx, query, bias_u)));
     ggml_tensor *query_v = ggml_cont(ctx, by_head(ggml_add(ctx, query, bias_v)));
-    ggml_tensor *content = ggml_mul_mat(ctx, by_head(key), query_u);       // [T_k, T_q, H, B]
-    ggml_tensor *relative = ggml_mul_mat(ctx, by_head(position), query_v); // [2T-1, T_q, H, B]
+    ggml_tensor *content = nn::product(ctx, by_head(key), query_u);       // [T_k, T_q, H, B]
+    ggml_tensor *relative = nn::product(ctx, by_head(position), query_v); // [2T-1, T_q, H, B]
     // rel_shift: query i, key j reads the table row of offset i - j, i.e. row T-1-i+j: a view whose
     // row stride is one element shorter than the table's.
     ggml_tensor *shifted =
@@ -80,7 +81,7 @@ ggml_tensor *RelPositionAttention::operator()(ggml_context *ctx, ggml_tensor *x,
         ggml_soft_max_ext_inplace(ctx, scores, nullptr, float(1.0 / std::sqrt(double(head_dim))), 0.0f);
 
     ggml_tensor *value_t = ggml_cont(ctx, ggml_permute(ctx, value, 1, 2, 0, 3)); // [T_k, D, H, B]
-    ggml_tensor *mixed = ggml_mul_mat(ctx, value_t, probs);                      // [D, T_q, H, B]
+    ggml_tensor *mixed = nn::product(ctx, value_t, probs);                       // [D, T_q, H, B]
     mixed = ggml_cont(ctx, ggml_permute(ctx, mixed, 0, 2, 1, 3));                // [D, H, T_q, B]
     return out(ctx, ggml_reshape_3d(ctx, mixed, dim, frames, batch));
 }

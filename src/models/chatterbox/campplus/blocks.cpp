@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "modules/activations.h"
+#include "modules/matmul.h"
 
 #include <algorithm>
 
@@ -27,7 +28,7 @@ ggml_tensor *Conv2d::operator()(ggml_context *ctx, ggml_tensor *x) const {
     const int64_t rows = columns->ne[0], out_time = columns->ne[1], out_freq = columns->ne[2];
     ggml_tensor *flat = ggml_reshape_2d(ctx, columns, rows, out_time * out_freq);
     ggml_tensor *kernel_rows = ggml_reshape_2d(ctx, weight, rows, out);
-    ggml_tensor *y = ggml_mul_mat(ctx, flat, kernel_rows); // [T' F', C_out]
+    ggml_tensor *y = nn::product(ctx, flat, kernel_rows); // [T' F', C_out]
     return ggml_reshape_4d(ctx, y, out_time, out_freq, out, 1);
 }
 
@@ -105,10 +106,10 @@ ggml_tensor *CamDenseTdnnLayer::operator()(ggml_context *ctx, ggml_tensor *x, co
     ggml_tensor *local = linear_local(ctx, y);
     // Per-segment contexts ggml [S, 128] -> masks [S, 32] -> one per frame [T, 32].
     ggml_tensor *frames = ggml_reshape_2d(ctx, y, y->ne[0], y->ne[1]);
-    ggml_tensor *context = ggml_mul_mat(ctx, pooling.pool, frames);
+    ggml_tensor *context = nn::product(ctx, pooling.pool, frames);
     ggml_tensor *mask = nn::sigmoid(ctx, context2(ctx, nn::relu(ctx, context1(ctx, context))));
     mask = ggml_reshape_2d(ctx, mask, mask->ne[0], mask->ne[1]);
-    ggml_tensor *frame_mask = ggml_mul_mat(ctx, pooling.expand, mask);
+    ggml_tensor *frame_mask = nn::product(ctx, pooling.expand, mask);
     return ggml_mul(ctx, local, ggml_reshape_3d(ctx, frame_mask, frame_mask->ne[0], frame_mask->ne[1], 1));
 }
 

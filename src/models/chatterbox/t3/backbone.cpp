@@ -1,6 +1,7 @@
 #include "models/chatterbox/t3/backbone.h"
 
 #include "core/error.h"
+#include "modules/matmul.h"
 
 #include <algorithm>
 #include <cmath>
@@ -30,7 +31,7 @@ void add_watched_heads(ggml_context *ctx, const HParams &hp, int layer, const Ba
             ggml_cont(ctx, ggml_view_2d(ctx, q, hp.head_dim, in.n_tokens, q->nb[2], size_t(h.head) * q->nb[1]));
         ggml_tensor *k_h = ggml_cont(ctx, ggml_view_2d(ctx, k_cache, hp.head_dim, in.n_kv, k_cache->nb[1],
                                                        size_t(h.head) * ggml_row_size(k_cache->type, hp.head_dim)));
-        ggml_tensor *probs = ggml_soft_max_ext(ctx, ggml_mul_mat(ctx, k_h, q_h), in.mask, scale, 0.0f);
+        ggml_tensor *probs = ggml_soft_max_ext(ctx, nn::product(ctx, k_h, q_h), in.mask, scale, 0.0f);
         watch.mean = watch.mean ? ggml_add(ctx, watch.mean, probs) : probs;
     }
     if (layer == last_layer && watch.mean) watch.mean = ggml_scale(ctx, watch.mean, 1.0f / float(watch.heads.size()));
