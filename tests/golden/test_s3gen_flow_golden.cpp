@@ -151,3 +151,15 @@ TEST_F(S3GenFlowGolden, SameSeedGivesIdenticalMel) {
     expect_seeded_mel_is_deterministic(session, std::vector<int32_t>(tokens_.begin(), tokens_.begin() + 6),
                                        reference_.xvector);
 }
+
+// Sixteen requests of different lengths each attend over their own frames in every transformer
+// block: on the plain path (the estimator's on a GPU) that once outgrew the graph's tensor budget
+// and crashed while building.
+TEST_F(S3GenFlowGolden, SixteenRequestsOfDifferentLengthsBuildOnEveryAttentionPath) {
+    std::vector<int64_t> frames;
+    for (int64_t i = 0; i < 16; ++i) frames.push_back(20 + 3 * i);
+    for (nn::AttentionPath path : {nn::AttentionPath::plain, nn::AttentionPath::flash}) {
+        SCOPED_TRACE(nn::attention_path_name(path));
+        EXPECT_NO_THROW(EstimatorGraph(model_->estimator(), model_->hparams(), *backend_, frames, path));
+    }
+}

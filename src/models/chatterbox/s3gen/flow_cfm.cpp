@@ -41,13 +41,30 @@ std::vector<float> standard_normal(size_t n, std::mt19937_64 &rng) {
     return values;
 }
 
+namespace {
+
+// CUDA's flash attention rounds f32 keys and values to f16 (5e-4 on an estimator step against the
+// golden 1e-4, on an H200); off the CPU the estimator attends in f32 products instead.
+nn::AttentionPath on_backend(nn::AttentionPath attention, const Backend &backend) {
+    return attention == nn::AttentionPath::flash && !backend.is_cpu() ? nn::AttentionPath::plain : attention;
+}
+
+// The graph's tensor budget: one request's estimator, and, where requests of different lengths each
+// attend over their own frames, every transformer block's attention once more per request (16 such
+// requests on the plain path needed ~17.5k tensors on an H200, past GraphRunner's default 16384).
+size_t estimator_graph_nodes(const std::vector<int64_t> &request_frames) {
+    return 16384 + 2048 * request_frames.size();
+}
+
+} // namespace
+
 EstimatorGraph::EstimatorGraph(const Estimator &estimator, const FlowHParams &hp, Backend &backend, int64_t frames,
                                nn::AttentionPath attention)
     : EstimatorGraph(estimator, hp, backend, std::vector<int64_t>{frames}, attention) {}
 
 EstimatorGraph::EstimatorGraph(const Estimator &estimator, const FlowHParams &hp, Backend &backend,
                                const std::vector<int64_t> &request_frames, nn::AttentionPath attention)
-    : hp_(hp), request_frames_(request_frames), graph_(backend) {
+    : hp_(hp), request_frames_(request_frames), graph_(backend, estimator_graph_nodes(request_frames)) {
     if (request_frames.empty()) fail("EstimatorGraph: no request");
     const int64_t per_request = hp.cfg_rows();
     AttentionSegments segments;
@@ -69,7 +86,8 @@ EstimatorGraph::EstimatorGraph(const Estimator &estimator, const FlowHParams &hp
     conditioning_ = graph_.input("cfm.conditioning", GGML_TYPE_F32, {rows_, frames_, hp.conditioning_channels()});
     sinusoids_ =
         graph_.input("cfm.time_sinusoids", GGML_TYPE_F32, {time_rows_, hp.time_points(), hp.time_sinusoid_dim()});
-    ggml_tensor *v = estimator(ctx, sample_, conditioning_, sinusoids_, attention, &time_taps_, segments); // [80, T, R]
+    ggml_tensor *v = estimator(ctx, sample_, conditioning_, sinusoids_, on_backend(attention, backend), &time_taps_,
+                               segments);                         // [80, T, R]
     velocity_ = ggml_cont(ctx, ggml_permute(ctx, v, 1, 0, 2, 3)); // ggml [T, 80, R] = (R, 80, T)
     graph_.build({velocity_, time_taps_.time_mlp, time_taps_.time_embedding});
 }
