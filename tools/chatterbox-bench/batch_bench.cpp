@@ -20,6 +20,7 @@ namespace {
 struct Level {
     double window_s = 0, cpu_s = 0, occupancy = 0;
     size_t tokens = 0;
+    double decode_ms = 0, sample_ms = 0, prefill_s = 0; // per batch step; prefill parts in all
 };
 
 // A newcomer's prefill into the running batch: how long it took, and the running requests' median
@@ -116,6 +117,11 @@ Level run_level(const Engine &engine, const BackendOptions &backend, const Batch
     level.cpu_s = (process_cpu_ms() - cpu_start) / 1e3;
     const BatchCounts stats = scheduler.counts();
     level.occupancy = stats.steps ? double(stats.request_steps) / double(stats.steps) : 0;
+    const t3::BatchTimes times = scheduler.times();
+    const double steps = double(std::max<uint64_t>(stats.steps, 1));
+    level.decode_ms = times.decode_s * 1e3 / steps;
+    level.sample_ms = times.sample_s * 1e3 / steps;
+    level.prefill_s = times.prefill_s;
     return level;
 }
 
@@ -139,9 +145,16 @@ nlohmann::json run_batch_bench(const BackendOptions &backend, const BatchBenchOp
             const Level level = run_level(engine, backend, options, cond, text, requests, nullptr);
             const double rate = level.window_s > 0 ? double(level.tokens) / level.window_s : 0;
             if (requests == 1) single = rate;
-            nlohmann::json row{{"requests", requests},   {"round", round},       {"window_s", level.window_s},
-                               {"tokens", level.tokens}, {"tokens_per_s", rate}, {"mean_occupancy", level.occupancy},
-                               {"cpu_s", level.cpu_s}};
+            nlohmann::json row{{"requests", requests},
+                               {"round", round},
+                               {"window_s", level.window_s},
+                               {"tokens", level.tokens},
+                               {"tokens_per_s", rate},
+                               {"mean_occupancy", level.occupancy},
+                               {"cpu_s", level.cpu_s},
+                               {"decode_ms_per_step", level.decode_ms},
+                               {"sample_ms_per_step", level.sample_ms},
+                               {"prefill_s", level.prefill_s}};
             if (single > 0) row["ratio_to_single"] = rate / single;
             if (options.late_joiner) {
                 Join join;

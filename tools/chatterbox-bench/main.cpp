@@ -190,13 +190,15 @@ void run_batch(const BackendOptions &backend_options, const bench::BatchBenchOpt
                nlohmann::json &results) {
     std::printf("T3 batch, %d thread(s): %d forced decode tokens per request, cfg %g, %d round(s)\n",
                 backend_options.threads, options.decode_tokens, options.cfg_weight, options.rounds);
-    std::printf("%8s %6s %9s %7s %9s %8s %10s %7s\n", "requests", "round", "window_s", "tokens", "tokens/s", "ratio",
-                "occupancy", "cpu_s");
+    std::printf("%8s %6s %9s %7s %9s %8s %10s %7s %10s %10s %9s\n", "requests", "round", "window_s", "tokens",
+                "tokens/s", "ratio", "occupancy", "cpu_s", "decode_ms", "sample_ms", "prefill_s");
     const nlohmann::json rows = bench::run_batch_bench(backend_options, options);
     for (const nlohmann::json &r : rows) {
-        std::printf("%8d %6d %9.2f %7zu %9.2f %8.2f %10.2f %7.1f\n", r["requests"].get<int>(), r["round"].get<int>(),
-                    r["window_s"].get<double>(), r["tokens"].get<size_t>(), r["tokens_per_s"].get<double>(),
-                    r.value("ratio_to_single", 0.0), r["mean_occupancy"].get<double>(), r["cpu_s"].get<double>());
+        std::printf("%8d %6d %9.2f %7zu %9.2f %8.2f %10.2f %7.1f %10.2f %10.2f %9.2f\n", r["requests"].get<int>(),
+                    r["round"].get<int>(), r["window_s"].get<double>(), r["tokens"].get<size_t>(),
+                    r["tokens_per_s"].get<double>(), r.value("ratio_to_single", 0.0), r["mean_occupancy"].get<double>(),
+                    r["cpu_s"].get<double>(), r["decode_ms_per_step"].get<double>(),
+                    r["sample_ms_per_step"].get<double>(), r["prefill_s"].get<double>());
         if (r.contains("join"))
             std::printf("         a late joiner: prefill %.0f ms; the others' step %.0f ms before it, %.0f ms at most "
                         "while it prefilled and joined (%.2f steps)\n",

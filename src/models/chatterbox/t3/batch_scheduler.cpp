@@ -4,7 +4,9 @@
 #include "models/chatterbox/t3/batch_session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
+#include <thread>
 
 namespace chatterbox::t3 {
 
@@ -52,7 +54,8 @@ struct BatchRequest : BatchRequestEnd {
 };
 
 BatchScheduler::BatchScheduler(const Model &model, const BackendOptions &backend, const BatchOptions &options)
-    : model_(model), options_(options), backend_(backend) {
+    : model_(model), options_(options), backend_(backend),
+      samplers_(std::max(0, std::min<int>(options.max_sequences, int(std::thread::hardware_concurrency())) - 1)) {
     if (options.max_sequences < 1) fail("T3 batch: max_sequences is ", options.max_sequences, ", expected >= 1");
     batch_ =
         std::make_unique<BatchSession>(model, backend_, 2 * options.max_sequences, options.capacity, options.runtime);
@@ -131,6 +134,22 @@ GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings
     return result;
 }
 
+namespace {
+
+// Adds the time since `start` to `total` and returns now.
+std::chrono::steady_clock::time_point add_elapsed(std::atomic<int64_t> &total,
+                                                  std::chrono::steady_clock::time_point start) {
+    const auto now = std::chrono::steady_clock::now();
+    total += std::chrono::duration_cast<std::chrono::nanoseconds>(now - start).count();
+    return now;
+}
+
+} // namespace
+
+BatchTimes BatchScheduler::times() const {
+    return {double(decode_ns_.load()) * 1e-9, double(sample_ns_.load()) * 1e-9, double(prefill_ns_.load()) * 1e-9};
+}
+
 void BatchScheduler::round() {
     prefill_next();
     if (!active_.empty()) step_batch();
@@ -153,6 +172,7 @@ void BatchScheduler::prefill_next() {
     if (!cancelled && !batch_->has_room(generation.n_rows())) return;
     bool joins = false;
     std::exception_ptr error;
+    const auto start = std::chrono::steady_clock::now();
     try {
         if (cancelled) throw Cancelled("T3 request cancelled before its prefill was complete");
         const int part = active_.empty() ? session.last_part() : std::max(1, batch_->max_rows() / generation.n_rows());
@@ -160,12 +180,16 @@ void BatchScheduler::prefill_next() {
         // turns would each see the other's threads busy and compute on one (core/cpu_contention.h).
         const std::vector<float> logits = session.prefill_part(request->prefill_embeds, part, &backend_);
         ++prefill_parts_;
-        if (session.prefilling()) return;
+        if (session.prefilling()) {
+            add_elapsed(prefill_ns_, start);
+            return;
+        }
         joins = generation.step(logits, nullptr) && !request->stop;
         if (joins) request->handle = batch_->join(session, request->positions);
     } catch (...) {
         error = std::current_exception();
     }
+    add_elapsed(prefill_ns_, start);
     {
         std::lock_guard<std::mutex> lock(mutex_);
         waiting_.pop_front();
@@ -184,6 +208,7 @@ void BatchScheduler::step_batch() {
     steps.reserve(active_.size());
     for (const BatchRequest *r : active_) steps.push_back({r->handle, r->generation->next_embedding()});
     std::vector<std::vector<float>> logits;
+    auto start = std::chrono::steady_clock::now();
     try {
         logits = batch_->decode(steps);
     } catch (...) {
@@ -197,22 +222,27 @@ void BatchScheduler::step_batch() {
         return;
     }
     count_step();
+    start = add_elapsed(decode_ns_, start);
+    // Each request's sampler, guards and hook relay touch only its own state.
+    std::vector<char> go_on(active_.size(), 0);
+    std::vector<std::exception_ptr> errors(active_.size());
+    samplers_.run(active_.size(), [&](size_t i) {
+        try {
+            go_on[i] = active_[i]->generation->step(logits[i], nullptr);
+        } catch (...) {
+            errors[i] = std::current_exception();
+        }
+    });
+    add_elapsed(sample_ns_, start);
     std::vector<BatchRequest *> still;
     std::vector<std::pair<BatchRequest *, std::exception_ptr>> ended;
     for (size_t i = 0; i < active_.size(); ++i) {
         BatchRequest *r = active_[i];
-        std::exception_ptr error;
-        bool go_on = false;
-        try {
-            go_on = r->generation->step(logits[i], nullptr);
-        } catch (...) {
-            error = std::current_exception();
-        }
-        if (go_on) {
+        if (go_on[i]) {
             still.push_back(r);
         } else {
             batch_->leave(r->handle); // its rows are free for the next step
-            ended.emplace_back(r, error);
+            ended.emplace_back(r, errors[i]);
         }
     }
     active_ = std::move(still);

@@ -18,6 +18,7 @@
 #include "core/backend.h"
 #include "core/batch_loop.h"
 #include "core/cancel.h"
+#include "core/worker_pool.h"
 #include "models/chatterbox/t3/generate.h"
 
 #include <atomic>
@@ -35,6 +36,12 @@ struct BatchOptions {
 
 struct BatchRequest;
 
+// Where the batch's thread spent its time since start, in seconds: decode steps (inputs, the graph,
+// the logits back), the requests' samplers and guards after them, and newcomers' prefill parts.
+struct BatchTimes {
+    double decode_s = 0, sample_s = 0, prefill_s = 0;
+};
+
 class BatchScheduler : private BatchLoop<BatchRequest> {
   public:
     // The scheduler's own backend (device, threads) computes the batch.
@@ -50,6 +57,7 @@ class BatchScheduler : private BatchLoop<BatchRequest> {
 
     using BatchLoop::counts; // waiting: requests prefilling or waiting for room; steps: decode steps
     uint64_t prefill_parts() const { return prefill_parts_.load(); } // prefill parts run since start
+    BatchTimes times() const;
     const BatchOptions &options() const { return options_; }
 
   private:
@@ -61,7 +69,9 @@ class BatchScheduler : private BatchLoop<BatchRequest> {
     BatchOptions options_;
     Backend backend_;
     std::unique_ptr<BatchSession> batch_;
+    WorkerPool samplers_; // the requests' samplers after a step, in parallel
     std::atomic<uint64_t> prefill_parts_{0};
+    std::atomic<int64_t> decode_ns_{0}, sample_ns_{0}, prefill_ns_{0};
 };
 
 } // namespace chatterbox::t3

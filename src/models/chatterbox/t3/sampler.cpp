@@ -149,6 +149,11 @@ void apply_min_p(std::vector<float> &logits, float min_p) {
 
 void apply_top_p(std::vector<float> &logits, float top_p) {
     const std::vector<float> probs = softmax(logits);
+    if (top_p >= 1.0f) { // the loop below would remove the tokens of probability 0 (first in order) and stop
+        for (size_t i = 0; i < logits.size(); ++i)
+            if (probs[i] == 0.0f) logits[i] = kRemoved;
+        return;
+    }
     // Tokens already removed (by min_p: most of them) have probability 0, so they would sort first
     // and change nothing; only the others are sorted.
     const std::vector<size_t> order = ascending_order_of_kept(logits);
