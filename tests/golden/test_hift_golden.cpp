@@ -151,7 +151,11 @@ TEST_F(HiftGolden, InABatchWithLongerAndShorterMelsItGivesTheGoldenWave) {
     const std::vector<std::vector<float>> raw = graphs.decode(mels, {&longer_source, &source, &shorter_source});
     expect_matches_golden(raw[1], "hift_wav_raw");
     EXPECT_EQ(raw[0].size(), size_t(longer_frames * 480));
-    EXPECT_EQ(raw[2], vocoder_->decode(shorter, shorter_source)) << "the shortest differs from its wave alone";
+    const std::vector<float> alone = vocoder_->decode(shorter, shorter_source);
+    if (testing_on_gpu()) // the same up to rounding by batch width (1e-5 on an H200)
+        expect_close(raw[2], alone, "shorter wave batched", golden_tolerance("hift_wav_raw"));
+    else
+        EXPECT_EQ(raw[2], alone) << "the shortest differs from its wave alone";
 }
 
 TEST_F(HiftGolden, RejectsBadInput) {

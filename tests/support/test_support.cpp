@@ -89,6 +89,8 @@ std::string test_device() {
     return device && *device ? device : "cpu";
 }
 
+bool testing_on_gpu() { return test_device() != "cpu"; }
+
 BackendOptions test_backend_options(int threads) {
     BackendOptions options;
     options.device = test_device();

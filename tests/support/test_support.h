@@ -40,6 +40,10 @@ std::string temp_dir(const std::string &tag);         // a fresh empty folder fo
 // The device the golden, pipeline and cross-backend tests compute on: $CHATTERBOX_TEST_BACKEND
 // ("cuda" for the gpu-labelled ctest entries) or "cpu".
 std::string test_device();
+// Whether that device is a GPU. ggml's CUDA backend picks a product's kernel by its number of rows
+// (f32 for up to 3, TF32 or f16 tensor cores for 4-16, cuBLAS beyond), so on it a batch and a request
+// alone round differently: the batched-against-alone tests take the GPU's measured tolerances there.
+bool testing_on_gpu();
 BackendOptions test_backend_options(int threads); // on test_device()
 // Why test_device() cannot be used here ("" when it can). Every test program linked with this support
 // library then skips all its tests with that reason (a gtest environment).

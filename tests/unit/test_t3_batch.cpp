@@ -55,6 +55,11 @@ int32_t token_of(int sequence, int step, const HParams &hp) {
     return (sequence * 53 + step * 101) % hp.speech_token_limit;
 }
 
+// Sampled tokens are the same batched as alone on the CPU only: on a GPU the logits differ by the
+// rounding of kernels chosen by row count (test::testing_on_gpu()), and the tiny model's nearly flat
+// distributions turn that into other draws within a few steps (seen on an H200).
+constexpr const char *kTokensOnGpu = "a GPU's batch rounds otherwise than one request alone (testing_on_gpu)";
+
 TEST_P(T3Batch, SequencesJoiningAndLeavingGetTheirLogitsAlone) {
     TinyT3 &m = t3();
     const bool cfg = m.hp().variant != Variant::turbo;
@@ -115,8 +120,11 @@ TEST_P(T3Batch, SequencesJoiningAndLeavingGetTheirLogitsAlone) {
                 ASSERT_EQ(logits[k].size(), want.size());
                 float worst = 0;
                 for (size_t j = 0; j < want.size(); ++j) worst = std::max(worst, std::abs(logits[k][j] - want[j]));
-                ASSERT_LT(worst, attention == nn::AttentionPath::plain ? 1e-5f : 1e-3f)
-                    << "sequence " << i << ", step " << done[i];
+                // On an H200 the batch's 4-16 rows multiply the tiny model's f32 weights in TF32: 1.2e-3.
+                const float tolerance = test::testing_on_gpu()                  ? 5e-3f
+                                        : attention == nn::AttentionPath::plain ? 1e-5f
+                                                                                : 1e-3f;
+                ASSERT_LT(worst, tolerance) << "sequence " << i << ", step " << done[i];
                 if (++done[i] == sequences[i].steps) {
                     batch.leave(handle[i]);
                     handle[i] = -1;
@@ -162,6 +170,7 @@ SamplingParams sampling(const RequestSpec &r) {
 }
 
 TEST_P(T3Batch, ScheduledRequestsGetTheTokensTheyGetAlone) {
+    if (test::testing_on_gpu()) GTEST_SKIP() << kTokensOnGpu;
     TinyT3 &m = t3();
     const std::vector<RequestSpec> specs{{20, 1, 60, 0.5f}, {6, 2, 25, 0.0f}, {33, 3, 90, 0.5f},
                                          {12, 4, 40, 0.5f}, {3, 5, 70, 0.0f}, {25, 6, 15, 0.5f}};
@@ -265,6 +274,7 @@ TEST_P(T3Batch, AHookThatThrowsLeavesTheBatchBeforeTheCallRethrows) {
 // A newcomer prefills in parts of a full step's rows, one part between two of the others' steps,
 // and takes the tokens it takes alone; one cancelled while it prefills leaves, and the others go on.
 TEST_P(T3Batch, ANewcomerPrefillsInPartsBetweenTheOthersSteps) {
+    if (test::testing_on_gpu()) GTEST_SKIP() << kTokensOnGpu;
     TinyT3 &m = t3();
     const RequestSpec newcomer{18, 11, 30, 0.5f};
     const int n_rows = m.hp().variant == Variant::turbo ? 1 : 2;

@@ -65,7 +65,8 @@ MelRequest make_request(int64_t frames, uint64_t seed) {
 double max_difference(const std::vector<float> &a, const std::vector<float> &b) { return test::compare(a, b).max_abs; }
 
 // Matrix products over more columns may round apart in the last bits (measured: 0 on the tiny model).
-constexpr double kTolerance = 1e-5;
+// On a GPU, 3.6e-4 on the wave of the tiny model (an H200): its products round by batch width.
+const double kTolerance = test::testing_on_gpu() ? 1e-3 : 1e-5;
 
 class VocoderBatch : public ::testing::Test {
   protected:
