@@ -108,7 +108,9 @@ for variant in english turbo; do
     # 250 speech tokens = 10 s of speech, fixed by --ignore-eos so every run says the same length.
     bench "pipeline-$variant-$type" pipeline --weights "$gguf" --voice "$VOICE" --max-tokens 250 --ignore-eos --no-bandwidth
   done
-  bench "batch-$variant-f16" batch --weights "$MODELS/$variant-f16.gguf" --requests 1 4 16 --tokens 100 --rounds 1
+  # 256 tokens: with 64, on an H200 the first requests ended before the last had joined.
+  bench "batch-$variant-f16" batch --weights "$MODELS/$variant-f16.gguf" --requests 1 2 4 8 16 --tokens 256 \
+    --rounds 1
   bench "flow-batch-$variant-f16" flow-batch --weights "$MODELS/$variant-f16.gguf" --requests 1 4 16 --rounds 1
   bench "vocoder-batch-$variant-f16" vocoder-batch --weights "$MODELS/$variant-f16.gguf" --requests 1 4 16 --rounds 1
 done
