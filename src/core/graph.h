@@ -18,7 +18,8 @@ namespace chatterbox {
 
 class GraphRunner {
 public:
-    explicit GraphRunner(Backend &backend, size_t max_nodes = 16384);
+    static constexpr size_t kDefaultMaxNodes = 16384; // tensors (and nodes) the graph may hold
+    explicit GraphRunner(Backend &backend, size_t max_nodes = kDefaultMaxNodes);
     ~GraphRunner();
     GraphRunner(const GraphRunner &) = delete;
     GraphRunner &operator=(const GraphRunner &) = delete;

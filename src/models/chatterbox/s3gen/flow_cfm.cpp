@@ -51,9 +51,9 @@ nn::AttentionPath on_backend(nn::AttentionPath attention, const Backend &backend
 
 // The graph's tensor budget: one request's estimator, and, where requests of different lengths each
 // attend over their own frames, every transformer block's attention once more per request (16 such
-// requests on the plain path needed ~17.5k tensors on an H200, past GraphRunner's default 16384).
+// requests on the plain path needed ~17.5k tensors on an H200, past GraphRunner's default).
 size_t estimator_graph_nodes(const std::vector<int64_t> &request_frames) {
-    return 16384 + 2048 * request_frames.size();
+    return GraphRunner::kDefaultMaxNodes + 2048 * request_frames.size();
 }
 
 } // namespace

@@ -32,6 +32,14 @@ struct StepCopy {
     }
 };
 
+// Adds the time since `start` to `total` and returns now.
+std::chrono::steady_clock::time_point add_elapsed(std::atomic<int64_t> &total,
+                                                  std::chrono::steady_clock::time_point start) {
+    const auto now = std::chrono::steady_clock::now();
+    total += std::chrono::duration_cast<std::chrono::nanoseconds>(now - start).count();
+    return now;
+}
+
 } // namespace
 
 struct BatchRequest : BatchRequestEnd {
@@ -133,18 +141,6 @@ GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings
     }
     return result;
 }
-
-namespace {
-
-// Adds the time since `start` to `total` and returns now.
-std::chrono::steady_clock::time_point add_elapsed(std::atomic<int64_t> &total,
-                                                  std::chrono::steady_clock::time_point start) {
-    const auto now = std::chrono::steady_clock::now();
-    total += std::chrono::duration_cast<std::chrono::nanoseconds>(now - start).count();
-    return now;
-}
-
-} // namespace
 
 BatchTimes BatchScheduler::times() const {
     return {double(decode_ns_.load()) * 1e-9, double(sample_ns_.load()) * 1e-9, double(prefill_ns_.load()) * 1e-9};
