@@ -1,9 +1,10 @@
 // needs: synthetic-weights
 // The S3Gen flow on the main golden case, full-size synthetic weights: every flow_* stage against
 // the official implementation (speaker projection, encoder, mu, estimator at the first Euler step,
-// the full CFM result and the generated mel), fed the recorded inputs and noise, on the reference
-// path (ggml f32 products, flash attention) and on the oneDNN routes (MatmulRoute::onednn, blocked
-// attention) within the same golden tolerances; then input validation and seeded determinism.
+// the full CFM result and the generated mel), fed the recorded inputs and noise, on the default path
+// (ggml f32 products; the estimator's default attention: blocked with oneDNN, else ggml's flash), an
+// estimator step on ggml's flash attention, and the oneDNN routes (MatmulRoute::onednn, blocked
+// attention), within the same golden tolerances; then input validation and seeded determinism.
 
 #include "core/backend.h"
 #include "core/error.h"
@@ -79,6 +80,17 @@ TEST_F(S3GenFlowGolden, EveryStageMatchesTheOfficialImplementation) {
     const Mel mel = generated_part(full, model_->hparams().mel_bins, encoding.frames, prompt_frames);
     EXPECT_EQ(mel.frames, 2 * int64_t(tokens_.size()));
     expect_matches_golden(mel.values, "flow_mel");
+}
+
+// ggml's flash attention, the estimator's default in builds without oneDNN: one step (the whole CFM
+// on it ran in this suite until blocked became the default).
+TEST_F(S3GenFlowGolden, FlashAttentionStepMatchesTheOfficialImplementation) {
+    FlowSession session(*model_, *backend_, nn::AttentionPath::flash);
+    const FlowEncoding encoding = session.encode(tokens_, reference_);
+    EstimatorGraph &graph = session.estimator_graph(encoding.frames);
+    graph.set_conditioning(encoding.mu, encoding.speaker, session.prompt_condition(reference_, encoding.frames));
+    expect_matches_golden(graph.velocity(read_f32("flow_noise"), 0.0f, cosine_time_grid(10)[1]),
+                          "flow_estimator_step0_out");
 }
 
 // The fast CPU routes are f32 throughout, so they meet the reference path's golden tolerances
@@ -158,7 +170,9 @@ TEST_F(S3GenFlowGolden, SameSeedGivesIdenticalMel) {
 TEST_F(S3GenFlowGolden, SixteenRequestsOfDifferentLengthsBuildOnEveryAttentionPath) {
     std::vector<int64_t> frames;
     for (int64_t i = 0; i < 16; ++i) frames.push_back(20 + 3 * i);
-    for (nn::AttentionPath path : {nn::AttentionPath::plain, nn::AttentionPath::flash}) {
+    std::vector<nn::AttentionPath> paths{nn::AttentionPath::plain, nn::AttentionPath::flash};
+    if (kernels::onednn_available()) paths.push_back(nn::AttentionPath::blocked);
+    for (nn::AttentionPath path : paths) {
         SCOPED_TRACE(nn::attention_path_name(path));
         EXPECT_NO_THROW(EstimatorGraph(model_->estimator(), model_->hparams(), *backend_, frames, path));
     }

@@ -320,7 +320,7 @@ int main(int argc, char **argv) {
     s3gen->add_option("--repeats", s3gen_options.repeats, "timed runs (the first also builds the graphs)")
         ->capture_default_str();
     s3gen->add_option("--seed", s3gen_options.seed, "seed of the inputs and noise")->capture_default_str();
-    std::vector<nn::AttentionPath> attentions{nn::AttentionPath::flash};
+    std::vector<nn::AttentionPath> attentions{s3gen::default_estimator_attention()};
     const std::map<std::string, nn::AttentionPath> attention_names{{"flash", nn::AttentionPath::flash},
                                                                    {"plain", nn::AttentionPath::plain},
                                                                    {"blocked", nn::AttentionPath::blocked}};

@@ -5,6 +5,7 @@
 
 #include "core/backend.h"
 #include "models/chatterbox/s3gen/estimator_blocks.h"
+#include "models/chatterbox/s3gen/flow_cfm.h"
 
 #include <nlohmann/json.hpp>
 
@@ -20,7 +21,7 @@ struct S3GenBenchOptions {
     int generated_tokens = 250; // 10 s of generated speech
     int repeats = 2;            // timed runs; the first also builds the graphs
     uint64_t seed = 42;         // inputs, CFM noise and HiFT source noise
-    nn::AttentionPath attention = nn::AttentionPath::flash;
+    nn::AttentionPath attention = s3gen::default_estimator_attention();
 };
 
 // What a run produced, for comparing weight types against each other.

@@ -74,7 +74,7 @@ struct SynthesisResult {
 struct SessionOptions {
     int threads = 0;       // CPU threads of the session's backend; 0 takes the engine's setting
     t3::RuntimeOptions t3; // attention path, KV cache type (f32 for exact golden runs)
-    nn::AttentionPath flow_attention = nn::AttentionPath::flash;
+    nn::AttentionPath flow_attention = s3gen::default_estimator_attention();
 };
 
 class Session {

@@ -97,7 +97,7 @@ class FlowModel {
 class FlowSession {
   public:
     // backend: where this session's graphs run (one per session).
-    FlowSession(const FlowModel &model, Backend &backend, nn::AttentionPath attention = nn::AttentionPath::flash);
+    FlowSession(const FlowModel &model, Backend &backend, nn::AttentionPath attention = default_estimator_attention());
 
     // Throws Error for an empty token list, a token id outside [0, vocab) (generated or prompt),
     // more than max_total_tokens tokens in all, a prompt mel that is not whole 80-bin frames or

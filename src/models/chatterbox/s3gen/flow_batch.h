@@ -26,7 +26,7 @@ namespace chatterbox::s3gen {
 
 struct FlowBatchOptions {
     int max_requests = 4; // requests solved together (a CFG request takes two estimator rows)
-    nn::AttentionPath attention = nn::AttentionPath::flash;
+    nn::AttentionPath attention = default_estimator_attention();
 };
 
 struct FlowBatchRequest;

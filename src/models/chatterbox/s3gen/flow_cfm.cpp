@@ -1,11 +1,16 @@
 #include "models/chatterbox/s3gen/flow_cfm.h"
 
 #include "core/error.h"
+#include "kernels/onednn.h"
 
 #include <algorithm>
 #include <cmath>
 
 namespace chatterbox::s3gen {
+
+nn::AttentionPath default_estimator_attention() {
+    return kernels::onednn_available() ? nn::AttentionPath::blocked : nn::AttentionPath::flash;
+}
 
 std::vector<float> linear_time_grid(int steps) {
     if (steps <= 0) fail("CFM time grid: need at least one step, got ", steps);
@@ -44,9 +49,11 @@ std::vector<float> standard_normal(size_t n, std::mt19937_64 &rng) {
 namespace {
 
 // CUDA's flash attention rounds f32 keys and values to f16 (5e-4 on an estimator step against the
-// golden 1e-4, on an H200); off the CPU the estimator attends in f32 products instead.
+// golden 1e-4, on an H200), and the blocked path is a CPU op; off the CPU the estimator attends in
+// f32 products instead.
 nn::AttentionPath on_backend(nn::AttentionPath attention, const Backend &backend) {
-    return attention == nn::AttentionPath::flash && !backend.is_cpu() ? nn::AttentionPath::plain : attention;
+    const bool cpu_only = attention == nn::AttentionPath::flash || attention == nn::AttentionPath::blocked;
+    return cpu_only && !backend.is_cpu() ? nn::AttentionPath::plain : attention;
 }
 
 // The graph's tensor budget: one request's estimator, and, where requests of different lengths each
