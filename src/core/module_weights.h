@@ -76,6 +76,8 @@ class ModuleWeights {
     const std::string &prefix() const { return prefix_; }
     // How the modules bound here multiply their f32 weights (the backend's choice).
     MatmulRoute matmul_route() const { return backend_.matmul_route(); }
+    // Whether the modules bound here compute on a CPU backend (where they may take CPU-only kernels).
+    bool on_cpu() const { return backend_.is_cpu(); }
 
   private:
     struct Upload {

@@ -1,6 +1,7 @@
 #include "modules/activations.h"
 
 #include "core/error.h"
+#include "kernels/vector_activations.h"
 
 #include <cmath>
 
@@ -34,7 +35,15 @@ ggml_tensor *gelu_tanh(ggml_context *ctx, ggml_tensor *x) {
 
 ggml_tensor *mish(ggml_context *ctx, ggml_tensor *x) { return ggml_mul(ctx, x, ggml_tanh(ctx, ggml_softplus(ctx, x))); }
 
-ggml_tensor *activate(ggml_context *ctx, ggml_tensor *x, Activation activation) {
+// The engine's vector kernel for the activation on a CPU backend, or nullptr where it has none.
+ggml_tensor *cpu_kernel(ggml_context *ctx, ggml_tensor *x, Activation activation) {
+    if (activation == Activation::gelu_erf) return kernels::gelu_erf(ctx, x);
+    if (activation == Activation::mish) return kernels::mish(ctx, x);
+    return nullptr;
+}
+
+ggml_tensor *activate(ggml_context *ctx, ggml_tensor *x, Activation activation, bool on_cpu) {
+    if (ggml_tensor *y = on_cpu ? cpu_kernel(ctx, x, activation) : nullptr) return y;
     switch (activation) {
     case Activation::relu:
         return relu(ctx, x);

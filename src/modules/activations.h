@@ -28,7 +28,9 @@ ggml_tensor *gelu_tanh(ggml_context *ctx, ggml_tensor *x);
 ggml_tensor *mish(ggml_context *ctx, ggml_tensor *x);
 
 enum class Activation { relu, elu, silu, sigmoid, tanh, gelu_erf, gelu_tanh, mish };
-ggml_tensor *activate(ggml_context *ctx, ggml_tensor *x, Activation activation);
+// on_cpu: the graph runs on a CPU backend, where GELU (erf) and Mish take the engine's vector
+// kernels (kernels/vector_activations.h) in builds that have them, in place of ggml's scalar ops.
+ggml_tensor *activate(ggml_context *ctx, ggml_tensor *x, Activation activation, bool on_cpu = false);
 // "relu", "silu", "gelu" (exact), "gelu_new"/"gelu_tanh", "mish", ... as model configs spell them.
 Activation activation_from_name(const std::string &name);
 

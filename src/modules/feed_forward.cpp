@@ -4,13 +4,13 @@
 
 namespace chatterbox::nn {
 
-FeedForward::FeedForward(Linear up_, Linear down_, Activation activation_)
-    : up(up_), down(down_), activation(activation_) {
+FeedForward::FeedForward(Linear up_, Linear down_, Activation activation_, bool on_cpu_)
+    : up(up_), down(down_), activation(activation_), on_cpu(on_cpu_) {
     if (down.in != up.out) fail("FeedForward: up projection gives ", up.out, " features, down expects ", down.in);
 }
 
 ggml_tensor *FeedForward::operator()(ggml_context *ctx, ggml_tensor *x) const {
-    return down(ctx, activate(ctx, up(ctx, x), activation));
+    return down(ctx, activate(ctx, up(ctx, x), activation, on_cpu));
 }
 
 GatedFeedForward::GatedFeedForward(Linear gate_, Linear up_, Linear down_, Activation activation_)

@@ -13,13 +13,14 @@
 
 namespace chatterbox::nn {
 
-// down(act(up(x)))
+// down(act(up(x))); on_cpu as nn::activate's (the weights' backend is a CPU: ModuleWeights::on_cpu).
 struct FeedForward {
     Linear up, down;
     Activation activation = Activation::relu;
+    bool on_cpu = false;
 
     FeedForward() = default;
-    FeedForward(Linear up, Linear down, Activation activation);
+    FeedForward(Linear up, Linear down, Activation activation, bool on_cpu = false);
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x) const;
 };
 

@@ -3,6 +3,7 @@
 #include "nn_harness.h"
 
 #include "core/error.h"
+#include "kernels/vector_activations.h"
 #include "modules/activations.h"
 #include "modules/embedding.h"
 #include "modules/feed_forward.h"
@@ -285,6 +286,57 @@ TEST(NnActivations, MatchNaive) {
     test::expect_close(h.run(shape, x, [&](ggml_context *c, ggml_tensor *t) { return nn::leaky_relu(c, t, 0.1f); }),
                        leaky, 1e-6, "leaky_relu 0.1");
     EXPECT_THROW(nn::activation_from_name("swishy"), Error);
+}
+
+// GELU (erf) and Mish on a CPU backend take the engine's vector kernels (kernels/vector_activations.h):
+// within 1e-6 · max(1, |x|) of double precision, as ggml's scalar ops are, over the range the flow
+// sees and past Mish's softplus threshold; and an element's bits do not depend on where it sits in
+// the tensor or on the thread count.
+TEST(NnActivations, CpuVectorKernelsMatchNaiveAndIgnorePosition) {
+    if (!kernels::vector_activations_available()) GTEST_SKIP() << "no vector activation kernels in this build";
+    std::vector<float> x = test::random_values(997, 11, -12.0f, 12.0f);
+    for (float edge : {0.0f, -0.0f, 19.99f, 20.0f, 20.01f, 30.0f, 88.7f, 100.0f, -30.0f, -100.0f, 1e-8f, -1e-8f})
+        x.push_back(edge);
+    for (nn::Activation a : {nn::Activation::gelu_erf, nn::Activation::mish}) {
+        SCOPED_TRACE(a == nn::Activation::gelu_erf ? "gelu_erf" : "mish");
+        std::vector<float> by_position[2];
+        for (int threads : {1, 2}) {
+            NnHarness h(BackendOptions{"cpu", threads});
+            std::string node;
+            const std::vector<float> y = h.run({int64_t(x.size())}, x, [&](ggml_context *c, ggml_tensor *t) {
+                ggml_tensor *out = nn::activate(c, t, a, /*on_cpu=*/true);
+                node = ggml_get_name(out);
+                return out;
+            });
+            EXPECT_NE(node.find(".avx2"), std::string::npos) << "took ggml's op: " << node;
+            for (size_t i = 0; i < x.size(); ++i)
+                ASSERT_NEAR(y[i], naive_activation(a, x[i]), 1e-6 * std::max(1.0, std::fabs(double(x[i]))))
+                    << "x = " << x[i];
+            // The same values three places on and in a 2-D shape: other vector lanes, another split.
+            std::vector<float> shifted(3, 0.5f);
+            shifted.insert(shifted.end(), x.begin(), x.end());
+            shifted.resize(shifted.size() + 2, 0.5f); // 1014 = 6 × 169
+            const std::vector<float> z = h.run({6, 169}, shifted, [&](ggml_context *c, ggml_tensor *t) {
+                return nn::activate(c, t, a, /*on_cpu=*/true);
+            });
+            for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(z[i + 3], y[i]) << "x = " << x[i];
+            by_position[threads - 1] = y;
+        }
+        EXPECT_EQ(by_position[0], by_position[1]);
+    }
+}
+
+// A strided input (a transposed view) is made contiguous first.
+TEST(NnActivations, CpuVectorKernelsTakeStridedInputs) {
+    if (!kernels::vector_activations_available()) GTEST_SKIP() << "no vector activation kernels in this build";
+    NnHarness h;
+    const auto x = h.input(5 * 7, -4.0f, 4.0f);
+    const std::vector<float> y = h.run({5, 7}, x, [&](ggml_context *c, ggml_tensor *t) {
+        return nn::activate(c, ggml_transpose(c, t), nn::Activation::mish, /*on_cpu=*/true);
+    });
+    for (int64_t i = 0; i < 5; ++i)
+        for (int64_t j = 0; j < 7; ++j)
+            EXPECT_NEAR(y[size_t(j * 5 + i)], naive_activation(nn::Activation::mish, x[size_t(i * 7 + j)]), 1e-5);
 }
 
 TEST(NnSnake, MatchesNaive) {

@@ -34,10 +34,10 @@ ggml_tensor *TimeEmbedding::operator()(ggml_context *ctx, ggml_tensor *sinusoid)
 
 CausalBlock::CausalBlock(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, const FlowHParams &hp)
     : conv(w, prefix + ".block.0", in, out, hp.decoder_conv_kernel, hp.decoder_conv_kernel - 1, 0),
-      norm(w, prefix + ".block.2", out, hp.decoder_norm_eps) {}
+      norm(w, prefix + ".block.2", out, hp.decoder_norm_eps), on_cpu(w.on_cpu()) {}
 
 ggml_tensor *CausalBlock::operator()(ggml_context *ctx, ggml_tensor *x) const {
-    return nn::mish(ctx, norm(ctx, conv(ctx, x)));
+    return nn::activate(ctx, norm(ctx, conv(ctx, x)), nn::Activation::mish, on_cpu);
 }
 
 ResnetBlock::ResnetBlock(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, const FlowHParams &hp)
@@ -60,7 +60,7 @@ TransformerBlock::TransformerBlock(ModuleWeights &w, const std::string &prefix, 
       feed_forward(
           nn::Linear(w, prefix + ".ff.net.0.proj", hp.decoder_channels, hp.decoder_ffn_mult * hp.decoder_channels),
           nn::Linear(w, prefix + ".ff.net.2", hp.decoder_ffn_mult * hp.decoder_channels, hp.decoder_channels),
-          nn::Activation::gelu_erf),
+          nn::Activation::gelu_erf, w.on_cpu()),
       n_heads(hp.decoder_heads), head_dim(hp.decoder_head_dim) {}
 
 ggml_tensor *TransformerBlock::operator()(ggml_context *ctx, ggml_tensor *x, nn::AttentionPath attention,

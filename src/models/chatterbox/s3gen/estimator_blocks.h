@@ -34,6 +34,7 @@ struct TimeEmbedding {
 struct CausalBlock {
     FrameConv1d conv;
     nn::LayerNorm norm;
+    bool on_cpu = false; // Mish on the CPU's vector kernel (nn::activate)
 
     CausalBlock() = default;
     CausalBlock(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, const FlowHParams &hp);

@@ -94,7 +94,7 @@ AttentionBlock::AttentionBlock(ModuleWeights &w, const std::string &prefix, cons
       fsmn(w, prefix + ".attn.fsmn_block", hp.state, hp.state, kFsmnKernel,
            nn::ConvOptions().with_groups(int(hp.state)).with_padding(kFsmnKernel / 2).without_bias()),
       mlp(nn::Linear(w, prefix + ".mlp.0", hp.state, 4 * hp.state),
-          nn::Linear(w, prefix + ".mlp.2", 4 * hp.state, hp.state), nn::Activation::gelu_erf),
+          nn::Linear(w, prefix + ".mlp.2", 4 * hp.state, hp.state), nn::Activation::gelu_erf, w.on_cpu()),
       state(hp.state), heads(hp.heads) {}
 
 ggml_tensor *AttentionBlock::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *positions) const {

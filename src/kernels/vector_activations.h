@@ -1,0 +1,29 @@
+#pragma once
+// GELU (erf) and Mish over f32 tensors as ggml custom ops for the CPU backend, in AVX2: Mish through
+// SLEEF's vector exp, log1p and tanh (1 ulp), GELU through a polynomial erf (|error| < 1.5e-7) and
+// SLEEF's exp. ggml 0.22 computes both element by element with the C library's scalar erff, and
+// expf, log1pf and tanhf: 7.7 % and 4.7 % of a CFM on the Intel VM (bench/README.md, "Blocked
+// attention by default").
+//
+// Each element goes through the same vector code whatever its place (a tail is padded to a whole
+// vector, and SLEEF's lanes are independent), so its result does not depend on the tensor's shape,
+// on the rows beside it or on how the threads split the work: a batched request gets the bits it
+// gets alone.
+
+#include "ggml.h"
+
+namespace chatterbox::kernels {
+
+// Whether this build has them (x86-64, where every build needs AVX2 for ggml); where not, the
+// functions below return nullptr and the caller takes ggml's op.
+bool vector_activations_available();
+
+// 0.5·x·(1 + erf(x/√2)), the expression of ggml_gelu_erf (PyTorch's exact GELU); x f32 of any
+// shape (made contiguous if it is not). Returns a new f32 tensor of x's shape.
+ggml_tensor *gelu_erf(ggml_context *ctx, ggml_tensor *x);
+
+// x·tanh(softplus(x)) with softplus(x) = log1p(exp(x)), or x above 20 (ggml_softplus's threshold,
+// as PyTorch's): what nn::mish builds from ggml ops.
+ggml_tensor *mish(ggml_context *ctx, ggml_tensor *x);
+
+} // namespace chatterbox::kernels
