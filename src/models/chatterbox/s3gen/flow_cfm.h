@@ -33,10 +33,9 @@ std::vector<float> cfm_time_grid(const FlowHParams &hp);
 // n values from N(0, 1) drawn from rng (Box–Muller); the same rng state gives the same values.
 std::vector<float> standard_normal(size_t n, std::mt19937_64 &rng);
 
-// The estimator's attention where the caller chooses none: `blocked` (oneDNN f32 products, 1.4x ggml's
-// flash over a whole CFM on the Intel VM, and f32 throughout where ggml's CPU flash rounds K/V to f16:
-// bench/README.md "Blocked attention by default") in builds with oneDNN, else `flash`. Off the CPU
-// both are computed on the plain path.
+// The estimator's attention where the caller chooses none: `blocked` (oneDNN f32 products: 1.3x ggml's
+// flash over a whole CFM on the Intel VM, bench/README.md "Blocked attention by default") in builds
+// with oneDNN, else `flash`. Off the CPU both are computed on the plain path.
 nn::AttentionPath default_estimator_attention();
 
 // The estimator over one request, or over several batched: each request takes hp.cfg_rows() rows,
