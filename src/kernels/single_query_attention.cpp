@@ -70,9 +70,18 @@ struct Scratch {
     Buffer mask, scores, query, row, out;
 };
 
-// n values of a cached row (f32 or f16) as f32 in `to`; returns the f32 values (`to`, or the row itself).
+// A q8_0 row: blocks of 32 values, each an f16 scale then 32 int8; a value is scale · int8, exact in f32
+// (11 + 8 significant bits), as ggml dequantises it.
+constexpr int64_t kQ8Block = 32;
+constexpr size_t kQ8BlockBytes = sizeof(ggml_fp16_t) + kQ8Block;
+
+// n values of a cached row (f32, f16 or q8_0) as f32 in `to`; returns the f32 values (`to`, or the row itself).
 const float *as_f32(const ggml_tensor *t, const char *row, int64_t n, float *to) {
     if (t->type == GGML_TYPE_F32) return reinterpret_cast<const float *>(row);
+    if (t->type == GGML_TYPE_Q8_0) {
+        ggml_get_type_traits(GGML_TYPE_Q8_0)->to_float(row, to, n);
+        return to;
+    }
     const auto *half = reinterpret_cast<const ggml_fp16_t *>(row);
     for (int64_t i = 0; i < n; ++i) to[i] = ggml_fp16_to_fp32(half[i]);
     return to;
@@ -88,7 +97,7 @@ float dot(const float *a, const float *b, int64_t n) {
 }
 
 #ifdef CHATTERBOX_F16_IN_REGISTERS
-// dot()'s 16 lanes for an f16 key over its first d / 16 * 16 values: lanes 0-7 and 8-15.
+// dot()'s 16 lanes for a key over its first d / 16 * 16 values: lanes 0-7 and 8-15.
 struct DotLanes {
     __m256 low, high;
 };
@@ -102,10 +111,37 @@ DotLanes f16_dot_lanes(const char *key, const float *query, int64_t d) {
     }
     return lanes;
 }
+
+// The 32 values of the q8_0 block that starts at `block` as f32, in four registers: scale · int8, the
+// values as_f32 gives (the scale converted once for the block).
+void q8_block_values(const char *block, __m256 out[4]) {
+    uint16_t scale_bits;
+    std::memcpy(&scale_bits, block, sizeof scale_bits);
+    const __m256 scale = _mm256_set1_ps(_cvtsh_ss(scale_bits));
+    for (int c = 0; c < 4; ++c) {
+        const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(block + sizeof scale_bits + 8 * c));
+        out[c] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), scale);
+    }
+}
+
+// f16_dot_lanes for a q8_0 key (d a multiple of 32): the same lanes and steps over its values.
+DotLanes q8_dot_lanes(const char *key, const float *query, int64_t d) {
+    DotLanes lanes{_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t i = 0; i < d; i += kQ8Block, key += kQ8BlockBytes) {
+        __m256 values[4];
+        q8_block_values(key, values);
+        lanes.low = _mm256_fmadd_ps(_mm256_loadu_ps(query + i), values[0], lanes.low);
+        lanes.high = _mm256_fmadd_ps(_mm256_loadu_ps(query + i + 8), values[1], lanes.high);
+        lanes.low = _mm256_fmadd_ps(_mm256_loadu_ps(query + i + 16), values[2], lanes.low);
+        lanes.high = _mm256_fmadd_ps(_mm256_loadu_ps(query + i + 24), values[3], lanes.high);
+    }
+    return lanes;
+}
+using LanesOf = DotLanes (*)(const char *key, const float *query, int64_t d);
 #endif
 
-// The query's dot with a cached key; an f16 key is converted in registers (the same 16 lanes and
-// fused steps as dot()), not through `buffer`: a round trip of each converted row through L1 had
+// The query's dot with a cached key; an f16 or q8_0 key is converted in registers (the same 16 lanes
+// and fused steps as dot()), not through `buffer`: a round trip of each converted row through L1 had
 // cost 10-20 % of this kernel's time (bench/README.md, "Decode attention in registers").
 float key_dot(const ggml_tensor *k, const char *key, const float *query, int64_t d, float *buffer) {
 #ifdef CHATTERBOX_F16_IN_REGISTERS
@@ -119,19 +155,27 @@ float key_dot(const ggml_tensor *k, const char *key, const float *query, int64_t
             lanes[l] = std::fma(query[i + l], ggml_fp16_to_fp32(rest[i + l]), lanes[l]);
         return fold(lanes);
     }
+    if (k->type == GGML_TYPE_Q8_0) { // d is a multiple of 32: no values past the lanes
+        const DotLanes sums = q8_dot_lanes(key, query, d);
+        alignas(32) float lanes[kLanes];
+        _mm256_store_ps(lanes, sums.low);
+        _mm256_store_ps(lanes + 8, sums.high);
+        return fold(lanes);
+    }
 #endif
     return dot(query, as_f32(k, key, d, buffer), d);
 }
 
 #ifdef CHATTERBOX_F16_IN_REGISTERS
-// key_dot for 8 heads at once (each its own query and f16 key, d a multiple of 16), written to
-// scores[h * stride] as fma(dot, scale, bias). The 8 folds run side by side: the same additions in
+// key_dot for 8 heads at once (each its own query and f16 or q8_0 key, d a multiple of 16), written
+// to scores[h * stride] as fma(dot, scale, bias). The 8 folds run side by side: the same additions in
 // the same order as fold(), so each score has key_dot's bits.
+template <LanesOf lanes_of>
 void eight_scores(const char *const *keys, const float *query, int64_t d, float scale, float bias, float *scores,
                   int64_t stride) {
     __m256 halves[8]; // fold's half[l] = lanes[l] + lanes[l + 8], one head each
     for (int head = 0; head < 8; ++head) {
-        const DotLanes lanes = f16_dot_lanes(keys[head], query + head * d, d);
+        const DotLanes lanes = lanes_of(keys[head], query + head * d, d);
         halves[head] = _mm256_add_ps(lanes.low, lanes.high);
     }
     // quarter[l] = half[l] + half[l + 4]: heads 2p and 2p + 1 in the low and high 128 bits.
@@ -167,11 +211,25 @@ void add_weighted_in_registers(const char *values, size_t position_bytes, const 
     }
     for (int c = 0; c < Chunks; ++c) _mm256_storeu_ps(o + 8 * c, sums[c]);
 }
+
+// add_weighted_in_registers<4> for the q8_0 block at `block` of each position's row.
+void add_weighted_q8_block(const char *block, size_t position_bytes, const float *w, int64_t j0, int64_t j1, float *o) {
+    __m256 sums[4];
+    for (int c = 0; c < 4; ++c) sums[c] = _mm256_loadu_ps(o + 8 * c);
+    for (int64_t j = j0; j < j1; ++j) {
+        if (w[j] == 0.0f) continue;
+        const __m256 weight = _mm256_set1_ps(w[j]);
+        __m256 values[4];
+        q8_block_values(block + j * position_bytes, values);
+        for (int c = 0; c < 4; ++c) sums[c] = _mm256_fmadd_ps(weight, values[c], sums[c]);
+    }
+    for (int c = 0; c < 4; ++c) _mm256_storeu_ps(o + 8 * c, sums[c]);
+}
 #endif
 
 // o += w[j] · (the head's cached value at j) over positions [j0, j1) in position order, skipping zero
-// weights (f16 values converted in registers, as key_dot). The sums stay in registers over the
-// positions rather than going through memory at each one.
+// weights (f16 and q8_0 values converted in registers, as key_dot). The sums stay in registers over
+// the positions rather than going through memory at each one.
 void add_weighted(const ggml_tensor *v, const char *head, const float *w, int64_t j0, int64_t j1, int64_t d, float *o,
                   float *buffer) {
     int64_t i0 = 0;
@@ -179,6 +237,9 @@ void add_weighted(const ggml_tensor *v, const char *head, const float *w, int64_
     if (v->type == GGML_TYPE_F16) {
         for (; i0 + 32 <= d; i0 += 32) add_weighted_in_registers<4>(head + i0 * 2, v->nb[2], w, j0, j1, o + i0);
         for (; i0 + 8 <= d; i0 += 8) add_weighted_in_registers<1>(head + i0 * 2, v->nb[2], w, j0, j1, o + i0);
+    } else if (v->type == GGML_TYPE_Q8_0) { // d is a multiple of 32: a block at a time
+        for (; i0 < d; i0 += kQ8Block)
+            add_weighted_q8_block(head + i0 / kQ8Block * kQ8BlockBytes, v->nb[2], w, j0, j1, o + i0);
     }
 #endif
     if (i0 == d) return;
@@ -251,7 +312,7 @@ void attend(ggml_tensor *dst, int64_t b, int64_t iq, int64_t h0, int64_t h1, flo
 
     // Scores, position by position (the keys of all the heads at j are adjacent), the keys kKeysAhead
     // positions on asked for in advance.
-    const size_t key_bytes = size_t(d) * ggml_type_size(k->type), value_bytes = size_t(d) * ggml_type_size(v->type);
+    const size_t key_bytes = ggml_row_size(k->type, d), value_bytes = ggml_row_size(v->type, d);
     float *scores = s.scores.get(heads * stride);
     float *row = s.row.get(d);
     for (int64_t j = 0; j < stride; ++j) {
@@ -263,11 +324,13 @@ void attend(ggml_tensor *dst, int64_t b, int64_t iq, int64_t h0, int64_t h1, flo
             for (int64_t h = 0; h < heads; ++h) prefetch(key_rows[h] + (j + kKeysAhead) * k->nb[2], key_bytes);
         int64_t h = 0;
 #ifdef CHATTERBOX_F16_IN_REGISTERS
-        if (k->type == GGML_TYPE_F16 && d % kLanes == 0)
+        if ((k->type == GGML_TYPE_F16 || k->type == GGML_TYPE_Q8_0) && d % kLanes == 0)
             for (; h + 8 <= heads; h += 8) {
                 const char *keys[8];
                 for (int64_t i = 0; i < 8; ++i) keys[i] = key_rows[h + i] + j * k->nb[2];
-                eight_scores(keys, query + h * d, d, scale, bias[j], scores + h * stride + j, stride);
+                (k->type == GGML_TYPE_F16 ? eight_scores<f16_dot_lanes>
+                                          : eight_scores<q8_dot_lanes>)(keys, query + h * d, d, scale, bias[j],
+                                                                        scores + h * stride + j, stride);
             }
 #endif
         for (; h < heads; ++h)
@@ -328,12 +391,14 @@ void single_query_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
 ggml_tensor *single_query_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v,
                                     ggml_tensor *mask, float scale) {
     const int64_t d = q->ne[0], n_heads = q->ne[1], n_q = q->ne[2], batch = q->ne[3], n_kv = k->ne[2];
-    const bool cached_type = (k->type == GGML_TYPE_F32 || k->type == GGML_TYPE_F16) && v->type == k->type;
+    const bool cached_type =
+        (k->type == GGML_TYPE_F32 || k->type == GGML_TYPE_F16 || (k->type == GGML_TYPE_Q8_0 && d % kQ8Block == 0)) &&
+        v->type == k->type;
     if (q->type != GGML_TYPE_F32 || q->nb[0] != sizeof(float) || !cached_type || k->nb[0] != ggml_type_size(k->type) ||
         v->nb[0] != ggml_type_size(v->type) || k->ne[0] != d || v->ne[0] != d || v->ne[1] != k->ne[1] ||
         n_heads % k->ne[1] != 0 || v->ne[2] != n_kv || k->ne[3] != batch || v->ne[3] != batch || n_heads > 256)
-        fail("single-query attention: expected q f32 [D, H, n_q, B] and k, v f32 or f16 [D, H_kv, n_kv, B] with "
-             "contiguous rows, H a multiple of H_kv and at most 256 heads");
+        fail("single-query attention: expected q f32 [D, H, n_q, B] and k, v f32, f16 or q8_0 (D a multiple of "
+             "32) [D, H_kv, n_kv, B] with contiguous rows, H a multiple of H_kv and at most 256 heads");
     if (mask &&
         ((mask->type != GGML_TYPE_F32 && mask->type != GGML_TYPE_F16) || mask->ne[0] != n_kv || mask->ne[1] != n_q ||
          mask->ne[2] != 1 || (mask->ne[3] != 1 && mask->ne[3] != batch) || !ggml_is_contiguous_rows(mask)))

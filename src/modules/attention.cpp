@@ -16,12 +16,14 @@ std::string dims(const ggml_tensor *t) {
 }
 
 void check_inputs(const ggml_tensor *q, const ggml_tensor *k, const ggml_tensor *v, const AttentionOptions &o) {
-    const bool types_ok =
-        q->type == GGML_TYPE_F32 && k->type == v->type && (k->type == GGML_TYPE_F32 || k->type == GGML_TYPE_F16);
+    // q8_0 keys and values (a T3 cache in 8 bits) only where the single-query kernel reads them.
+    const bool cache_type = k->type == GGML_TYPE_F32 || k->type == GGML_TYPE_F16 ||
+                            (k->type == GGML_TYPE_Q8_0 && o.path == AttentionPath::single_query);
+    const bool types_ok = q->type == GGML_TYPE_F32 && k->type == v->type && cache_type;
     if (!types_ok || k->ne[0] != q->ne[0] || v->ne[0] != q->ne[0] || k->ne[1] != v->ne[1] || k->ne[2] != v->ne[2] ||
         q->ne[1] % k->ne[1] != 0 || k->ne[3] != q->ne[3] || v->ne[3] != q->ne[3])
-        fail("attention: expected q f32 ggml [D, H, n_q, B] and k, v (f32 or f16) ggml [D, H_kv, n_kv, B] with H a "
-             "multiple of H_kv; got q ",
+        fail("attention: expected q f32 ggml [D, H, n_q, B] and k, v (f32 or f16; q8_0 on the single_query path) "
+             "ggml [D, H_kv, n_kv, B] with H a multiple of H_kv; got q ",
              ggml_type_name(q->type), " ", dims(q), ", k ", ggml_type_name(k->type), " ", dims(k), ", v ",
              ggml_type_name(v->type), " ", dims(v));
     if (o.mask) {

@@ -4,7 +4,7 @@
 // rounding: `plain` (mul_mat + soft_max_ext + mul_mat, the exact reference), `flash`
 // (ggml_flash_attn_ext with an f16 mask and f32 accumulation: no n_q x n_kv score tensor) and,
 // for unmasked f32 attention, `blocked` (oneDNN products per query block, f32 throughout).
-// K/V are used in the type they come in (f32, or f16 from a cache): neither path casts them.
+// K/V are used in the type they come in (f32, or f16 or q8_0 from a cache): no path casts them.
 //
 // Layouts: sequences are ggml [C, T, B] = PyTorch (B, T, C); per-head tensors are
 // ggml [D, H, T, B] = PyTorch (B, T, H, D) (a projection output reshaped, before any permute,
@@ -37,7 +37,7 @@ enum class AttentionPath {
     // Each query on its own over a KV cache (a decode step's one per sequence, or a prefill's):
     // kernels::single_query_attention, a CPU custom op that streams a query's keys and values once,
     // in f32, and gives a query the same result in any batch or prefill part. CPU backend only;
-    // f16/f32 K/V, an f16/f32 mask (causality goes in it), not the causal flag.
+    // f32, f16 or q8_0 K/V, an f16/f32 mask (causality goes in it), not the causal flag.
     single_query,
 };
 

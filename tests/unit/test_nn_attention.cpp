@@ -151,21 +151,32 @@ TEST(NnAttention, OneQueryPerSequenceMatchesNaive) {
     attention_case({1, 1, 33, 16, 16, 64, false, AttnCase::per_batch}, "one sequence, heads split over threads", 2);
 }
 
-// Random keys and values of several sequences in f16 caches (heads of 64), and the single-query
-// path over the first n_kv positions of the first `batch` of them.
-struct F16Caches {
+// Random keys and values of several sequences in f16 or q8_0 caches (heads of 64), and the
+// single-query path over the first n_kv positions of the first `batch` of them.
+struct Caches {
     static constexpr int64_t head_dim = 64;
+    ggml_type type;
     int64_t capacity, heads, width;
-    std::vector<ggml_fp16_t> k, v;
+    std::vector<uint8_t> k, v;
+    std::vector<float> k_values, v_values; // what the caches hold, in f32
 
-    F16Caches(NnHarness &values, int64_t sequences, int64_t capacity_, int64_t heads_ = 4)
-        : capacity(capacity_), heads(heads_), width(heads_ * head_dim) {
-        const auto k_values = values.input(size_t(sequences * capacity * width), -2.0f, 2.0f);
-        const auto v_values = values.input(k_values.size());
-        for (size_t i = 0; i < k_values.size(); ++i) {
-            k.push_back(ggml_fp32_to_fp16(k_values[i]));
-            v.push_back(ggml_fp32_to_fp16(v_values[i]));
-        }
+    Caches(NnHarness &values, int64_t sequences, int64_t capacity_, int64_t heads_ = 4, ggml_type type_ = GGML_TYPE_F16)
+        : type(type_), capacity(capacity_), heads(heads_), width(heads_ * head_dim) {
+        const int64_t rows = sequences * capacity;
+        k = in_type(values.input(size_t(rows * width), -2.0f, 2.0f), rows);
+        v = in_type(values.input(size_t(rows * width)), rows);
+        k_values.resize(size_t(rows * width));
+        v_values.resize(k_values.size());
+        ggml_get_type_traits(type)->to_float(k.data(), k_values.data(), rows * width);
+        ggml_get_type_traits(type)->to_float(v.data(), v_values.data(), rows * width);
+    }
+    std::vector<uint8_t> in_type(const std::vector<float> &x, int64_t rows) const {
+        std::vector<uint8_t> out(size_t(rows) * ggml_row_size(type, width));
+        if (type == GGML_TYPE_F16)
+            ggml_fp32_to_fp16_row(x.data(), reinterpret_cast<ggml_fp16_t *>(out.data()), int64_t(x.size()));
+        else
+            ggml_quantize_chunk(type, x.data(), out.data(), 0, rows, width, nullptr);
+        return out;
     }
     // queries: (batch, n_q, width); mask: f16 (mask_batch, n_q, n_kv). Returns (batch, n_q, width).
     std::vector<float> attend(int threads, int64_t batch, int64_t n_q, int64_t n_kv, const std::vector<float> &queries,
@@ -175,11 +186,11 @@ struct F16Caches {
         Backend backend(options);
         GraphRunner g(backend);
         ggml_tensor *q = g.input("q", GGML_TYPE_F32, {batch, n_q, heads, head_dim});
-        ggml_tensor *k_cache = g.input("k_cache", GGML_TYPE_F16, {batch, capacity, width});
-        ggml_tensor *v_cache = g.input("v_cache", GGML_TYPE_F16, {batch, capacity, width});
+        ggml_tensor *k_cache = g.input("k_cache", type, {batch, capacity, width});
+        ggml_tensor *v_cache = g.input("v_cache", type, {batch, capacity, width});
         ggml_tensor *m = g.input("mask", GGML_TYPE_F16, {mask_batch, 1, n_q, n_kv});
         auto attended = [&](ggml_tensor *cache) {
-            return ggml_view_4d(g.ctx(), cache, head_dim, heads, n_kv, batch, ggml_row_size(GGML_TYPE_F16, head_dim),
+            return ggml_view_4d(g.ctx(), cache, head_dim, heads, n_kv, batch, ggml_row_size(type, head_dim),
                                 cache->nb[1], cache->nb[2], 0);
         };
         nn::AttentionOptions o;
@@ -187,7 +198,7 @@ struct F16Caches {
         o.path = nn::AttentionPath::single_query;
         ggml_tensor *out = nn::attention(g.ctx(), q, attended(k_cache), attended(v_cache), o);
         g.build({out});
-        const size_t cache_bytes = size_t(batch * capacity * width) * sizeof(ggml_fp16_t);
+        const size_t cache_bytes = size_t(batch * capacity) * ggml_row_size(type, width);
         g.set_input(q, queries);
         g.set_input(k_cache, k.data(), cache_bytes);
         g.set_input(v_cache, v.data(), cache_bytes);
@@ -197,94 +208,103 @@ struct F16Caches {
     }
 };
 
-// What the T3 batch relies on: a sequence's single-query result over an f16 cache is the same bits
-// alone, beside other sequences over a longer attended length, and on any number of threads.
+constexpr ggml_type kCacheTypes[] = {GGML_TYPE_F16, GGML_TYPE_Q8_0};
+
+// What the T3 batch relies on: a sequence's single-query result over an f16 or q8_0 cache is the same
+// bits alone, beside other sequences over a longer attended length, and on any number of threads.
 TEST(NnAttention, SingleQueryIsTheSameInAnyBatch) {
-    const int64_t length = 41;
-    NnHarness values;
-    const F16Caches caches(values, 3, 96);
-    const int64_t width = caches.width;
-    const auto q_all = values.input(size_t(3 * width), -2.0f, 2.0f);
-    // Sequence 0 sees [0, length); the others see more. Returns sequence 0's output.
-    auto run = [&](int64_t batch, int64_t n_kv, int threads) {
-        std::vector<ggml_fp16_t> m(size_t(batch * n_kv));
-        for (int64_t b = 0; b < batch; ++b)
-            for (int64_t j = 0; j < n_kv; ++j)
-                m[size_t(b * n_kv + j)] = ggml_fp32_to_fp16(j < length + 17 * b ? 0.0f : -INFINITY);
-        const std::vector<float> all = caches.attend(
-            threads, batch, 1, n_kv, std::vector<float>(q_all.begin(), q_all.begin() + batch * width), m, batch);
-        return std::vector<float>(all.begin(), all.begin() + width);
-    };
-    const std::vector<float> alone = run(1, 48, 1);
-    EXPECT_EQ(run(1, 48, 2), alone) << "two threads split the heads";
-    EXPECT_EQ(run(3, 96, 2), alone) << "beside two longer sequences, over more positions";
-    EXPECT_EQ(run(2, 64, 1), alone) << "beside one, one thread";
+    for (const ggml_type type : kCacheTypes) {
+        SCOPED_TRACE(ggml_type_name(type));
+        const int64_t length = 41;
+        NnHarness values;
+        const Caches caches(values, 3, 96, 4, type);
+        const int64_t width = caches.width;
+        const auto q_all = values.input(size_t(3 * width), -2.0f, 2.0f);
+        // Sequence 0 sees [0, length); the others see more. Returns sequence 0's output.
+        auto run = [&](int64_t batch, int64_t n_kv, int threads) {
+            std::vector<ggml_fp16_t> m(size_t(batch * n_kv));
+            for (int64_t b = 0; b < batch; ++b)
+                for (int64_t j = 0; j < n_kv; ++j)
+                    m[size_t(b * n_kv + j)] = ggml_fp32_to_fp16(j < length + 17 * b ? 0.0f : -INFINITY);
+            const std::vector<float> all = caches.attend(
+                threads, batch, 1, n_kv, std::vector<float>(q_all.begin(), q_all.begin() + batch * width), m, batch);
+            return std::vector<float>(all.begin(), all.begin() + width);
+        };
+        const std::vector<float> alone = run(1, 48, 1);
+        EXPECT_EQ(run(1, 48, 2), alone) << "two threads split the heads";
+        EXPECT_EQ(run(3, 96, 2), alone) << "beside two longer sequences, over more positions";
+        EXPECT_EQ(run(2, 64, 1), alone) << "beside one, one thread";
+    }
 }
 
 // What a T3 prefill in parts relies on: each of several queries per sequence (causal mask rows over
-// an f16 cache, two sequences sharing the mask) gets the same bits computed with all the others,
-// with some of them over a shorter attended length, or on another thread count.
+// an f16 or q8_0 cache, two sequences sharing the mask) gets the same bits computed with all the
+// others, with some of them over a shorter attended length, or on another thread count.
 TEST(NnAttention, SingleQueryGivesEachOfSeveralQueriesItsOwnBits) {
-    const int64_t batch = 2, n_q = 9, first = 30;
-    NnHarness values;
-    const F16Caches caches(values, batch, 64);
-    const int64_t width = caches.width;
-    const auto q_all = values.input(size_t(batch * n_q * width), -2.0f, 2.0f);
-    // Queries [q0, q1) of both sequences over n_kv positions; query i sees [0, first + i].
-    auto run = [&](int64_t q0, int64_t q1, int64_t n_kv, int threads) {
-        const int64_t n = q1 - q0;
-        std::vector<float> queries;
-        for (int64_t b = 0; b < batch; ++b)
-            queries.insert(queries.end(), q_all.begin() + (b * n_q + q0) * width,
-                           q_all.begin() + (b * n_q + q1) * width);
-        std::vector<ggml_fp16_t> m(size_t(n * n_kv));
-        for (int64_t i = 0; i < n; ++i)
-            for (int64_t j = 0; j < n_kv; ++j)
-                m[size_t(i * n_kv + j)] = ggml_fp32_to_fp16(j <= first + q0 + i ? 0.0f : -INFINITY);
-        return caches.attend(threads, batch, n, n_kv, queries, m, 1); // (batch, n, width)
-    };
-    const std::vector<float> whole = run(0, n_q, 64, 2);
-    const std::vector<float> head = run(0, 4, 64, 1), tail = run(4, n_q, 48, 2);
-    for (int64_t b = 0; b < batch; ++b) {
-        const auto rows = [&](const std::vector<float> &out, int64_t n, int64_t from, int64_t count) {
-            const auto begin = out.begin() + (b * n + from) * width;
-            return std::vector<float>(begin, begin + count * width);
+    for (const ggml_type type : kCacheTypes) {
+        SCOPED_TRACE(ggml_type_name(type));
+        const int64_t batch = 2, n_q = 9, first = 30;
+        NnHarness values;
+        const Caches caches(values, batch, 64, 4, type);
+        const int64_t width = caches.width;
+        const auto q_all = values.input(size_t(batch * n_q * width), -2.0f, 2.0f);
+        // Queries [q0, q1) of both sequences over n_kv positions; query i sees [0, first + i].
+        auto run = [&](int64_t q0, int64_t q1, int64_t n_kv, int threads) {
+            const int64_t n = q1 - q0;
+            std::vector<float> queries;
+            for (int64_t b = 0; b < batch; ++b)
+                queries.insert(queries.end(), q_all.begin() + (b * n_q + q0) * width,
+                               q_all.begin() + (b * n_q + q1) * width);
+            std::vector<ggml_fp16_t> m(size_t(n * n_kv));
+            for (int64_t i = 0; i < n; ++i)
+                for (int64_t j = 0; j < n_kv; ++j)
+                    m[size_t(i * n_kv + j)] = ggml_fp32_to_fp16(j <= first + q0 + i ? 0.0f : -INFINITY);
+            return caches.attend(threads, batch, n, n_kv, queries, m, 1); // (batch, n, width)
         };
-        EXPECT_EQ(rows(head, 4, 0, 4), rows(whole, n_q, 0, 4)) << "sequence " << b << ", queries 0-3 on one thread";
-        EXPECT_EQ(rows(tail, 5, 0, 5), rows(whole, n_q, 4, 5)) << "sequence " << b << ", queries 4-8 over 48 positions";
+        const std::vector<float> whole = run(0, n_q, 64, 2);
+        const std::vector<float> head = run(0, 4, 64, 1), tail = run(4, n_q, 48, 2);
+        for (int64_t b = 0; b < batch; ++b) {
+            const auto rows = [&](const std::vector<float> &out, int64_t n, int64_t from, int64_t count) {
+                const auto begin = out.begin() + (b * n + from) * width;
+                return std::vector<float>(begin, begin + count * width);
+            };
+            EXPECT_EQ(rows(head, 4, 0, 4), rows(whole, n_q, 0, 4)) << "sequence " << b << ", queries 0-3 on one thread";
+            EXPECT_EQ(rows(tail, 5, 0, 5), rows(whole, n_q, 4, 5))
+                << "sequence " << b << ", queries 4-8 over 48 positions";
+        }
     }
 }
 
-// T3's sixteen heads over an f16 cache: eight heads at a time take the vectorised scores, fewer (a
-// thread's share when few queries are split over many threads) one head at a time. Both match the
-// naive reference, and each other bit for bit.
-TEST(NnAttention, SingleQueryOverSixteenF16Heads) {
-    const int64_t batch = 2, n_kv = 70;
-    NnHarness values;
-    const F16Caches caches(values, batch, n_kv, 16);
-    const int64_t width = caches.width;
-    const auto queries = values.input(size_t(batch * width), -2.0f, 2.0f);
-    std::vector<ggml_fp16_t> mask;
-    std::vector<float> mask_f32, k, v;
-    for (int64_t b = 0; b < batch; ++b)
-        for (int64_t j = 0; j < n_kv; ++j) {
-            mask_f32.push_back(j < n_kv - 9 * b && j % 7 != 3 ? 0.0f : -INFINITY);
-            mask.push_back(ggml_fp32_to_fp16(mask_f32.back()));
-        }
-    for (size_t i = 0; i < caches.k.size(); ++i) {
-        k.push_back(ggml_fp16_to_fp32(caches.k[i]));
-        v.push_back(ggml_fp16_to_fp32(caches.v[i]));
-    }
-    const AttnCase c{batch, 1, n_kv, caches.heads, caches.heads, F16Caches::head_dim, false, AttnCase::per_batch};
-    const auto expected = naive_attention(c, queries, k, v, mask_f32, batch, 1.0 / 8.0);
+// T3's sixteen heads over an f16 or q8_0 cache: eight heads at a time take the vectorised scores,
+// fewer (a thread's share when few queries are split over many threads) one head at a time. Both
+// match the naive reference over the values the cache holds, and each other bit for bit.
+TEST(NnAttention, SingleQueryOverSixteenCachedHeads) {
+    for (const ggml_type type : kCacheTypes) {
+        SCOPED_TRACE(ggml_type_name(type));
+        const int64_t batch = 2, n_kv = 70;
+        NnHarness values;
+        const Caches caches(values, batch, n_kv, 16, type);
+        const int64_t width = caches.width;
+        const auto queries = values.input(size_t(batch * width), -2.0f, 2.0f);
+        std::vector<ggml_fp16_t> mask;
+        std::vector<float> mask_f32;
+        for (int64_t b = 0; b < batch; ++b)
+            for (int64_t j = 0; j < n_kv; ++j) {
+                mask_f32.push_back(j < n_kv - 9 * b && j % 7 != 3 ? 0.0f : -INFINITY);
+                mask.push_back(ggml_fp32_to_fp16(mask_f32.back()));
+            }
+        const AttnCase c{batch, 1, n_kv, caches.heads, caches.heads, Caches::head_dim, false, AttnCase::per_batch};
+        const auto expected = naive_attention(c, queries, caches.k_values, caches.v_values, mask_f32, batch, 1.0 / 8.0);
 
-    const std::vector<float> both = caches.attend(1, batch, 1, n_kv, queries, mask, batch); // 16 heads, by 8
-    test::expect_close(both, expected, 1e-5, "16 f16 heads, one thread");
-    const std::vector<float> first_alone(both.begin(), both.begin() + width);
-    const std::vector<float> first_query(queries.begin(), queries.begin() + width);
-    const std::vector<ggml_fp16_t> first_mask(mask.begin(), mask.begin() + n_kv);
-    EXPECT_EQ(caches.attend(2, 1, 1, n_kv, first_query, first_mask, 1), first_alone) << "8 heads a thread";
-    EXPECT_EQ(caches.attend(4, 1, 1, n_kv, first_query, first_mask, 1), first_alone) << "4 heads a thread, one by one";
+        const std::vector<float> both = caches.attend(1, batch, 1, n_kv, queries, mask, batch); // 16 heads, by 8
+        test::expect_close(both, expected, 1e-5, "16 heads, one thread");
+        const std::vector<float> first_alone(both.begin(), both.begin() + width);
+        const std::vector<float> first_query(queries.begin(), queries.begin() + width);
+        const std::vector<ggml_fp16_t> first_mask(mask.begin(), mask.begin() + n_kv);
+        EXPECT_EQ(caches.attend(2, 1, 1, n_kv, first_query, first_mask, 1), first_alone) << "8 heads a thread";
+        EXPECT_EQ(caches.attend(4, 1, 1, n_kv, first_query, first_mask, 1), first_alone)
+            << "4 heads a thread, one by one";
+    }
 }
 
 // Long enough for several query blocks of the blocked path (64 queries each, a partial last one),
