@@ -105,40 +105,44 @@ TEST_F(SpeechGuards, WatchedHeadsLeaveTheLogitsAndGiveCausalProbabilities) {
     TinyT3 tiny({{1, 3}, {0, 1}, {1, 0}});
     const t3::CondEmbeddings cond = t3::encode_conditioning(*tiny.model, tiny.backend, engine_->builtin_voice(0.5f).t3);
     const std::vector<int32_t> text = framed("Hello there, how are you?");
-    t3::RuntimeOptions exact;
-    exact.kv_type = GGML_TYPE_F32;
-    t3::Session plain(*tiny.model, tiny.backend, exact), watched(*tiny.model, tiny.backend, exact);
-    watched.watch_heads(tiny.model->hparams().guards.aligned_heads);
-    test::expect_error([&] { watched.watch_heads({{2, 0}}); }, "outside the backbone");
+    // An f32 cache, and a q8_0 one, whose keys the watched heads read dequantised.
+    for (const ggml_type kv_type : {GGML_TYPE_F32, GGML_TYPE_Q8_0}) {
+        SCOPED_TRACE(ggml_type_name(kv_type));
+        t3::RuntimeOptions exact;
+        exact.kv_type = kv_type;
+        t3::Session plain(*tiny.model, tiny.backend, exact), watched(*tiny.model, tiny.backend, exact);
+        watched.watch_heads(tiny.model->hparams().guards.aligned_heads);
+        test::expect_error([&] { watched.watch_heads({{2, 0}}); }, "outside the backbone");
 
-    const int length = t3::prefill_length(tiny.model->hparams(), cond, text);
-    const std::vector<float> embeds = t3::prefill_embeddings(*tiny.model, cond, text, 2);
-    EXPECT_EQ(watched.prefill(embeds, 2, length, 4), plain.prefill(embeds, 2, length, 4));
-    EXPECT_TRUE(plain.watched_attention().values.empty());
-    const t3::Session::AttentionRows prefill = watched.watched_attention();
-    ASSERT_GE(prefill.rows, length);
-    for (int r = 0; r < length; ++r) {
-        const float *row = prefill.row(r);
-        EXPECT_NEAR(std::accumulate(row, row + prefill.row_length, 0.0), 1.0, 1e-5) << r;
-        for (int c = r + 1; c < prefill.row_length; ++c) ASSERT_EQ(row[c], 0.0f) << r << ", " << c;
+        const int length = t3::prefill_length(tiny.model->hparams(), cond, text);
+        const std::vector<float> embeds = t3::prefill_embeddings(*tiny.model, cond, text, 2);
+        EXPECT_EQ(watched.prefill(embeds, 2, length, 4), plain.prefill(embeds, 2, length, 4));
+        EXPECT_TRUE(plain.watched_attention().values.empty());
+        const t3::Session::AttentionRows prefill = watched.watched_attention();
+        ASSERT_GE(prefill.rows, length);
+        for (int r = 0; r < length; ++r) {
+            const float *row = prefill.row(r);
+            EXPECT_NEAR(std::accumulate(row, row + prefill.row_length, 0.0), 1.0, 1e-5) << r;
+            for (int c = r + 1; c < prefill.row_length; ++c) ASSERT_EQ(row[c], 0.0f) << r << ", " << c;
+        }
+
+        // A decode step's row is the row the prefill of the longer sequence gives its last position.
+        const std::vector<float> next = t3::speech_token_embedding(*tiny.model, 17, 1);
+        EXPECT_EQ(watched.decode(next), plain.decode(next));
+        const t3::Session::AttentionRows step = watched.watched_attention();
+        ASSERT_EQ(step.rows, 1);
+        std::vector<float> longer = embeds;
+        const size_t hidden = size_t(tiny.model->hparams().hidden);
+        for (int r = 1; r >= 0; --r) // (2, length + 1, hidden): the token appended to each row
+            longer.insert(longer.begin() + std::ptrdiff_t(size_t(r + 1) * size_t(length) * hidden), next.begin(),
+                          next.end());
+        t3::Session reference(*tiny.model, tiny.backend, exact);
+        reference.watch_heads(tiny.model->hparams().guards.aligned_heads);
+        reference.prefill(longer, 2, length + 1, 1);
+        const float *want = reference.watched_attention().row(length);
+        for (int c = 0; c <= length; ++c) EXPECT_NEAR(step.row(0)[c], want[c], 1e-5) << c;
+        for (int c = length + 1; c < step.row_length; ++c) EXPECT_EQ(step.row(0)[c], 0.0f) << c;
     }
-
-    // A decode step's row is the row the prefill of the longer sequence gives its last position.
-    const std::vector<float> next = t3::speech_token_embedding(*tiny.model, 17, 1);
-    EXPECT_EQ(watched.decode(next), plain.decode(next));
-    const t3::Session::AttentionRows step = watched.watched_attention();
-    ASSERT_EQ(step.rows, 1);
-    std::vector<float> longer = embeds;
-    const size_t hidden = size_t(tiny.model->hparams().hidden);
-    for (int r = 1; r >= 0; --r) // (2, length + 1, hidden): the token appended to each row
-        longer.insert(longer.begin() + std::ptrdiff_t(size_t(r + 1) * size_t(length) * hidden), next.begin(),
-                      next.end());
-    t3::Session reference(*tiny.model, tiny.backend, exact);
-    reference.watch_heads(tiny.model->hparams().guards.aligned_heads);
-    reference.prefill(longer, 2, length + 1, 1);
-    const float *want = reference.watched_attention().row(length);
-    for (int c = 0; c <= length; ++c) EXPECT_NEAR(step.row(0)[c], want[c], 1e-5) << c;
-    for (int c = length + 1; c < step.row_length; ++c) EXPECT_EQ(step.row(0)[c], 0.0f) << c;
 }
 
 TEST_F(SpeechGuards, AnalyzerSuppressesEosBeforeTheTextAndEndsThePiece) {

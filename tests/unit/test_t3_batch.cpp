@@ -3,9 +3,9 @@
 // (Llama with CFG rows, GPT-2 without): sequences of different lengths that join and leave
 // mid-batch get, step for step, the logits they get alone; the scheduler gives every request the
 // tokens it gives alone (sampling with its own seed, guidance or not, different lengths, from many
-// threads); a newcomer prefills in parts between the others' steps, and one cancelled while it
-// prefills leaves; a request whose hook stops it ends as alone and frees its rows at once, and one
-// whose hook throws leaves the batch before the exception reaches the caller.
+// threads; over f16 and q8_0 caches); a newcomer prefills in parts between the others' steps, and one cancelled while
+// it prefills leaves; a request whose hook stops it ends as alone and frees its rows at once, and one whose hook throws
+// leaves the batch before the exception reaches the caller.
 
 #include "core/backend.h"
 #include "models/chatterbox/engine.h"
@@ -64,8 +64,11 @@ TEST_P(T3Batch, SequencesJoiningAndLeavingGetTheirLogitsAlone) {
     TinyT3 &m = t3();
     const bool cfg = m.hp().variant != Variant::turbo;
     for (const auto &[attention, kv_type] :
-         {std::pair{nn::AttentionPath::plain, GGML_TYPE_F32}, std::pair{nn::AttentionPath::flash, GGML_TYPE_F16}}) {
-        SCOPED_TRACE(attention == nn::AttentionPath::flash ? "flash, f16 cache" : "plain, f32 cache");
+         {std::pair{nn::AttentionPath::plain, GGML_TYPE_F32}, std::pair{nn::AttentionPath::flash, GGML_TYPE_F16},
+          std::pair{nn::AttentionPath::flash, GGML_TYPE_Q8_0}}) {
+        if (kv_type == GGML_TYPE_Q8_0 && test::testing_on_gpu()) continue; // a CPU-only cache type
+        SCOPED_TRACE(testing::Message() << nn::attention_path_name(attention) << ", " << ggml_type_name(kv_type)
+                                        << " cache");
         // Different prefill lengths, rows (a guided request and one without), join steps and lengths:
         // the batch grows to four, shrinks as the short ones leave, and a newcomer takes freed rows.
         std::vector<Sequence> sequences{{cfg ? 2 : 1, 30, 0, 70},
@@ -172,44 +175,49 @@ SamplingParams sampling(const RequestSpec &r) {
 TEST_P(T3Batch, ScheduledRequestsGetTheTokensTheyGetAlone) {
     if (test::testing_on_gpu()) GTEST_SKIP() << kTokensOnGpu;
     TinyT3 &m = t3();
-    const std::vector<RequestSpec> specs{{20, 1, 60, 0.5f}, {6, 2, 25, 0.0f}, {33, 3, 90, 0.5f},
-                                         {12, 4, 40, 0.5f}, {3, 5, 70, 0.0f}, {25, 6, 15, 0.5f}};
-    std::vector<GenerationResult> alone;
-    for (const RequestSpec &r : specs) {
-        Session session(m.model(), *m.backend);
-        alone.push_back(generate(session, m.cond, m.text(r.text_ids), sampling(r)));
+    for (const ggml_type kv_type : {GGML_TYPE_F16, GGML_TYPE_Q8_0}) {
+        SCOPED_TRACE(ggml_type_name(kv_type));
+        const RuntimeOptions cache = runtime(nn::AttentionPath::flash, kv_type);
+        const std::vector<RequestSpec> specs{{20, 1, 60, 0.5f}, {6, 2, 25, 0.0f}, {33, 3, 90, 0.5f},
+                                             {12, 4, 40, 0.5f}, {3, 5, 70, 0.0f}, {25, 6, 15, 0.5f}};
+        std::vector<GenerationResult> alone;
+        for (const RequestSpec &r : specs) {
+            Session session(m.model(), *m.backend, cache);
+            alone.push_back(generate(session, m.cond, m.text(r.text_ids), sampling(r)));
+        }
+        BatchOptions options;
+        options.max_sequences = 3; // fewer than the requests: some wait for room
+        options.capacity = 1024;
+        options.runtime = cache;
+        BatchScheduler scheduler(m.model(), m.engine->options().backend, options);
+        std::vector<std::future<GenerationResult>> batched;
+        for (const RequestSpec &r : specs)
+            batched.push_back(std::async(std::launch::async, [&, r] {
+                Backend backend(m.engine->options().backend); // a request's own, as an engine Session has
+                Session session(m.model(), backend, cache);
+                std::vector<int32_t> seen;
+                GenerationHooks hooks;
+                hooks.step_logits = false;
+                hooks.on_step = [&](const StepRecord &step) {
+                    EXPECT_EQ(step.raw, nullptr);
+                    EXPECT_EQ(step.step, int(seen.size()));
+                    seen.push_back(step.token);
+                    return true;
+                };
+                GenerationResult result = scheduler.generate(session, m.cond, m.text(r.text_ids), sampling(r), hooks);
+                EXPECT_EQ(seen, result.tokens) << "the hook saw every token, in order";
+                return result;
+            }));
+        for (size_t i = 0; i < specs.size(); ++i) {
+            const GenerationResult result = batched[i].get();
+            EXPECT_EQ(result.tokens, alone[i].tokens) << "request " << i;
+            EXPECT_EQ(result.end, alone[i].end) << "request " << i;
+            EXPECT_EQ(result.eos_step, alone[i].eos_step) << "request " << i;
+        }
+        const BatchCounts stats = scheduler.counts();
+        EXPECT_EQ(stats.active, 0);
+        EXPECT_GT(stats.request_steps, stats.steps) << "no step decoded more than one request";
     }
-    BatchOptions options;
-    options.max_sequences = 3; // fewer than the requests: some wait for room
-    options.capacity = 1024;
-    BatchScheduler scheduler(m.model(), m.engine->options().backend, options);
-    std::vector<std::future<GenerationResult>> batched;
-    for (const RequestSpec &r : specs)
-        batched.push_back(std::async(std::launch::async, [&, r] {
-            Backend backend(m.engine->options().backend); // a request's own, as an engine Session has
-            Session session(m.model(), backend);
-            std::vector<int32_t> seen;
-            GenerationHooks hooks;
-            hooks.step_logits = false;
-            hooks.on_step = [&](const StepRecord &step) {
-                EXPECT_EQ(step.raw, nullptr);
-                EXPECT_EQ(step.step, int(seen.size()));
-                seen.push_back(step.token);
-                return true;
-            };
-            GenerationResult result = scheduler.generate(session, m.cond, m.text(r.text_ids), sampling(r), hooks);
-            EXPECT_EQ(seen, result.tokens) << "the hook saw every token, in order";
-            return result;
-        }));
-    for (size_t i = 0; i < specs.size(); ++i) {
-        const GenerationResult result = batched[i].get();
-        EXPECT_EQ(result.tokens, alone[i].tokens) << "request " << i;
-        EXPECT_EQ(result.end, alone[i].end) << "request " << i;
-        EXPECT_EQ(result.eos_step, alone[i].eos_step) << "request " << i;
-    }
-    const BatchCounts stats = scheduler.counts();
-    EXPECT_EQ(stats.active, 0);
-    EXPECT_GT(stats.request_steps, stats.steps) << "no step decoded more than one request";
 }
 
 TEST_P(T3Batch, AStoppedRequestEndsAsAloneAndFreesItsRowsAtOnce) {

@@ -3,9 +3,11 @@
 // the tiny model: the logits of every step equal those of one graph over the whole cache (both
 // attention paths, with and without guidance), each bucket's graph is built once per session, and
 // a later request on the same session gives what a fresh session gives. And generation with
-// ignore_eos runs all max_new_tokens steps where it would have ended at EOS.
+// ignore_eos runs all max_new_tokens steps where it would have ended at EOS. A q8_0 cache gives
+// logits near the f16 cache's, on the single-query path only.
 
 #include "core/backend.h"
+#include "core/error.h"
 #include "models/chatterbox/engine.h"
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
@@ -14,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 using namespace chatterbox;
@@ -97,10 +100,11 @@ std::unique_ptr<CondEmbeddings> T3Session::cond_;
 TEST_F(T3Session, BucketedDecodeGivesTheLogitsOfTheWholeCache) {
     constexpr int kSteps = 150; // 3 buckets of 64 past the prefill
     for (const auto &[attention, kv_type] :
-         {std::pair{nn::AttentionPath::flash, GGML_TYPE_F16}, std::pair{nn::AttentionPath::plain, GGML_TYPE_F32}})
+         {std::pair{nn::AttentionPath::flash, GGML_TYPE_F16}, std::pair{nn::AttentionPath::flash, GGML_TYPE_Q8_0},
+          std::pair{nn::AttentionPath::plain, GGML_TYPE_F32}})
         for (const float cfg_weight : {0.5f, 0.0f}) {
-            SCOPED_TRACE(testing::Message()
-                         << (attention == nn::AttentionPath::flash ? "flash" : "plain") << ", cfg " << cfg_weight);
+            SCOPED_TRACE(testing::Message() << nn::attention_path_name(attention) << ", " << ggml_type_name(kv_type)
+                                            << ", cfg " << cfg_weight);
             Session whole(engine_->t3(), *backend_, options(attention, kv_type, kWholeCache));
             Session bucketed(engine_->t3(), *backend_, options(attention, kv_type, 64));
             const std::vector<float> expected = raw_logits(whole, text(20), kSteps, cfg_weight);
@@ -108,6 +112,34 @@ TEST_F(T3Session, BucketedDecodeGivesTheLogitsOfTheWholeCache) {
             EXPECT_EQ(raw_logits(bucketed, text(20), kSteps, cfg_weight), expected);
             EXPECT_GT(bucketed.graphs_built(), 3);
         }
+}
+
+// A q8_0 cache holds each key and value to about 1/254 of its block's largest: the logits move a
+// little from the f16 cache's, not far (a wrong scale or block would move them by their own size).
+TEST_F(T3Session, An8BitCacheGivesLogitsNearTheF16Caches) {
+    constexpr int kSteps = 80;
+    Session f16(engine_->t3(), *backend_, options(nn::AttentionPath::flash, GGML_TYPE_F16, 64));
+    Session q8(engine_->t3(), *backend_, options(nn::AttentionPath::flash, GGML_TYPE_Q8_0, 64));
+    const std::vector<float> want = raw_logits(f16, text(20), kSteps, 0.5f);
+    const std::vector<float> got = raw_logits(q8, text(20), kSteps, 0.5f);
+    ASSERT_EQ(got.size(), want.size());
+    double largest = 0, worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+        largest = std::max(largest, double(std::abs(want[i])));
+        worst = std::max(worst, double(std::abs(got[i] - want[i])));
+    }
+    EXPECT_GT(worst, 0.0) << "the q8_0 cache gave the f16 cache's logits: not quantised?";
+    EXPECT_LT(worst, 0.005 * largest) << "largest logit " << largest;
+}
+
+// Only the CPU's single-query attention reads a q8_0 cache: the plain path says so; a name that is
+// not a cache type is refused.
+TEST_F(T3Session, An8BitCacheNeedsTheSingleQueryPath) {
+    Session plain(engine_->t3(), *backend_, options(nn::AttentionPath::plain, GGML_TYPE_Q8_0, 64));
+    test::expect_error([&] { raw_logits(plain, text(5), 2, 0.5f); }, "q8_0 on the single_query path");
+    EXPECT_EQ(kv_cache_type("q8_0"), GGML_TYPE_Q8_0);
+    EXPECT_EQ(kv_cache_type("f16"), GGML_TYPE_F16);
+    EXPECT_THROW(kv_cache_type("q4_0"), InvalidArgument);
 }
 
 TEST_F(T3Session, EachBucketIsBuiltOncePerSession) {

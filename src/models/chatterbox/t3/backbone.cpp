@@ -29,8 +29,11 @@ void add_watched_heads(ggml_context *ctx, const HParams &hp, int layer, const Ba
         if (h.layer != layer) continue;
         ggml_tensor *q_h =
             ggml_cont(ctx, ggml_view_2d(ctx, q, hp.head_dim, in.n_tokens, q->nb[2], size_t(h.head) * q->nb[1]));
-        ggml_tensor *k_h = ggml_cont(ctx, ggml_view_2d(ctx, k_cache, hp.head_dim, in.n_kv, k_cache->nb[1],
-                                                       size_t(h.head) * ggml_row_size(k_cache->type, hp.head_dim)));
+        ggml_tensor *k_view = ggml_view_2d(ctx, k_cache, hp.head_dim, in.n_kv, k_cache->nb[1],
+                                           size_t(h.head) * ggml_row_size(k_cache->type, hp.head_dim));
+        // q8_0 keys dequantised (exactly) for the product; f16 and f32 as they are.
+        ggml_tensor *k_h =
+            ggml_is_quantized(k_cache->type) ? ggml_cast(ctx, k_view, GGML_TYPE_F32) : ggml_cont(ctx, k_view);
         ggml_tensor *probs = ggml_soft_max_ext(ctx, nn::product(ctx, k_h, q_h), in.mask, scale, 0.0f);
         watch.mean = watch.mean ? ggml_add(ctx, watch.mean, probs) : probs;
     }

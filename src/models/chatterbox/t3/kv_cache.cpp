@@ -10,10 +10,21 @@
 
 namespace chatterbox::t3 {
 
+ggml_type kv_cache_type(const std::string &name) {
+    for (const ggml_type type : {GGML_TYPE_F16, GGML_TYPE_Q8_0, GGML_TYPE_F32})
+        if (name == ggml_type_name(type)) return type;
+    throw InvalidArgument(concat("KV cache type \"", name, "\": expected f16, q8_0 or f32"));
+}
+
 KvCache::KvCache(Backend &backend, const HParams &hp, int n_rows, int capacity, ggml_type type)
     : n_rows_(n_rows), capacity_(capacity), type_(type) {
-    if (type != GGML_TYPE_F32 && type != GGML_TYPE_F16)
-        fail("T3 KV cache: type ", ggml_type_name(type), " is not supported (f32 or f16)");
+    if (type != GGML_TYPE_F32 && type != GGML_TYPE_F16 && type != GGML_TYPE_Q8_0)
+        fail("T3 KV cache: type ", ggml_type_name(type), " is not supported (f32, f16 or q8_0)");
+    // Only the CPU's single-query attention reads q8_0 keys and values, whole 32-value blocks per head.
+    if (type == GGML_TYPE_Q8_0 && !backend.is_cpu())
+        fail("T3 KV cache: q8_0 is for the CPU backend only, not ", backend.description());
+    if (type == GGML_TYPE_Q8_0 && hp.head_dim % ggml_blck_size(type) != 0)
+        fail("T3 KV cache: q8_0 needs heads of a multiple of ", ggml_blck_size(type), " values, not ", hp.head_dim);
     if (n_rows < 1 || capacity < 1) fail("T3 KV cache: invalid size ", n_rows, " rows x ", capacity, " positions");
     const size_t n_tensors = 2 * size_t(hp.n_layers);
     ggml_init_params params{ggml_tensor_overhead() * n_tensors, nullptr, /*no_alloc=*/true};

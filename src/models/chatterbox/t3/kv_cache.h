@@ -10,13 +10,19 @@
 #include "ggml.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace chatterbox::t3 {
 
+// A cache type by the name a user gives it: "f16", "q8_0" or "f32" (ggml's names); throws
+// InvalidArgument for any other.
+ggml_type kv_cache_type(const std::string &name);
+
 class KvCache {
   public:
-    // type: GGML_TYPE_F32 or GGML_TYPE_F16.
+    // type: GGML_TYPE_F32, GGML_TYPE_F16, or GGML_TYPE_Q8_0 (half f16's bytes, a scale per 32 values:
+    // lossy; CPU backend and the single-query attention path only).
     KvCache(Backend &backend, const HParams &hp, int n_rows, int capacity, ggml_type type);
     ~KvCache();
     KvCache(const KvCache &) = delete;
