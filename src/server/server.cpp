@@ -55,9 +55,10 @@ ApiError protocol_error(int status) {
 // the same thread once the response is written. {} : not routed (an unreadable request).
 thread_local std::chrono::steady_clock::time_point t_request_started;
 
-SessionOptions session_options(const ServerOptions &options) {
+SessionOptions session_options(const Engine &engine, const ServerOptions &options) {
     SessionOptions session;
     session.threads = options.threads;
+    session.t3.kv_type = engine.options().kv_cache; // so that their requests join the engine's batch
     return session;
 }
 
@@ -71,7 +72,8 @@ bool constant_time_equal(const std::string &a, const std::string &b) {
 }
 
 Server::Server(const Engine &engine, const ServerOptions &options)
-    : engine_(engine), options_(options), pool_(engine, options.sessions, options.queue, session_options(options)),
+    : engine_(engine), options_(options),
+      pool_(engine, options.sessions, options.queue, session_options(engine, options)),
       voices_(options.voices_dir.empty() ? default_voices_dir() : options.voices_dir), watch_(options.deadline_seconds),
       http_(std::make_unique<httplib::Server>()) {
     if (options.deadline_seconds < 0)

@@ -6,7 +6,7 @@
 // chatterbox-server (the request in flight completes, new ones get 503, /ready 503, exit 0) and a
 // drain that runs out of time cancels what is left; clients connecting faster than the accept loop
 // takes them are all served; with --batch, concurrent requests share the T3 batch and a client that
-// hangs up leaves it at once.
+// hangs up leaves it at once, also with --kv-cache q8_0 (the sessions take the batch's cache type).
 
 #include "support/server_test_support.h"
 #include "support/test_support.h"
@@ -293,6 +293,20 @@ TEST(ServerProcessOps, ADrainThatRunsOutOfTimeCancelsWhatIsLeft) {
     EXPECT_TRUE(test::contains(process.log(), "stopped (1 request(s) cancelled)"));
 }
 
+// The HTTP statuses of n long requests of max_new_tokens each, sent at once (-1: no answer).
+std::vector<int> concurrent_statuses(const test::ServerProcess &process, int n, int max_new_tokens) {
+    std::vector<std::future<int>> answers;
+    for (int i = 0; i < n; ++i)
+        answers.push_back(std::async(std::launch::async, [&process, max_new_tokens] {
+            httplib::Client client = process.client();
+            auto result = post(client, long_request(max_new_tokens));
+            return result ? result->status : -1;
+        }));
+    std::vector<int> statuses;
+    for (auto &answer : answers) statuses.push_back(answer.get());
+    return statuses;
+}
+
 } // namespace
 
 // --batch, --flow-batch, --vocoder-batch: concurrent requests share the T3, flow and vocoder batches
@@ -303,14 +317,7 @@ TEST(ServerProcessOps, ABatchingServerDecodesConcurrentRequestsTogether) {
     ASSERT_GT(process.port(), 0);
     EXPECT_TRUE(test::contains(process.log(), "2 session(s)")) << process.log(); // --sessions follows the batches
     EXPECT_TRUE(test::contains(process.log(), "batches T3 2, flow 2, vocoder 2 on all cores")) << process.log();
-    std::vector<std::future<int>> statuses;
-    for (int i = 0; i < 2; ++i)
-        statuses.push_back(std::async(std::launch::async, [&process] {
-            httplib::Client client = process.client();
-            auto result = post(client, long_request(60));
-            return result ? result->status : -1;
-        }));
-    for (auto &status : statuses) EXPECT_EQ(status.get(), 200);
+    EXPECT_EQ(concurrent_statuses(process, 2, 60), std::vector<int>(2, 200));
     httplib::Client client = process.client();
     std::string metrics = metrics_of(client);
     EXPECT_EQ(sample(metrics, "chatterbox_t3_batch_size"), 2);
@@ -354,4 +361,22 @@ TEST(ServerProcessOps, BatchAloneBatchesT3Only) {
     EXPECT_EQ(sample(metrics, "chatterbox_t3_batch_size"), 3);
     EXPECT_EQ(sample(metrics, "chatterbox_flow_batch_size"), 0);
     EXPECT_EQ(sample(metrics, "chatterbox_vocoder_batch_size"), 0);
+}
+
+// --kv-cache q8_0: the batch and the sessions keep T3's keys and values in 8 bits alike, so concurrent
+// requests still decode together; a type the server does not offer is a bad command line.
+TEST(ServerProcessOps, An8BitKvCacheIsTheBatchsAndTheSessions) {
+    const test::ToolRun refused =
+        test::run_tool("chatterbox-server", {"-m", test::tiny_model_path(), "--kv-cache", "q4_0"});
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+    EXPECT_TRUE(test::contains(refused.err, "--kv-cache")) << refused.err;
+    test::ServerProcess process({"--batch", "2", "--kv-cache", "q8_0"});
+    ASSERT_GT(process.port(), 0);
+    EXPECT_TRUE(test::contains(process.log(), "KV cache q8_0")) << process.log();
+    EXPECT_EQ(concurrent_statuses(process, 2, 40), std::vector<int>(2, 200));
+    httplib::Client client = process.client();
+    const std::string metrics = metrics_of(client);
+    EXPECT_GT(sample(metrics, "chatterbox_t3_batch_request_steps_total"),
+              sample(metrics, "chatterbox_t3_batch_steps_total"))
+        << "no step decoded both: the sessions' cache type is not the batch's";
 }

@@ -57,7 +57,10 @@ Level run_level(const Engine &engine, const BackendOptions &backend, const Batch
                 const t3::CondEmbeddings &cond, const std::vector<int32_t> &text, int requests, Join *late_joiner) {
     const t3::HParams &hp = engine.t3().hparams();
     const int total = requests + (late_joiner ? 1 : 0);
+    t3::RuntimeOptions runtime;
+    runtime.kv_type = t3::kv_cache_type(options.kv_cache);
     t3::BatchOptions batch_options;
+    batch_options.runtime = runtime;
     batch_options.max_sequences = total;
     batch_options.capacity = t3::prefill_length(hp, cond, text) + options.decode_tokens + 1;
     t3::BatchScheduler scheduler(engine.t3(), backend, batch_options);
@@ -66,7 +69,7 @@ Level run_level(const Engine &engine, const BackendOptions &backend, const Batch
     const double cpu_start = process_cpu_ms();
     auto run_request = [&](int r) {
         Backend request_backend(backend); // holds the session's KV cache; its prefill runs on the batch's
-        t3::Session session(engine.t3(), request_backend);
+        t3::Session session(engine.t3(), request_backend, runtime);
         std::mt19937_64 rng(uint64_t(r) + 1);
         std::uniform_int_distribution<int32_t> unit(0, hp.speech_token_limit - 1);
         t3::GenerationHooks hooks;
@@ -154,7 +157,8 @@ nlohmann::json run_batch_bench(const BackendOptions &backend, const BatchBenchOp
                                {"cpu_s", level.cpu_s},
                                {"decode_ms_per_step", level.decode_ms},
                                {"sample_ms_per_step", level.sample_ms},
-                               {"prefill_s", level.prefill_s}};
+                               {"prefill_s", level.prefill_s},
+                               {"kv_cache", options.kv_cache}};
             if (single > 0) row["ratio_to_single"] = rate / single;
             if (options.late_joiner) {
                 Join join;

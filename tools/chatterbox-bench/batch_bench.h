@@ -28,6 +28,7 @@ struct BatchBenchOptions {
     // Per level, a second run in which one more request prefills once the others have taken a third
     // of their tokens, and joins: its prefill time beside the others' step times.
     bool late_joiner = false;
+    std::string kv_cache = "f16"; // the requests' and the batch's T3 KV cache type (t3::kv_cache_type)
 };
 
 // One JSON row per run: "requests", "round", "window_s", "tokens", "tokens_per_s", "ratio_to_single"

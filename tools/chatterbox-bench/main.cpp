@@ -164,10 +164,10 @@ void run_pipeline(Backend &backend, const BackendOptions &backend_options, const
 
 void run_server(const BackendOptions &backend_options, const bench::ServerBenchOptions &options,
                 nlohmann::json &results) {
-    std::printf("server, %d thread(s) per session, batches T3 %d, flow %d, vocoder %d (%d thread(s), 0: all cores): "
-                "\"%s\", max_new_tokens %d%s, %d streamed pcm request(s) per client\n",
+    std::printf("server, %d thread(s) per session, batches T3 %d, flow %d, vocoder %d (%d thread(s), 0: all cores), "
+                "KV cache %s: \"%s\", max_new_tokens %d%s, %d streamed pcm request(s) per client\n",
                 options.session_threads, options.batch, options.flow_batch, options.vocoder_batch,
-                options.batch_threads, options.text.c_str(), options.max_new_tokens,
+                options.batch_threads, options.kv_cache.c_str(), options.text.c_str(), options.max_new_tokens,
                 options.ignore_eos ? " (EOS ignored)" : "", options.requests_per_client);
     std::printf("%7s %8s %8s %6s %8s %8s %8s %9s %9s %9s %9s %9s %8s\n", "clients", "sessions", "requests", "failed",
                 "wall_s", "cpu_s", "audio_s", "audio/s", "req/s", "ttfb_min", "ttfb_med", "ttfb_max", "peak_MiB");
@@ -188,8 +188,9 @@ void run_server(const BackendOptions &backend_options, const bench::ServerBenchO
 
 void run_batch(const BackendOptions &backend_options, const bench::BatchBenchOptions &options,
                nlohmann::json &results) {
-    std::printf("T3 batch, %d thread(s): %d forced decode tokens per request, cfg %g, %d round(s)\n",
-                backend_options.threads, options.decode_tokens, options.cfg_weight, options.rounds);
+    std::printf("T3 batch, %d thread(s): %d forced decode tokens per request, cfg %g, KV cache %s, %d round(s)\n",
+                backend_options.threads, options.decode_tokens, options.cfg_weight, options.kv_cache.c_str(),
+                options.rounds);
     std::printf("%8s %6s %9s %7s %9s %8s %10s %7s %10s %10s %9s\n", "requests", "round", "window_s", "tokens",
                 "tokens/s", "ratio", "occupancy", "cpu_s", "decode_ms", "sample_ms", "prefill_s");
     const nlohmann::json rows = bench::run_batch_bench(backend_options, options);
@@ -392,6 +393,9 @@ int main(int argc, char **argv) {
         ->add_option("--batch-threads", server_options.batch_threads,
                      "CPU threads of each batch (0: all cores), as chatterbox-server --batch-threads")
         ->capture_default_str();
+    server->add_option("--kv-cache", server_options.kv_cache, "T3 KV cache type, as chatterbox-server --kv-cache")
+        ->check(CLI::IsMember({"f16", "q8_0"}))
+        ->capture_default_str();
     server->add_option("--max-tokens", server_options.max_new_tokens, "T3 max_new_tokens per request")
         ->capture_default_str();
     bool server_stop_at_eos = false;
@@ -408,6 +412,9 @@ int main(int argc, char **argv) {
     batch->add_option("--cfg", batch_options.cfg_weight, "cfg_weight (0 runs one row per request)")
         ->capture_default_str();
     batch->add_option("--rounds", batch_options.rounds, "runs of all levels, interleaved")->capture_default_str();
+    batch->add_option("--kv-cache", batch_options.kv_cache, "T3 KV cache type of the requests and the batch")
+        ->check(CLI::IsMember({"f16", "q8_0"}))
+        ->capture_default_str();
     batch->add_flag("--late-joiner", batch_options.late_joiner,
                     "per level, a second run with one more request prefilling mid-batch: does it stall the others?");
     CLI::App *flow_batch = app.add_subcommand(

@@ -97,6 +97,7 @@ nlohmann::json run_level(const Engine &engine, const ServerBenchOptions &options
                        {"batch", options.batch},
                        {"flow_batch", options.flow_batch},
                        {"vocoder_batch", options.vocoder_batch},
+                       {"kv_cache", options.kv_cache},
                        {"requests", requests},
                        {"failed", all.failed},
                        {"wall_s", wall_s},
@@ -128,6 +129,7 @@ nlohmann::json run_server_bench(const BackendOptions &backend, const ServerBench
     engine_options.flow_batch = options.flow_batch;
     engine_options.vocoder_batch = options.vocoder_batch;
     engine_options.batch_threads = options.batch_threads;
+    engine_options.kv_cache = t3::kv_cache_type(options.kv_cache);
     const Engine engine(engine_options);
     nlohmann::json rows = nlohmann::json::array();
     for (int clients : options.clients) {

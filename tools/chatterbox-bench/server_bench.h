@@ -24,6 +24,7 @@ struct ServerBenchOptions {
     int flow_batch = 0;                 // the flow's CFM steps likewise, as the server's --flow-batch
     int vocoder_batch = 0;              // HiFT likewise, as the server's --vocoder-batch
     int batch_threads = 0;              // CPU threads of each batch (0: all cores), as the server's --batch-threads
+    std::string kv_cache = "f16";       // the T3 KV cache type, as the server's --kv-cache
     int max_new_tokens = 50;            // T3 tokens per request (fixes the work with ignore_eos)
     bool ignore_eos = true;
     std::string text = "The quick brown fox jumps over the lazy dog.";

@@ -2,6 +2,7 @@
 //
 //   chatterbox-server [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--sessions N] [--queue N] [-t N]
 //                     [--batch N] [--flow-batch N] [--vocoder-batch N] [--batch-threads N] [--voice-prefixes N]
+//                     [--kv-cache f16|q8_0]
 //                     [--voices DIR] [--max-upload-mb N] [--deadline-seconds S] [--drain-seconds S]
 //                     [--wyoming HOST:PORT [--no-http] [--wyoming-connections N]]
 //
@@ -14,6 +15,7 @@
 // exits. Exit codes: 0 stopped by a signal, 1 failed (model, address), 2 bad command line.
 
 #include "models/chatterbox/model_download.h"
+#include "models/chatterbox/t3/kv_cache.h"
 #include "server/server.h"
 #include "server/wyoming_server.h"
 
@@ -110,6 +112,12 @@ int main(int argc, char **argv) {
                    "voices whose T3 conditioning prefix is kept (a request in one prefills only its text), 0 = off")
         ->check(CLI::NonNegativeNumber)
         ->capture_default_str();
+    std::string kv_cache = "f16";
+    app.add_option("--kv-cache", kv_cache,
+                   "T3 keys and values in f16, or q8_0: half the memory, and fewer bytes for a batched step to read "
+                   "(lossy; CPU only)")
+        ->check(CLI::IsMember({"f16", "q8_0"}))
+        ->capture_default_str();
     app.add_option("-t,--threads", options.threads, "CPU threads per session, 0 = all cores")
         ->capture_default_str()
         ->check(CLI::Range(0, 1024));
@@ -169,6 +177,7 @@ int main(int argc, char **argv) {
         engine_options.vocoder_batch = vocoder_batch;
         engine_options.batch_threads = batch_threads;
         engine_options.voice_prefixes = voice_prefixes;
+        engine_options.kv_cache = chatterbox::t3::kv_cache_type(kv_cache);
         // Requests share the batch only if as many run at once.
         const int widest_batch = std::max({batch, flow_batch, vocoder_batch});
         if (widest_batch > 0 && app.count("--sessions") == 0) options.sessions = widest_batch;
@@ -198,8 +207,8 @@ int main(int argc, char **argv) {
                 : "T3 " + size(batch) + ", flow " + size(flow_batch) + ", vocoder " + size(vocoder_batch) +
                       (batch_threads > 0 ? " on " + std::to_string(batch_threads) + " thread(s)"
                                          : std::string(" on all cores"));
-        std::fprintf(stderr, "chatterbox-server: %s; %d session(s), queue %d, batches %s\n",
-                     engine.description().c_str(), options.sessions, options.queue, batching.c_str());
+        std::fprintf(stderr, "chatterbox-server: %s; %d session(s), queue %d, batches %s, KV cache %s\n",
+                     engine.description().c_str(), options.sessions, options.queue, batching.c_str(), kv_cache.c_str());
         if (!no_http)
             std::fprintf(stderr, "chatterbox-server: listening on http://%s:%d%s\n", options.host.c_str(), port,
                          options.api_key.empty() ? "" : " (API key required)");

@@ -69,6 +69,7 @@ Engine::Engine(const EngineOptions &options)
         t3::BatchOptions batch;
         batch.max_sequences = options.batch;
         batch.capacity = options.batch_capacity;
+        batch.runtime.kv_type = options.kv_cache;
         t3_batch_ = std::make_unique<t3::BatchScheduler>(*t3_, batch_backend, batch);
     }
     if (options.voice_prefixes > 0) t3_prefixes_ = std::make_unique<t3::PrefixCache>(size_t(options.voice_prefixes));

@@ -65,6 +65,10 @@ struct EngineOptions {
     // Voices whose T3 conditioning prefix (its keys/values) is kept, so that a request in a kept
     // voice prefills only its text (t3/prefix_cache.h); 0 (default): every prefill computes it.
     int voice_prefixes = 0;
+    // The T3 KV cache type of the batch (t3::RuntimeOptions::kv_type): f16, or q8_0 on the CPU (half the
+    // bytes a batched step reads; lossy). A session's requests join the batch only with the same type:
+    // the server gives its sessions this one.
+    ggml_type kv_cache = GGML_TYPE_F16;
     ModelOpenOptions open; // which T3 of a folder with several (multilingual v2 / v3)
 };
 
