@@ -132,14 +132,17 @@ TEST_F(T3Session, An8BitCacheGivesLogitsNearTheF16Caches) {
     EXPECT_LT(worst, 0.005 * largest) << "largest logit " << largest;
 }
 
-// Only the CPU's single-query attention reads a q8_0 cache: the plain path says so; a name that is
-// not a cache type is refused.
+// Only the CPU's single-query attention reads a q8_0 cache: the plain path says so; a name or an
+// engine option that is not a cache type is refused.
 TEST_F(T3Session, An8BitCacheNeedsTheSingleQueryPath) {
     Session plain(engine_->t3(), *backend_, options(nn::AttentionPath::plain, GGML_TYPE_Q8_0, 64));
     test::expect_error([&] { raw_logits(plain, text(5), 2, 0.5f); }, "q8_0 on the single_query path");
     EXPECT_EQ(kv_cache_type("q8_0"), GGML_TYPE_Q8_0);
     EXPECT_EQ(kv_cache_type("f16"), GGML_TYPE_F16);
     EXPECT_THROW(kv_cache_type("q4_0"), InvalidArgument);
+    EngineOptions q4_cache = engine_->options();
+    q4_cache.kv_cache = GGML_TYPE_Q4_0;
+    EXPECT_THROW(Engine{q4_cache}, InvalidArgument);
 }
 
 TEST_F(T3Session, EachBucketIsBuiltOncePerSession) {

@@ -58,6 +58,10 @@ Engine::Engine(const EngineOptions &options)
         throw InvalidArgument(concat("vocoder_batch is ", options.vocoder_batch, ", expected 0 (off) or more"));
     if (options.batch_threads < 0)
         throw InvalidArgument(concat("batch_threads is ", options.batch_threads, ", expected 0 (all cores) or more"));
+    if (options.kv_cache != GGML_TYPE_F16 && options.kv_cache != GGML_TYPE_F32 &&
+        !(options.kv_cache == GGML_TYPE_Q8_0 && weights_backend_->is_cpu()))
+        throw InvalidArgument(concat("kv_cache is ", ggml_type_name(options.kv_cache), " on ",
+                                     weights_backend_->description(), ", expected f16, f32, or q8_0 on the CPU"));
     BackendOptions batch_backend = options.backend;
     batch_backend.threads = options.batch_threads;
     const WeightStore &store = files_.weights();
