@@ -6,8 +6,8 @@
 // converts, dots and rescales through one-call-per-position vector helpers, which made it half of a
 // batched T3 step (bench/README.md, "T3 continuous batching"). Here each (query, head) takes one
 // pass over its keys for all scores, one softmax (SLEEF's vector exp), and one pass over its values,
-// in f32 (f16 or q8_0 K/V converted exactly, in registers), so the cache is streamed once per query; the
-// scores of 8 heads fold side by side, the value sums stay in registers over blocks of positions,
+// in f32 (f16 or q8_0 K/V converted exactly, in registers), so the cache is streamed once per query;
+// the scores of 8 heads fold side by side, the value sums stay in registers over blocks of positions,
 // and the cache is prefetched ahead (bench/README.md, "Decode attention nearer the memory bound").
 //
 // Invariance: a (query, head) is computed by one thread in a fixed order over the positions its
@@ -23,8 +23,8 @@ namespace chatterbox::kernels {
 
 // q: f32 ggml [D, H, n_q, B]; k, v: f32, f16 or q8_0 (D a multiple of 32) ggml [D, H_kv, n_kv, B] (H a
 // multiple of H_kv; rows contiguous, other strides free, e.g. views of a cache); mask: f16 or f32 ggml
-// [n_kv, n_q, 1, B] or [n_kv, n_q] (additive: 0 to attend, -inf to skip, e.g. causal; a query that sees no position gets
-// zeros) or nullptr. Returns f32 ggml [D*H, n_q, B].
+// [n_kv, n_q, 1, B] or [n_kv, n_q] (additive: 0 to attend, -inf to skip, e.g. causal; a query that
+// sees no position gets zeros) or nullptr. Returns f32 ggml [D*H, n_q, B].
 ggml_tensor *single_query_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v,
                                     ggml_tensor *mask, float scale);
 
