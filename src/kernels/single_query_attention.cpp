@@ -112,9 +112,15 @@ DotLanes f16_dot_lanes(const char *key, const float *query, int64_t d) {
     return lanes;
 }
 
+// The Chunks × 8 f16 values from `row` on as f32, in registers.
+template <int Chunks> void f16_values(const char *row, __m256 *out) {
+    const auto *half = reinterpret_cast<const __m128i *>(row);
+    for (int c = 0; c < Chunks; ++c) out[c] = _mm256_cvtph_ps(_mm_loadu_si128(half + c));
+}
+
 // The 32 values of the q8_0 block that starts at `block` as f32, in four registers: scale · int8, the
 // values as_f32 gives (the scale converted once for the block).
-void q8_block_values(const char *block, __m256 out[4]) {
+void q8_block_values(const char *block, __m256 *out) {
     uint16_t scale_bits;
     std::memcpy(&scale_bits, block, sizeof scale_bits);
     const __m256 scale = _mm256_set1_ps(_cvtsh_ss(scale_bits));
@@ -145,21 +151,15 @@ using LanesOf = DotLanes (*)(const char *key, const float *query, int64_t d);
 // cost 10-20 % of this kernel's time (bench/README.md, "Decode attention in registers").
 float key_dot(const ggml_tensor *k, const char *key, const float *query, int64_t d, float *buffer) {
 #ifdef CHATTERBOX_F16_IN_REGISTERS
-    if (k->type == GGML_TYPE_F16) {
-        const DotLanes sums = f16_dot_lanes(key, query, d);
+    if (k->type == GGML_TYPE_F16 || k->type == GGML_TYPE_Q8_0) {
+        const DotLanes sums = (k->type == GGML_TYPE_F16 ? f16_dot_lanes : q8_dot_lanes)(key, query, d);
         alignas(32) float lanes[kLanes];
         _mm256_store_ps(lanes, sums.low);
         _mm256_store_ps(lanes + 8, sums.high);
+        // An f16 key's values past the last 16; a q8_0 key's d is a multiple of 32, with none.
         const auto *rest = reinterpret_cast<const ggml_fp16_t *>(key);
-        for (int64_t i = d / kLanes * kLanes, l = 0; i + l < d; ++l)
+        for (int64_t i = d / kLanes * kLanes, l = 0; k->type == GGML_TYPE_F16 && i + l < d; ++l)
             lanes[l] = std::fma(query[i + l], ggml_fp16_to_fp32(rest[i + l]), lanes[l]);
-        return fold(lanes);
-    }
-    if (k->type == GGML_TYPE_Q8_0) { // d is a multiple of 32: no values past the lanes
-        const DotLanes sums = q8_dot_lanes(key, query, d);
-        alignas(32) float lanes[kLanes];
-        _mm256_store_ps(lanes, sums.low);
-        _mm256_store_ps(lanes + 8, sums.high);
         return fold(lanes);
     }
 #endif
@@ -196,8 +196,9 @@ void eight_scores(const char *const *keys, const float *query, int64_t d, float 
     for (int head = 0; head < 8; ++head) scores[head * stride] = out[head];
 }
 
-// o[0, 8 * Chunks) += w[j] · values(j) over positions [j0, j1), the sums held in registers.
-template <int Chunks>
+// o[0, 8 * Chunks) += w[j] · values(j) over positions [j0, j1), the sums held in registers; `load`
+// converts the Chunks × 8 values that start at `values` in a position's row.
+template <int Chunks, void (*load)(const char *, __m256 *)>
 void add_weighted_in_registers(const char *values, size_t position_bytes, const float *w, int64_t j0, int64_t j1,
                                float *o) {
     __m256 sums[Chunks];
@@ -205,25 +206,11 @@ void add_weighted_in_registers(const char *values, size_t position_bytes, const 
     for (int64_t j = j0; j < j1; ++j) {
         if (w[j] == 0.0f) continue;
         const __m256 weight = _mm256_set1_ps(w[j]);
-        const auto *half = reinterpret_cast<const __m128i *>(values + j * position_bytes);
-        for (int c = 0; c < Chunks; ++c)
-            sums[c] = _mm256_fmadd_ps(weight, _mm256_cvtph_ps(_mm_loadu_si128(half + c)), sums[c]);
+        __m256 row[Chunks];
+        load(values + j * position_bytes, row);
+        for (int c = 0; c < Chunks; ++c) sums[c] = _mm256_fmadd_ps(weight, row[c], sums[c]);
     }
     for (int c = 0; c < Chunks; ++c) _mm256_storeu_ps(o + 8 * c, sums[c]);
-}
-
-// add_weighted_in_registers<4> for the q8_0 block at `block` of each position's row.
-void add_weighted_q8_block(const char *block, size_t position_bytes, const float *w, int64_t j0, int64_t j1, float *o) {
-    __m256 sums[4];
-    for (int c = 0; c < 4; ++c) sums[c] = _mm256_loadu_ps(o + 8 * c);
-    for (int64_t j = j0; j < j1; ++j) {
-        if (w[j] == 0.0f) continue;
-        const __m256 weight = _mm256_set1_ps(w[j]);
-        __m256 values[4];
-        q8_block_values(block + j * position_bytes, values);
-        for (int c = 0; c < 4; ++c) sums[c] = _mm256_fmadd_ps(weight, values[c], sums[c]);
-    }
-    for (int c = 0; c < 4; ++c) _mm256_storeu_ps(o + 8 * c, sums[c]);
 }
 #endif
 
@@ -235,11 +222,14 @@ void add_weighted(const ggml_tensor *v, const char *head, const float *w, int64_
     int64_t i0 = 0;
 #ifdef CHATTERBOX_F16_IN_REGISTERS
     if (v->type == GGML_TYPE_F16) {
-        for (; i0 + 32 <= d; i0 += 32) add_weighted_in_registers<4>(head + i0 * 2, v->nb[2], w, j0, j1, o + i0);
-        for (; i0 + 8 <= d; i0 += 8) add_weighted_in_registers<1>(head + i0 * 2, v->nb[2], w, j0, j1, o + i0);
+        for (; i0 + 32 <= d; i0 += 32)
+            add_weighted_in_registers<4, f16_values<4>>(head + i0 * 2, v->nb[2], w, j0, j1, o + i0);
+        for (; i0 + 8 <= d; i0 += 8)
+            add_weighted_in_registers<1, f16_values<1>>(head + i0 * 2, v->nb[2], w, j0, j1, o + i0);
     } else if (v->type == GGML_TYPE_Q8_0) { // d is a multiple of 32: a block at a time
         for (; i0 < d; i0 += kQ8Block)
-            add_weighted_q8_block(head + i0 / kQ8Block * kQ8BlockBytes, v->nb[2], w, j0, j1, o + i0);
+            add_weighted_in_registers<4, q8_block_values>(head + i0 / kQ8Block * kQ8BlockBytes, v->nb[2], w, j0, j1,
+                                                          o + i0);
     }
 #endif
     if (i0 == d) return;
@@ -315,6 +305,13 @@ void attend(ggml_tensor *dst, int64_t b, int64_t iq, int64_t h0, int64_t h1, flo
     const size_t key_bytes = ggml_row_size(k->type, d), value_bytes = ggml_row_size(v->type, d);
     float *scores = s.scores.get(heads * stride);
     float *row = s.row.get(d);
+#ifdef CHATTERBOX_F16_IN_REGISTERS
+    // Eight heads at a time for the key types converted in registers (d a multiple of 16).
+    const auto eight = d % kLanes != 0             ? nullptr
+                       : k->type == GGML_TYPE_F16  ? eight_scores<f16_dot_lanes>
+                       : k->type == GGML_TYPE_Q8_0 ? eight_scores<q8_dot_lanes>
+                                                   : nullptr;
+#endif
     for (int64_t j = 0; j < stride; ++j) {
         if (j >= visible || bias[j] == kBlocked) {
             for (int64_t h = 0; h < heads; ++h) scores[h * stride + j] = kBlocked;
@@ -324,13 +321,11 @@ void attend(ggml_tensor *dst, int64_t b, int64_t iq, int64_t h0, int64_t h1, flo
             for (int64_t h = 0; h < heads; ++h) prefetch(key_rows[h] + (j + kKeysAhead) * k->nb[2], key_bytes);
         int64_t h = 0;
 #ifdef CHATTERBOX_F16_IN_REGISTERS
-        if ((k->type == GGML_TYPE_F16 || k->type == GGML_TYPE_Q8_0) && d % kLanes == 0)
+        if (eight)
             for (; h + 8 <= heads; h += 8) {
                 const char *keys[8];
                 for (int64_t i = 0; i < 8; ++i) keys[i] = key_rows[h + i] + j * k->nb[2];
-                (k->type == GGML_TYPE_F16 ? eight_scores<f16_dot_lanes>
-                                          : eight_scores<q8_dot_lanes>)(keys, query + h * d, d, scale, bias[j],
-                                                                        scores + h * stride + j, stride);
+                eight(keys, query + h * d, d, scale, bias[j], scores + h * stride + j, stride);
             }
 #endif
         for (; h < heads; ++h)
