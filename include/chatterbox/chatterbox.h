@@ -88,6 +88,12 @@ typedef struct chatterbox_engine_params {
     /* CPU threads of each of those batches; 0 (default): all cores. (`threads` is each session's: a batch
      * computes for many sessions at once, and gives threads back while sessions keep cores busy.) */
     int batch_threads;
+    /* The T3 KV cache of the batch and of this engine's sessions: "f16" (NULL or "": the default), "f32"
+     * (exact, twice the memory) or, on the CPU, "q8_0" (keys and values in 8 bits: about half f16's memory
+     * per request; lossy, the logits within ~0.1 % of f16's, so tokens may differ, but a request still gets
+     * the tokens it gets alone). Another value, or "q8_0" on a GPU, fails with
+     * CHATTERBOX_ERROR_INVALID_ARGUMENT. */
+    const char *kv_cache;
 } chatterbox_engine_params;
 
 chatterbox_engine_params chatterbox_engine_default_params(void);

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "models/chatterbox/engine.h"
 #include "models/chatterbox/session.h"
+#include "models/chatterbox/t3/kv_cache.h"
 #include "models/chatterbox/voice.h"
 #include "text/languages.h"
 
@@ -326,7 +327,7 @@ const char *chatterbox_status_name(chatterbox_status status) {
 const char *chatterbox_version(void) { return CHATTERBOX_VERSION; }
 
 chatterbox_engine_params chatterbox_engine_default_params(void) {
-    return {nullptr, nullptr, 0, 0, 0, nullptr, 0, 0, 0};
+    return {nullptr, nullptr, 0, 0, 0, nullptr, 0, 0, 0, nullptr};
 }
 
 chatterbox_status chatterbox_engine_load(const chatterbox_engine_params *params, chatterbox_engine **engine) {
@@ -361,6 +362,13 @@ chatterbox_status chatterbox_engine_load(const chatterbox_engine_params *params,
                 chatterbox::concat("batch_threads is ", params->batch_threads, ", expected 0 (all cores) or more"));
         options.batch_threads = params->batch_threads;
         if (params->t3_model) options.open.t3_model = params->t3_model;
+        if (params->kv_cache && *params->kv_cache) {
+            try {
+                options.kv_cache = chatterbox::t3::kv_cache_type(params->kv_cache);
+            } catch (const chatterbox::InvalidArgument &e) {
+                throw argument_error(chatterbox::concat("kv_cache: ", e.what()));
+            }
+        }
         auto created = std::make_unique<chatterbox_engine>();
         created->engine = std::make_unique<chatterbox::Engine>(options);
         created->internal = std::make_unique<chatterbox::Session>(*created->engine);
@@ -546,7 +554,7 @@ chatterbox_status chatterbox_session_new(chatterbox_engine *engine, int threads,
         require(session, "chatterbox_session_new", "session");
         if (threads < 0)
             throw argument_error(chatterbox::concat("threads is ", threads, ", expected 0 (the engine's) or more"));
-        chatterbox::SessionOptions options;
+        chatterbox::SessionOptions options = chatterbox::engine_session_options(*engine->engine);
         options.threads = threads;
         *session = new chatterbox_session{std::make_unique<chatterbox::Session>(*engine->engine, options)};
     });

@@ -56,9 +56,8 @@ ApiError protocol_error(int status) {
 thread_local std::chrono::steady_clock::time_point t_request_started;
 
 SessionOptions session_options(const Engine &engine, const ServerOptions &options) {
-    SessionOptions session;
+    SessionOptions session = engine_session_options(engine);
     session.threads = options.threads;
-    session.t3.kv_type = engine.options().kv_cache; // so that their requests join the engine's batch
     return session;
 }
 

@@ -153,6 +153,63 @@ TEST_F(Sessions, ABatchingEngineGivesTheAudioOfSequentialRuns) {
     EXPECT_NE(std::string(chatterbox_last_error()).find("batch is -1"), std::string::npos) << chatterbox_last_error();
 }
 
+// kv_cache "q8_0": the engine's sessions (chatterbox_session_new's and the engine-level calls')
+// take its cache type, so they can join its batch, and get there the audio they get alone; a type
+// the engine cannot run is refused by name.
+TEST_F(Sessions, An8BitKvCacheIsTheBatchsAndTheSessions) {
+    chatterbox_engine_params ep = chatterbox_engine_default_params();
+    ep.model_path = model_.c_str();
+    ep.backend = "cpu";
+    ep.threads = 1;
+    ep.kv_cache = "q8_0";
+    chatterbox_engine *alone = nullptr;
+    ASSERT_EQ(chatterbox_engine_load(&ep, &alone), CHATTERBOX_OK) << chatterbox_last_error();
+    std::vector<std::vector<float>> sequential;
+    chatterbox_session *one = nullptr;
+    ASSERT_EQ(chatterbox_session_new(alone, 0, &one), CHATTERBOX_OK) << chatterbox_last_error();
+    for (const Request &r : kRequests) sequential.push_back(speak(one, r));
+    chatterbox_session_free(one);
+    // The engine-level call runs on the engine's own session, of the same type.
+    const chatterbox_synthesis_params first = params_of(kRequests[0]);
+    chatterbox_audio audio;
+    ASSERT_EQ(chatterbox_synthesize(alone, kRequests[0].text.c_str(), nullptr, &first, &audio), CHATTERBOX_OK)
+        << chatterbox_last_error();
+    EXPECT_EQ(samples_of(audio), sequential[0]);
+    chatterbox_audio_free(&audio);
+    chatterbox_engine_free(alone);
+    // 8-bit keys and values move the logits, and with them some sampled tokens: proof that the
+    // sessions used them.
+    chatterbox_session *f16 = new_session();
+    bool any_differs = false;
+    for (size_t i = 0; i < kRequests.size(); ++i) any_differs |= speak(f16, kRequests[i]) != sequential[i];
+    chatterbox_session_free(f16);
+    EXPECT_TRUE(any_differs) << "the q8_0 engine's sessions gave the f16 cache's audio";
+
+    ep.batch = 3;
+    chatterbox_engine *batching = nullptr;
+    ASSERT_EQ(chatterbox_engine_load(&ep, &batching), CHATTERBOX_OK) << chatterbox_last_error();
+    std::vector<std::vector<float>> batched(kRequests.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < kRequests.size(); ++i)
+        threads.emplace_back([&, i] {
+            chatterbox_session *session = nullptr;
+            ASSERT_EQ(chatterbox_session_new(batching, 0, &session), CHATTERBOX_OK) << chatterbox_last_error();
+            batched[i] = speak(session, kRequests[i]);
+            chatterbox_session_free(session);
+        });
+    for (std::thread &t : threads) t.join();
+    chatterbox_engine_free(batching);
+    for (size_t i = 0; i < kRequests.size(); ++i)
+        EXPECT_EQ(batched[i], sequential[i]) << "request " << i << " differs when decoded in the q8_0 batch";
+
+    for (const char *bad : {"q4_k", "F16", "bf16"}) {
+        ep.kv_cache = bad;
+        EXPECT_EQ(chatterbox_engine_load(&ep, &batching), CHATTERBOX_ERROR_INVALID_ARGUMENT) << bad;
+        EXPECT_NE(std::string(chatterbox_last_error()).find("kv_cache"), std::string::npos) << chatterbox_last_error();
+        EXPECT_NE(std::string(chatterbox_last_error()).find(bad), std::string::npos) << chatterbox_last_error();
+    }
+}
+
 TEST_F(Sessions, CancelFromAnotherThreadStopsTheCallAndKeepsTheSession) {
     chatterbox_session *session = new_session();
     chatterbox_synthesis_params p = chatterbox_synthesis_default_params();

@@ -67,7 +67,7 @@ struct EngineOptions {
     int voice_prefixes = 0;
     // The T3 KV cache type of the batch (t3::RuntimeOptions::kv_type): f16, or q8_0 on the CPU (half the
     // bytes a batched step reads; lossy). A session's requests join the batch only with the same type:
-    // the server gives its sessions this one.
+    // sessions take this one unless their options say otherwise (engine_session_options).
     ggml_type kv_cache = GGML_TYPE_F16;
     ModelOpenOptions open; // which T3 of a folder with several (multilingual v2 / v3)
 };

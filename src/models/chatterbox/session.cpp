@@ -163,6 +163,14 @@ class Session::VocoderAdapter : public VocoderStage {
     hift::Vocoder &vocoder_;
 };
 
+SessionOptions engine_session_options(const Engine &engine) {
+    SessionOptions options;
+    options.t3.kv_type = engine.options().kv_cache;
+    return options;
+}
+
+Session::Session(const Engine &engine) : Session(engine, engine_session_options(engine)) {}
+
 Session::Session(const Engine &engine, const SessionOptions &options)
     : engine_(engine), backend_(session_backend(engine, options.threads)) {
     backend_.set_cancel_flag(&cancel_);

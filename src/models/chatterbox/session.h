@@ -77,9 +77,15 @@ struct SessionOptions {
     nn::AttentionPath flow_attention = s3gen::default_estimator_attention();
 };
 
+// The options of a session that can join `engine`'s T3 batch: its KV cache type is the engine's
+// (EngineOptions::kv_cache; a request of another type decodes alone); the rest as SessionOptions.
+SessionOptions engine_session_options(const Engine &engine);
+
 class Session {
   public:
-    explicit Session(const Engine &engine, const SessionOptions &options = {});
+    // With engine_session_options(engine).
+    explicit Session(const Engine &engine);
+    Session(const Engine &engine, const SessionOptions &options);
     ~Session();
     Session(const Session &) = delete;
     Session &operator=(const Session &) = delete;
