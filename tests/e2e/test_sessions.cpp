@@ -68,6 +68,25 @@ class Sessions : public ::testing::Test {
         return out;
     }
 
+    // Every request at once, each on its own session and thread, on an engine loaded with `ep`.
+    static std::vector<std::vector<float>> speak_concurrently(const chatterbox_engine_params &ep) {
+        chatterbox_engine *engine = nullptr;
+        EXPECT_EQ(chatterbox_engine_load(&ep, &engine), CHATTERBOX_OK) << chatterbox_last_error();
+        std::vector<std::vector<float>> audio(kRequests.size());
+        if (!engine) return audio;
+        std::vector<std::thread> threads;
+        for (size_t i = 0; i < kRequests.size(); ++i)
+            threads.emplace_back([&, i] {
+                chatterbox_session *session = nullptr;
+                ASSERT_EQ(chatterbox_session_new(engine, 0, &session), CHATTERBOX_OK) << chatterbox_last_error();
+                audio[i] = speak(session, kRequests[i]);
+                chatterbox_session_free(session);
+            });
+        for (std::thread &t : threads) t.join();
+        chatterbox_engine_free(engine);
+        return audio;
+    }
+
     static chatterbox_session *new_session() {
         chatterbox_session *session = nullptr;
         EXPECT_EQ(chatterbox_session_new(engine_, 0, &session), CHATTERBOX_OK) << chatterbox_last_error();
@@ -120,19 +139,8 @@ TEST_F(Sessions, ABatchingEngineGivesTheAudioOfSequentialRuns) {
     ep.batch = 3;         // one request fewer than the threads: the last to come waits for room
     ep.flow_batch = 2;    // the flow's steps too, with requests of different lengths
     ep.vocoder_batch = 2; // and the vocoder's mels
+    const std::vector<std::vector<float>> batched = speak_concurrently(ep);
     chatterbox_engine *batching = nullptr;
-    ASSERT_EQ(chatterbox_engine_load(&ep, &batching), CHATTERBOX_OK) << chatterbox_last_error();
-    std::vector<std::vector<float>> batched(kRequests.size());
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < kRequests.size(); ++i)
-        threads.emplace_back([&, i] {
-            chatterbox_session *session = nullptr;
-            ASSERT_EQ(chatterbox_session_new(batching, 0, &session), CHATTERBOX_OK) << chatterbox_last_error();
-            batched[i] = speak(session, kRequests[i]);
-            chatterbox_session_free(session);
-        });
-    for (std::thread &t : threads) t.join();
-    chatterbox_engine_free(batching);
     for (size_t i = 0; i < kRequests.size(); ++i)
         EXPECT_EQ(batched[i], sequential[i]) << "request " << i << " differs when decoded in the batch";
 
@@ -186,19 +194,8 @@ TEST_F(Sessions, An8BitKvCacheIsTheBatchsAndTheSessions) {
     EXPECT_TRUE(any_differs) << "the q8_0 engine's sessions gave the f16 cache's audio";
 
     ep.batch = 3;
+    const std::vector<std::vector<float>> batched = speak_concurrently(ep);
     chatterbox_engine *batching = nullptr;
-    ASSERT_EQ(chatterbox_engine_load(&ep, &batching), CHATTERBOX_OK) << chatterbox_last_error();
-    std::vector<std::vector<float>> batched(kRequests.size());
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < kRequests.size(); ++i)
-        threads.emplace_back([&, i] {
-            chatterbox_session *session = nullptr;
-            ASSERT_EQ(chatterbox_session_new(batching, 0, &session), CHATTERBOX_OK) << chatterbox_last_error();
-            batched[i] = speak(session, kRequests[i]);
-            chatterbox_session_free(session);
-        });
-    for (std::thread &t : threads) t.join();
-    chatterbox_engine_free(batching);
     for (size_t i = 0; i < kRequests.size(); ++i)
         EXPECT_EQ(batched[i], sequential[i]) << "request " << i << " differs when decoded in the q8_0 batch";
 
