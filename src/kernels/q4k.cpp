@@ -1,6 +1,7 @@
 #include "kernels/q4k.h"
 
 #include "core/error.h"
+#include "core/huge_pages.h"
 #include "kernels/buffer_registry.h"
 #include "kernels/q4k_kernels.h"
 
@@ -68,21 +69,20 @@ void pack_column(const uint8_t *block, int64_t n, uint8_t *tile) {
 struct Packed {
     int64_t k = 0, m = 0;
     size_t bytes = 0;
-    std::unique_ptr<uint8_t, decltype(&std::free)> data{nullptr, &std::free}; // aligned_alloc'ed
+    uint8_t *data = nullptr; // in its owner's arena
 };
 
-Packed pack(const uint8_t *rows, int64_t k, int64_t m) {
+Packed pack(HugePageArena &arena, const uint8_t *rows, int64_t k, int64_t m) {
     const int64_t blocks = k / kBlock, groups = (m + kColumns - 1) / kColumns;
     Packed p;
     p.k = k;
     p.m = m;
     p.bytes = size_t(groups * blocks * kTileBytes);
-    p.data.reset(static_cast<uint8_t *>(std::aligned_alloc(64, p.bytes)));
-    if (!p.data) throw std::bad_alloc();
-    std::memset(p.data.get(), 0, p.bytes);
+    p.data = arena.allocate(p.bytes);
+    std::memset(p.data, 0, p.bytes);
     for (int64_t g = 0; g < groups; ++g)
         for (int64_t b = 0; b < blocks; ++b) {
-            uint8_t *tile = p.data.get() + (g * blocks + b) * kTileBytes;
+            uint8_t *tile = p.data + (g * blocks + b) * kTileBytes;
             for (int64_t n = 0; n < kColumns && g * kColumns + n < m; ++n)
                 pack_column(rows + ((g * kColumns + n) * blocks + b) * kQ4kBlockBytes, n, tile);
         }
@@ -100,6 +100,27 @@ std::atomic<int> &isa_in_use() {
 }
 
 const q4k::Kernels &kernels() { return isa_kernels(Q4kIsa(isa_in_use().load(std::memory_order_relaxed))); }
+#endif
+
+// 0: the CPU's default (q4k.h).
+std::atomic<int> &rows_per_pass_chosen() {
+    static std::atomic<int> rows{0};
+    return rows;
+}
+
+int default_rows_per_pass() {
+#if defined(__x86_64__)
+    static const bool amd = __builtin_cpu_is("amd");
+    if (amd) return 4;
+#endif
+    return int(q4k::kMaxRowsPerPass);
+}
+
+#if defined(__x86_64__)
+int64_t rows_per_pass(const q4k::Kernels &isa) {
+    const int chosen = rows_per_pass_chosen().load(std::memory_order_relaxed);
+    return std::min<int64_t>(isa.rows_per_pass, chosen ? chosen : default_rows_per_pass());
+}
 
 // x (f32 [k, ne1, ne2, ne3], rows contiguous) -> dst (activation rows, one per row of x).
 void quantize_op(ggml_tensor *dst, int ith, int nth, void *) {
@@ -123,6 +144,7 @@ void multiply(const Packed &weight, int64_t group_first, int64_t group_end, cons
               int64_t row_first, int64_t row_end, float *out) {
     const q4k::Kernels &isa = kernels();
     const int64_t k = weight.k, blocks = k / kBlock, row_bytes = q4k::activation_row_bytes(k);
+    const int64_t per_pass = rows_per_pass(isa);
     alignas(64) float totals[kGroupsPerUnit][q4k::kRowsPerUnit * kColumns];
     const int64_t count = row_end - row_first, groups = group_end - group_first;
     const uint8_t *rows[q4k::kRowsPerUnit];
@@ -131,15 +153,16 @@ void multiply(const Packed &weight, int64_t group_first, int64_t group_end, cons
     for (int64_t b = 0; b < blocks; ++b) {
         const uint8_t *tiles[kGroupsPerUnit];
         for (int64_t g = 0; g < groups; ++g) {
-            tiles[g] = weight.data.get() + ((group_first + g) * blocks + b) * kTileBytes;
-            // Each tile is read once, group after group: ask L2 for the one four ahead while this one
-            // runs (best of none, 2, 4, 8 or 12 ahead, to L1 or L2, on the Intel VM; on Zen 3 no
-            // distance from 4 to 48 differed: bench/README.md).
+            tiles[g] = weight.data + ((group_first + g) * blocks + b) * kTileBytes;
+            // Each tile is read once, group after group: ask L2 for the one eight ahead while this one
+            // runs (on Zen 4 1.04–1.12× one request's decode against four ahead; on the Intel VM 4, 6, 8
+            // and 12 ahead were alike and beat none and 2; on Zen 3 no distance from 4 to 48 differed:
+            // bench/README.md).
             for (int64_t line = 0; line < kTileBytes; line += 64)
-                _mm_prefetch(reinterpret_cast<const char *>(tiles[g] + 4 * kTileBytes + line), _MM_HINT_T1);
+                _mm_prefetch(reinterpret_cast<const char *>(tiles[g] + 8 * kTileBytes + line), _MM_HINT_T1);
         }
-        for (int64_t r0 = 0; r0 < count; r0 += isa.rows_per_pass) {
-            const int64_t n = std::min(isa.rows_per_pass, count - r0);
+        for (int64_t r0 = 0; r0 < count; r0 += per_pass) {
+            const int64_t n = std::min(per_pass, count - r0);
             float *const sums[kGroupsPerUnit] = {totals[0] + r0 * kColumns, totals[1] + r0 * kColumns};
             isa.passes[groups - 1][n - 1](tiles, b, rows + r0, k, sums);
         }
@@ -189,6 +212,7 @@ ggml_tensor *quantized_activations(ggml_context *ctx, ggml_tensor *x) {
 int64_t q4k::activation_row_bytes(int64_t k) { return k + k / kBlock * (4 + 2 * kSubBlocks); }
 
 struct Q4kWeights::State {
+    HugePageArena arena; // of the copies: the products stream through them at every step
     std::mutex mutex;
     std::map<const void *, Packed> copies; // by the weight's data
     std::vector<ggml_backend_buffer_t> buffers;
@@ -257,6 +281,20 @@ Q4kIsa q4k_isa() { fail("q4_K kernels: not built for this CPU"); }
 
 const char *q4k_isa_name(Q4kIsa isa) { return isa == Q4kIsa::avx512_vnni ? "AVX-512 VNNI" : "AVX2"; }
 
+void q4k_use_rows_per_pass(int rows) {
+    if (rows < 0 || rows > q4k::kMaxRowsPerPass)
+        fail("q4_K kernels: ", rows, " rows per pass, expected 1 to ", q4k::kMaxRowsPerPass, " (0: the default)");
+    rows_per_pass_chosen() = rows;
+}
+
+int q4k_rows_per_pass() {
+#if defined(__x86_64__)
+    if (q4k_available()) return int(rows_per_pass(kernels()));
+#endif
+    const int chosen = rows_per_pass_chosen().load();
+    return chosen ? chosen : default_rows_per_pass();
+}
+
 bool q4k_packable(const ggml_tensor *weight) {
     return weight->type == GGML_TYPE_Q4_K && ggml_n_dims(weight) <= 2 && weight->ne[0] % kBlock == 0 &&
            ggml_is_contiguous(weight) && ggml_type_size(GGML_TYPE_Q4_K) == kQ4kBlockBytes;
@@ -272,7 +310,7 @@ void Q4kWeights::add(const ggml_tensor *weight) {
     if (!q4k_packable(weight) || !weight->buffer || !weight->data || !ggml_backend_buffer_is_host(weight->buffer))
         fail("q4_K kernels: cannot pack ", ggml_get_name(weight), " (", ggml_type_name(weight->type),
              "): needs a q4_K matrix in host memory with rows of whole 256-value blocks");
-    Packed packed = pack(static_cast<const uint8_t *>(weight->data), weight->ne[0], weight->ne[1]);
+    Packed packed = pack(state_->arena, static_cast<const uint8_t *>(weight->data), weight->ne[0], weight->ne[1]);
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->bytes += packed.bytes;
     state_->copies[weight->data] = std::move(packed);

@@ -42,11 +42,22 @@ void q4k_use_isa(Q4kIsa isa);
 Q4kIsa q4k_isa();
 const char *q4k_isa_name(Q4kIsa isa);
 
+// Rows multiplied into each unpacked weight register, at most the set's own limit (AVX2 4, AVX-512
+// VNNI 8); a row's result is the same bits for any. By default 4 on AMD CPUs, else the limit: the
+// AVX-512 pass of 8 rows × 2 column groups keeps 32 sums, all the zmm registers, and spills some,
+// which costs Zen 4 (512-bit operations in two halves) more than unpacking each chunk for 4 rows,
+// while on the Intel VM 8 × 2 beat every other shape tried (bench/README.md, "Huge pages, and the
+// q4_K pass on Zen 4"). Tests and benchmarks switch it (1 .. 8; 0: the default); process-wide,
+// switched while no graph runs. q4k_rows_per_pass() is what the set in use takes.
+void q4k_use_rows_per_pass(int rows);
+int q4k_rows_per_pass();
+
 // Whether a weight has the shape the kernels take: q4_K, 2-D, rows of whole 256-value blocks.
 bool q4k_packable(const ggml_tensor *weight);
 
 // Copies of q4_K weights in the kernels' layout (16 columns interleaved per 256-value block, the 6-bit
-// scales and mins unpacked), made at load time. The owner of the weights keeps one; it must outlive
+// scales and mins unpacked), made at load time, in huge pages where the system gives them
+// (core/huge_pages.h). The owner of the weights keeps one; it must outlive
 // every graph built on them (graphs of concurrent sessions may share it). The ggml tensors stay as
 // they are (in place in the model file where they can), but only these copies are read.
 class Q4kWeights {

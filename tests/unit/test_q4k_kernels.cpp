@@ -56,6 +56,7 @@ class Q4kKernels : public ::testing::TestWithParam<kernels::Q4kIsa> {
     }
     void TearDown() override {
         if (kernels::q4k_available()) kernels::q4k_use_isa(kernels::q4k_isas().back());
+        kernels::q4k_use_rows_per_pass(0);
     }
     NnHarness values_;
 };
@@ -99,6 +100,25 @@ TEST_P(Q4kKernels, ARowGetsTheSameBitsInAnyBatchAndOnAnyThreadCount) {
             EXPECT_EQ(batched[size_t(row * kOut + n)], alone[size_t(n)])
                 << "column " << n << ", " << threads << " threads";
     }
+}
+
+// Every pass width (1 .. 8 rows per unpacked weight, capped at the set's own) gives the default's
+// bits; a row count past the widest is refused.
+TEST_P(Q4kKernels, EveryRowsPerPassGivesTheSameBits) {
+    const int64_t rows = 19; // full passes and a partial one at every width
+    const std::vector<float> x = values_.input(size_t(rows * kIn), -2.0f, 2.0f);
+    const std::vector<float> by_default = product(true, 2, {rows, kIn}, x);
+    const int limit = GetParam() == kernels::Q4kIsa::avx2 ? 4 : 8;
+    for (int per_pass = 1; per_pass <= 8; ++per_pass) {
+        kernels::q4k_use_rows_per_pass(per_pass);
+        EXPECT_EQ(kernels::q4k_rows_per_pass(), std::min(per_pass, limit));
+        EXPECT_EQ(product(true, 2, {rows, kIn}, x), by_default) << per_pass << " rows per pass";
+    }
+    kernels::q4k_use_rows_per_pass(0);
+    EXPECT_GE(kernels::q4k_rows_per_pass(), 1);
+    EXPECT_LE(kernels::q4k_rows_per_pass(), limit);
+    EXPECT_THROW(kernels::q4k_use_rows_per_pass(9), Error);
+    EXPECT_THROW(kernels::q4k_use_rows_per_pass(-1), Error);
 }
 
 // Two layers of one input width on the default backend: `a` 32 q4_K columns, `b` of another shape or type.

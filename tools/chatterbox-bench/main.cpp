@@ -280,6 +280,10 @@ int main(int argc, char **argv) {
     std::string q4k_isa;
     app.add_option("--q4k-isa", q4k_isa, "the engine's q4_K kernels in this instruction set (default: the widest)")
         ->check(CLI::IsMember({"avx2", "avx512-vnni"}));
+    int q4k_rows = 0;
+    app.add_option("--q4k-rows", q4k_rows,
+                   "rows per pass of the engine's q4_K kernels (1-8, at most the set's own; default: the CPU's)")
+        ->check(CLI::Range(0, 8));
     bool fixed_threads = false;
     app.add_flag("--fixed-threads", fixed_threads,
                  "always --threads, also while other processes keep CPUs busy (default: fewer then)");
@@ -465,6 +469,7 @@ int main(int argc, char **argv) {
     try {
         if (!q4k_isa.empty())
             kernels::q4k_use_isa(q4k_isa == "avx2" ? kernels::Q4kIsa::avx2 : kernels::Q4kIsa::avx512_vnni);
+        kernels::q4k_use_rows_per_pass(q4k_rows);
         Backend backend(backend_options);
         nlohmann::json results{{"backend", backend.description()}};
         if (*t3) run_t3(backend, backend_options, t3_weights, t3_options, !no_bandwidth, results);

@@ -1,6 +1,7 @@
 #include "models/chatterbox/t3/kv_cache.h"
 
 #include "core/error.h"
+#include "core/huge_pages.h"
 
 #include "ggml-backend.h"
 
@@ -44,6 +45,9 @@ KvCache::KvCache(Backend &backend, const HParams &hp, int n_rows, int capacity, 
         fail("T3 KV cache: cannot allocate ", n_rows, " rows x ", capacity, " positions of ", ggml_type_name(type),
              " on ", backend.description());
     }
+    // Every decode step streams through the rows in use; the advice must come before the clear touches them.
+    if (ggml_backend_buffer_is_host(buffer_))
+        advise_huge_pages(ggml_backend_buffer_get_base(buffer_), ggml_backend_buffer_get_size(buffer_));
     // The plain attention path multiplies masked positions by a zero weight: they must hold finite values.
     ggml_backend_buffer_clear(buffer_, 0);
 }
