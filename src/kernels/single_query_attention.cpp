@@ -97,29 +97,14 @@ float dot(const float *a, const float *b, int64_t n) {
 }
 
 #ifdef CHATTERBOX_F16_IN_REGISTERS
-// dot()'s 16 lanes for a key over its first d / 16 * 16 values: lanes 0-7 and 8-15.
-struct DotLanes {
-    __m256 low, high;
-};
-DotLanes f16_dot_lanes(const char *key, const float *query, int64_t d) {
-    const auto *half = reinterpret_cast<const __m128i *>(key);
-    DotLanes lanes{_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t i = 0; i + kLanes <= d; i += kLanes, half += 2) {
-        lanes.low = _mm256_fmadd_ps(_mm256_loadu_ps(query + i), _mm256_cvtph_ps(_mm_loadu_si128(half)), lanes.low);
-        lanes.high =
-            _mm256_fmadd_ps(_mm256_loadu_ps(query + i + 8), _mm256_cvtph_ps(_mm_loadu_si128(half + 1)), lanes.high);
-    }
-    return lanes;
-}
-
 // The Chunks × 8 f16 values from `row` on as f32, in registers.
 template <int Chunks> void f16_values(const char *row, __m256 *out) {
     const auto *half = reinterpret_cast<const __m128i *>(row);
     for (int c = 0; c < Chunks; ++c) out[c] = _mm256_cvtph_ps(_mm_loadu_si128(half + c));
 }
 
-// The 32 values of the q8_0 block that starts at `block` as f32, in four registers: scale · int8, the
-// values as_f32 gives (the scale converted once for the block).
+// A q8_0 block's 32 values (from `block` on) as f32, in four registers: scale · int8, the values
+// as_f32 gives (the scale converted once for the block).
 void q8_block_values(const char *block, __m256 *out) {
     uint16_t scale_bits;
     std::memcpy(&scale_bits, block, sizeof scale_bits);
@@ -130,19 +115,28 @@ void q8_block_values(const char *block, __m256 *out) {
     }
 }
 
-// f16_dot_lanes for a q8_0 key (d a multiple of 32): the same lanes and steps over its values.
-DotLanes q8_dot_lanes(const char *key, const float *query, int64_t d) {
+// dot()'s 16 lanes for a key over its first d / 16 * 16 values: lanes 0-7 and 8-15.
+struct DotLanes {
+    __m256 low, high;
+};
+
+// DotLanes for a key whose values `load` converts Chunks × 8 at a time from each StepBytes of the row
+// (Chunks even), the chunks taking lanes 0-7 and 8-15 in turn, so every type meets the same steps.
+template <int Chunks, size_t StepBytes, void (*load)(const char *, __m256 *)>
+DotLanes dot_lanes(const char *key, const float *query, int64_t d) {
     DotLanes lanes{_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t i = 0; i < d; i += kQ8Block, key += kQ8BlockBytes) {
-        __m256 values[4];
-        q8_block_values(key, values);
-        lanes.low = _mm256_fmadd_ps(_mm256_loadu_ps(query + i), values[0], lanes.low);
-        lanes.high = _mm256_fmadd_ps(_mm256_loadu_ps(query + i + 8), values[1], lanes.high);
-        lanes.low = _mm256_fmadd_ps(_mm256_loadu_ps(query + i + 16), values[2], lanes.low);
-        lanes.high = _mm256_fmadd_ps(_mm256_loadu_ps(query + i + 24), values[3], lanes.high);
+    for (int64_t i = 0; i + 8 * Chunks <= d; i += 8 * Chunks, key += StepBytes) {
+        __m256 values[Chunks];
+        load(key, values);
+        for (int c = 0; c < Chunks; c += 2) {
+            lanes.low = _mm256_fmadd_ps(_mm256_loadu_ps(query + i + 8 * c), values[c], lanes.low);
+            lanes.high = _mm256_fmadd_ps(_mm256_loadu_ps(query + i + 8 * c + 8), values[c + 1], lanes.high);
+        }
     }
     return lanes;
 }
+constexpr auto f16_dot_lanes = dot_lanes<2, 2 * sizeof(__m128i), f16_values<2>>;
+constexpr auto q8_dot_lanes = dot_lanes<4, kQ8BlockBytes, q8_block_values>; // d a multiple of 32
 using LanesOf = DotLanes (*)(const char *key, const float *query, int64_t d);
 #endif
 
