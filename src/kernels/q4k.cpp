@@ -108,19 +108,19 @@ std::atomic<int> &rows_per_pass_chosen() {
     return rows;
 }
 
-int default_rows_per_pass() {
+// The rows per pass asked for: the chosen, else the CPU's default; each set takes at most its own limit.
+int64_t rows_per_pass_asked() {
+    const int chosen = rows_per_pass_chosen().load(std::memory_order_relaxed);
+    if (chosen) return chosen;
 #if defined(__x86_64__)
     static const bool amd = __builtin_cpu_is("amd");
     if (amd) return 4;
 #endif
-    return int(q4k::kMaxRowsPerPass);
+    return q4k::kMaxRowsPerPass;
 }
 
 #if defined(__x86_64__)
-int64_t rows_per_pass(const q4k::Kernels &isa) {
-    const int chosen = rows_per_pass_chosen().load(std::memory_order_relaxed);
-    return std::min<int64_t>(isa.rows_per_pass, chosen ? chosen : default_rows_per_pass());
-}
+int64_t rows_per_pass(const q4k::Kernels &isa) { return std::min(isa.rows_per_pass, rows_per_pass_asked()); }
 
 // x (f32 [k, ne1, ne2, ne3], rows contiguous) -> dst (activation rows, one per row of x).
 void quantize_op(ggml_tensor *dst, int ith, int nth, void *) {
@@ -291,8 +291,7 @@ int q4k_rows_per_pass() {
 #if defined(__x86_64__)
     if (q4k_available()) return int(rows_per_pass(kernels()));
 #endif
-    const int chosen = rows_per_pass_chosen().load();
-    return chosen ? chosen : default_rows_per_pass();
+    return int(rows_per_pass_asked());
 }
 
 bool q4k_packable(const ggml_tensor *weight) {
