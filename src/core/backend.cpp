@@ -1,8 +1,6 @@
 #include "core/backend.h"
 
 #include "core/error.h"
-#include "kernels/onednn.h"
-#include "kernels/q4k.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -164,21 +162,10 @@ int resolved_threads(int requested) {
 
 } // namespace
 
-const char *matmul_route_name(MatmulRoute route) { return route == MatmulRoute::onednn ? "onednn" : "ggml"; }
-
-MatmulRoute parse_matmul_route(const std::string &name) {
-    if (name == "ggml") return MatmulRoute::ggml;
-    if (name == "onednn") return MatmulRoute::onednn;
-    throw InvalidArgument(concat("unknown matmul route '", name, "' (ggml or onednn)"));
-}
-
 Backend::Backend(const BackendOptions &options)
-    : threads_(resolved_threads(options.threads)), repack_weights_(options.repack_weights),
-      q4k_kernels_(options.q4k_kernels), adapt_threads_(options.adapt_threads), matmul_route_(options.matmul_route),
+    : threads_(resolved_threads(options.threads)), adapt_threads_(options.adapt_threads), kernels_(options.kernels),
       contention_(threads_) {
     const Devices &found = devices();
-    if (matmul_route_ == MatmulRoute::onednn && !kernels::onednn_available())
-        fail("matmul route 'onednn' is not available: this build has no oneDNN");
     cpu_.reset(ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr));
     if (!cpu_) fail("cannot initialise the ggml CPU backend");
     set_cpu_threads(cpu(), threads_);
@@ -201,41 +188,6 @@ std::string Backend::description() const {
 
 ggml_backend_buffer_type_t Backend::weight_buffer_type() const { return ggml_backend_get_default_buffer_type(main_); }
 
-bool Backend::packs_q4k(const ggml_tensor *weight) const {
-    return is_cpu() && repack_weights_ && q4k_kernels_ && kernels::q4k_available() && kernels::q4k_packable(weight);
-}
-
-ggml_backend_buffer_type_t Backend::matmul_weight_buffer_type(const ggml_tensor *weight) const {
-    if (!is_cpu() || !repack_weights_ || !ggml_is_quantized(weight->type) || packs_q4k(weight)) return nullptr;
-    ggml_backend_dev_t dev = ggml_backend_get_device(cpu());
-    static const auto extra_buffer_types =
-        cpu_function<ggml_backend_dev_get_extra_bufts_t>("ggml_backend_dev_get_extra_bufts");
-
-    // The product this weight takes part in, with the weight in an empty buffer of the candidate
-    // type: the extra buffer types decide support by buffer, type and shape.
-    ggml_init_params params{3 * ggml_tensor_overhead(), nullptr, /*no_alloc=*/true};
-    ggml_context *ctx = ggml_init(params);
-    if (!ctx) fail("cannot create a ggml context");
-    ggml_tensor *w = ggml_new_tensor(ctx, weight->type, GGML_MAX_DIMS, weight->ne);
-    ggml_tensor *x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, weight->ne[0], 2);
-    ggml_tensor *product = ggml_mul_mat(ctx, w, x);
-    ggml_backend_buffer_type_t chosen = nullptr;
-    for (ggml_backend_buffer_type_t *buft = extra_buffer_types(dev); buft && *buft && !chosen; ++buft) {
-        // Only the repacked AVX layouts. ggml's AMX buffer (usable since cmake/gcc12-amx fixes GCC 12's
-        // tile-config miscompile) is not measured against them at T3's two decode columns, and its
-        // kernels die when other AMX code (oneDNN) ran on the same thread before them.
-        if (std::string(ggml_backend_buft_name(*buft)) != "CPU_REPACK") continue;
-        ggml_backend_buffer_t probe = ggml_backend_buft_alloc_buffer(*buft, 0);
-        if (!probe) continue;
-        w->buffer = probe;
-        if (ggml_backend_dev_supports_op(dev, product)) chosen = *buft;
-        w->buffer = nullptr;
-        ggml_backend_buffer_free(probe);
-    }
-    ggml_free(ctx);
-    return chosen;
-}
-
 void Backend::prepare_compute() {
     const int threads = adapt_threads_ ? contention_.threads_now() : threads_; // 1 .. threads_
     if (threads != threads_last_compute_) set_cpu_threads(cpu(), threads);
@@ -251,6 +203,10 @@ void Backend::set_cancel_flag(const CancelFlag *flag) {
 std::string Backend::available_devices() { return devices().gpu ? "cpu, cuda" : "cpu"; }
 
 std::string Backend::why_no_gpu() { return devices().why_no_gpu; }
+
+ggml_backend_dev_t Backend::cpu_device() { return ggml_backend_reg_dev_get(devices().cpu, 0); }
+
+void *Backend::cpu_backend_function(const char *name) { return cpu_function<void *>(name); }
 
 bool Backend::cpu_has_feature(const std::string &name) {
     static const auto features = cpu_function<ggml_backend_get_features_t>("ggml_backend_get_features");

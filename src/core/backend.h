@@ -12,34 +12,30 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace chatterbox {
 
-// How products of an f32 weight matrix with activations run on the CPU backend.
-enum class MatmulRoute {
-    ggml,   // ggml_mul_mat (llamafile's tinyBLAS): the reference the golden tests check
-    onednn, // oneDNN's f32 GEMM as a ggml custom op (kernels/onednn.h); faster on AVX2 (bench/README.md)
+// Which of the CPU's weight-product kernels (kernels/matmul_kernel.h) the weights bound on a backend
+// may take, by the kernels' names ("q4k_avx512_vnni", "q4k_avx2", "ggml_repack", "onednn_f32"): each
+// runs only where CPUID says the CPU can. Checked when weights are bound (kernels::check_kernel_selection).
+struct KernelSelection {
+    std::vector<std::string> enable;  // kernels that are off by default, turned on (onednn_f32)
+    std::vector<std::string> disable; // kernels left out (for comparisons): ggml_mul_mat takes their weights
+    // Rows multiplied into each unpacked q4_K weight register (1-8, at most the instruction set's
+    // own limit; 0: the CPU's default, kernels/q4k.h). A row's result is the same bits for any.
+    int q4k_rows_per_pass = 0;
 };
-const char *matmul_route_name(MatmulRoute route);
-MatmulRoute parse_matmul_route(const std::string &name); // "ggml" or "onednn"; throws InvalidArgument otherwise
 
 struct BackendOptions {
     std::string device = "cpu"; // "cpu", "cuda" (first GPU) or "gpu"
     int threads = 0;            // CPU threads; 0 = all hardware threads
-    // Quantised matmul weights on the CPU go to ggml's repacked layout where the CPU has kernels
-    // for their type (q4_K, q4_0 ... on AVX2); off keeps the plain layout (for comparisons).
-    bool repack_weights = true;
-    // With repack_weights, q4_K matmul weights on a CPU with AVX2 or AVX-512 VNNI take the engine's own
-    // layout and kernels (kernels/q4k.h: faster than ggml's, most for several rows at once, and a
-    // row's result does not depend on the others); off leaves them to ggml's repack (for comparisons).
-    bool q4k_kernels = true;
     // Before each graph the CPU thread count drops by the CPUs other processes keep busy (two threads
     // on one free core run far slower than one: core/cpu_contention.h); off keeps `threads` always
     // (for benchmarks that compare like with like).
     bool adapt_threads = true;
-    // Route of the f32 weight products of every module bound on this backend (Linear, Conv1d).
-    // onednn needs a build with oneDNN; on a GPU backend the products stay ggml's.
-    MatmulRoute matmul_route = MatmulRoute::ggml;
+    // The CPU kernels of the weight products bound on this backend (none on a GPU backend).
+    KernelSelection kernels;
 };
 
 class Backend {
@@ -54,16 +50,7 @@ class Backend {
     int threads() const { return threads_; }
     std::string description() const; // e.g. "CPU (2 threads)"
     ggml_backend_buffer_type_t weight_buffer_type() const;
-    // Where a weight used only as ggml_mul_mat's first operand runs fastest: the CPU's repack buffer
-    // type when it can multiply it (checked with ggml's own supports_op), or nullptr for
-    // weight_buffer_type(). Only quantised weights on the CPU backend qualify.
-    ggml_backend_buffer_type_t matmul_weight_buffer_type(const ggml_tensor *weight) const;
-    // Whether a weight used only as a matmul operand goes to the engine's q4_K kernels (BackendOptions::
-    // q4k_kernels): then it stays in the plain layout (matmul_weight_buffer_type is nullptr) and its
-    // owner packs a copy.
-    bool packs_q4k(const ggml_tensor *weight) const;
-    // The route for the f32 weight products of modules bound here (ggml on a GPU backend).
-    MatmulRoute matmul_route() const { return is_cpu() ? matmul_route_ : MatmulRoute::ggml; }
+    const KernelSelection &kernels() const { return kernels_; }
 
     // Called before each graph computation: sets the CPU threads for it (see adapt_threads).
     void prepare_compute();
@@ -81,6 +68,10 @@ class Backend {
     static std::string why_no_gpu();
     // Whether the CPU backend has an instruction set feature by ggml's name ("AVX2", "AMX_INT8" ...).
     static bool cpu_has_feature(const std::string &name);
+    // ggml's CPU device, and a function of its CPU backend by name (in a build with loadable
+    // backends it is not linked); throws where there is none.
+    static ggml_backend_dev_t cpu_device();
+    static void *cpu_backend_function(const char *name);
 
   private:
     struct Free {
@@ -90,10 +81,8 @@ class Backend {
     std::unique_ptr<ggml_backend, Free> cpu_, gpu_;
     ggml_backend_t main_ = nullptr; // gpu_, or cpu_ on the CPU
     int threads_ = 1;
-    bool repack_weights_ = true;
-    bool q4k_kernels_ = true;
     bool adapt_threads_ = true;
-    MatmulRoute matmul_route_ = MatmulRoute::ggml;
+    KernelSelection kernels_;
     CpuContention contention_;
     int threads_last_compute_ = 0;
 };

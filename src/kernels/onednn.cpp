@@ -1,7 +1,6 @@
 #include "kernels/onednn.h"
 
 #include "core/error.h"
-#include "kernels/buffer_registry.h"
 
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -120,7 +119,7 @@ void multiply(ThreadContext &thread, const float *src, const dims &src_dims, con
 
 // One weight ggml [k, m] = (k × m) in oneDNN's preferred layout, with the primitives that read it
 // (one per slice width, as they come).
-class Reordered {
+class Reordered final : public PackedWeight {
   public:
     Reordered(const float *data, int64_t k, int64_t m) : k_(k), m_(m) {
         // The layout is asked for a typical slice width; every other width reuses it.
@@ -135,8 +134,11 @@ class Reordered {
         stream.wait();
     }
 
+    ggml_tensor *product(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) const override;
+    size_t bytes() const override { return desc_.get_size(); }
+
     // dst (columns × m) = x (columns × k) · this weight
-    void multiply(ThreadContext &thread, const float *x, int64_t columns, float *dst) {
+    void multiply(ThreadContext &thread, const float *x, int64_t columns, float *dst) const {
         execute(thread, primitive(columns), plain({columns, k_}, {k_, 1}, x), memory_,
                 plain({columns, m_}, {m_, 1}, dst));
     }
@@ -146,7 +148,7 @@ class Reordered {
         return dnnl::memory::desc({rows, width}, dt::f32, tag::ab);
     }
 
-    const Matmul &primitive(int64_t columns) {
+    const Matmul &primitive(int64_t columns) const {
         std::lock_guard<std::mutex> lock(mutex_);
         auto found = primitives_.find(columns);
         if (found != primitives_.end()) return found->second;
@@ -157,15 +159,9 @@ class Reordered {
     int64_t k_, m_;
     dnnl::memory::desc desc_;
     dnnl::memory memory_;
-    std::mutex mutex_;
-    std::map<int64_t, Matmul> primitives_;
+    mutable std::mutex mutex_;
+    mutable std::map<int64_t, Matmul> primitives_; // made as the slice widths come
 };
-
-// The OnednnWeights of each weight buffer.
-BufferRegistry<OnednnWeights::State> &owners() {
-    static BufferRegistry<OnednnWeights::State> registry;
-    return registry;
-}
 
 // ---------------------------------------------------------------------------- matmul
 
@@ -179,7 +175,7 @@ void matmul_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
     const float *rows = static_cast<const float *>(x->data) + first * k;
     float *out = static_cast<float *>(dst->data) + first * m;
     if (userdata) {
-        static_cast<Reordered *>(userdata)->multiply(this_thread(), rows, count, out);
+        static_cast<const Reordered *>(userdata)->multiply(this_thread(), rows, count, out);
         return;
     }
     multiply(this_thread(), rows, {count, k}, {k, 1}, static_cast<const float *>(weight->data), {k, m}, {1, k}, out,
@@ -286,50 +282,59 @@ constexpr const char *kAttentionNode = "onednn.blocked_attention";
 
 } // namespace
 
-// The copies of one owner's weights, by (data, K, M): a weight is met as itself and as 2-D views
-// (a conv kernel reshaped), so the tensor's address is no key.
-struct OnednnWeights::State {
-    std::vector<ggml_backend_buffer_t> buffers;
-    std::mutex mutex;
-    std::map<std::tuple<const void *, int64_t, int64_t>, std::unique_ptr<Reordered>> copies;
-
-    Reordered *copy_of(const ggml_tensor *weight) {
-        const int64_t k = weight->ne[0], m = weight->ne[1];
-        std::lock_guard<std::mutex> lock(mutex);
-        std::unique_ptr<Reordered> &copy = copies[{weight->data, k, m}];
-        if (!copy) copy = std::make_unique<Reordered>(static_cast<const float *>(weight->data), k, m);
-        return copy.get();
-    }
-};
-
-OnednnWeights::OnednnWeights(std::vector<ggml_backend_buffer_t> buffers) : state_(std::make_unique<State>()) {
-    for (ggml_backend_buffer_t buffer : buffers) {
-        if (!ggml_backend_buffer_is_host(buffer)) fail("OnednnWeights: the weights must be in host memory");
-        owners().add(buffer, state_.get());
-    }
-    state_->buffers = std::move(buffers);
-}
-
-OnednnWeights::~OnednnWeights() {
-    for (ggml_backend_buffer_t buffer : state_->buffers) owners().remove(buffer, state_.get());
-}
-
 bool onednn_available() { return true; }
 
-ggml_tensor *onednn_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) {
+namespace {
+
+void check_operands(const ggml_tensor *weight, const ggml_tensor *x) {
     if (weight->type != GGML_TYPE_F32 || !ggml_is_contiguous(weight) || ggml_n_dims(weight) > 2 ||
         x->type != GGML_TYPE_F32 || x->ne[0] != weight->ne[0])
         fail("onednn_matmul: needs an f32 weight ggml [K, M] and f32 activations ggml [K, ...], got ",
              ggml_type_name(weight->type), " [", weight->ne[0], ", ", weight->ne[1], "] and ", ggml_type_name(x->type),
              " [", x->ne[0], ", ...]");
+}
+
+// userdata: the weight's Reordered copy, or nullptr to read it in place.
+ggml_tensor *matmul_node(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x, const Reordered *copy) {
+    check_operands(weight, x);
     if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
-    // A view's buffer is only set when its graph is allocated; its source's is the weight buffer.
-    const ggml_tensor *stored = weight->view_src ? weight->view_src : weight;
-    OnednnWeights::State *owner = stored->buffer && weight->data ? owners().find(stored->buffer) : nullptr;
     ggml_tensor *args[] = {x, weight};
     ggml_tensor *y = ggml_custom_4d(ctx, GGML_TYPE_F32, weight->ne[1], x->ne[1], x->ne[2], x->ne[3], args, 2, matmul_op,
-                                    GGML_N_TASKS_MAX, owner ? owner->copy_of(weight) : nullptr);
+                                    GGML_N_TASKS_MAX, const_cast<Reordered *>(copy));
     return ggml_set_name(y, kMatmulNode);
+}
+
+ggml_tensor *Reordered::product(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) const {
+    return matmul_node(ctx, weight, x, this);
+}
+
+class OnednnF32 final : public MatmulKernel {
+  public:
+    const char *name() const override { return "onednn_f32"; }
+    bool on_by_default() const override { return false; }
+    bool runs_here() const override { return true; }
+    const char *why_not_here() const override { return ""; }
+    bool takes(const ggml_tensor *weight, const KernelSelection &) const override {
+        return weight->type == GGML_TYPE_F32 && ggml_n_dims(weight) <= 2 && ggml_is_contiguous(weight);
+    }
+    std::unique_ptr<PackedWeight> pack(const ggml_tensor *weight, const KernelSelection &,
+                                       HugePageArena &) const override {
+        if (!weight->data || !weight->buffer || !ggml_backend_buffer_is_host(weight->buffer))
+            fail("oneDNN f32 kernel: ", ggml_get_name(weight), " is not in host memory");
+        return std::make_unique<Reordered>(static_cast<const float *>(weight->data), weight->ne[0], weight->ne[1]);
+    }
+    double node_flops(const ggml_tensor *node) const override { return onednn_matmul_flops(node); }
+};
+
+} // namespace
+
+ggml_tensor *onednn_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) {
+    return matmul_node(ctx, weight, x, nullptr);
+}
+
+const MatmulKernel &onednn_f32_kernel() {
+    static const OnednnF32 kernel;
+    return kernel;
 }
 
 ggml_tensor *blocked_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v, float scale) {
@@ -346,6 +351,12 @@ ggml_tensor *blocked_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k
 double onednn_matmul_flops(const ggml_tensor *node) {
     if (node->op != GGML_OP_CUSTOM || std::strcmp(node->name, kMatmulNode) != 0) return 0;
     return 2.0 * double(node->src[1]->ne[0]) * double(ggml_nelements(node));
+}
+
+double blocked_attention_flops(const ggml_tensor *node) {
+    if (node->op != GGML_OP_CUSTOM || std::strcmp(node->name, kAttentionNode) != 0) return 0;
+    const ggml_tensor *q = node->src[0], *k = node->src[1];
+    return 4.0 * double(q->ne[0]) * double(q->ne[1]) * double(q->ne[2]) * double(q->ne[3]) * double(k->ne[2]);
 }
 
 } // namespace chatterbox::kernels

@@ -13,16 +13,35 @@ namespace {
 
 bool onednn_available() { return false; }
 
-struct OnednnWeights::State {};
-OnednnWeights::OnednnWeights(std::vector<ggml_backend_buffer_t>) { unavailable("the oneDNN matmul route"); }
-OnednnWeights::~OnednnWeights() = default;
+namespace {
+class OnednnF32 final : public MatmulKernel {
+  public:
+    const char *name() const override { return "onednn_f32"; }
+    bool on_by_default() const override { return false; }
+    bool runs_here() const override { return false; }
+    const char *why_not_here() const override {
+        return "this build has no oneDNN (libdnnl-dev missing, or a ThreadSanitizer build)";
+    }
+    bool takes(const ggml_tensor *, const KernelSelection &) const override { return false; }
+    std::unique_ptr<PackedWeight> pack(const ggml_tensor *, const KernelSelection &, HugePageArena &) const override {
+        unavailable("the oneDNN f32 kernel");
+    }
+};
+} // namespace
 
-ggml_tensor *onednn_matmul(ggml_context *, ggml_tensor *, ggml_tensor *) { unavailable("the oneDNN matmul route"); }
+const MatmulKernel &onednn_f32_kernel() {
+    static const OnednnF32 kernel;
+    return kernel;
+}
+
+ggml_tensor *onednn_matmul(ggml_context *, ggml_tensor *, ggml_tensor *) { unavailable("the oneDNN f32 product"); }
 
 ggml_tensor *blocked_attention(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, float) {
     unavailable("blocked attention");
 }
 
 double onednn_matmul_flops(const ggml_tensor *) { return 0; }
+
+double blocked_attention_flops(const ggml_tensor *) { return 0; }
 
 } // namespace chatterbox::kernels

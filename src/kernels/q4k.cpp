@@ -2,15 +2,11 @@
 
 #include "core/error.h"
 #include "core/huge_pages.h"
-#include "kernels/buffer_registry.h"
 #include "kernels/q4k_kernels.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -72,7 +68,7 @@ struct Packed {
     uint8_t *data = nullptr; // in its owner's arena
 };
 
-Packed pack(HugePageArena &arena, const uint8_t *rows, int64_t k, int64_t m) {
+Packed pack_tiles(HugePageArena &arena, const uint8_t *rows, int64_t k, int64_t m) {
     const int64_t blocks = k / kBlock, groups = (m + kColumns - 1) / kColumns;
     Packed p;
     p.k = k;
@@ -89,39 +85,31 @@ Packed pack(HugePageArena &arena, const uint8_t *rows, int64_t k, int64_t m) {
     return p;
 }
 
+// The rows per pass a set takes when `asked` (0: the CPU's default, q4k.h) are asked for.
+int64_t rows_per_pass(const q4k::Kernels &isa, int asked) {
+    int64_t rows = asked;
+    if (rows == 0) {
 #if defined(__x86_64__)
-const q4k::Kernels &isa_kernels(Q4kIsa isa) {
-    return isa == Q4kIsa::avx512_vnni ? q4k::avx512_vnni_kernels() : q4k::avx2_kernels();
-}
-
-std::atomic<int> &isa_in_use() {
-    static std::atomic<int> isa{q4k_isas().empty() ? -1 : int(q4k_isas().back())};
-    return isa;
-}
-
-const q4k::Kernels &kernels() { return isa_kernels(Q4kIsa(isa_in_use().load(std::memory_order_relaxed))); }
+        static const bool amd = __builtin_cpu_is("amd");
+        rows = amd ? 4 : q4k::kMaxRowsPerPass;
+#else
+        rows = q4k::kMaxRowsPerPass;
 #endif
-
-// 0: the CPU's default (q4k.h).
-std::atomic<int> &rows_per_pass_chosen() {
-    static std::atomic<int> rows{0};
-    return rows;
+    }
+    return std::min(isa.rows_per_pass, rows);
 }
 
-// The rows per pass asked for: the chosen, else the CPU's default; each set takes at most its own limit.
-int64_t rows_per_pass_asked() {
-    const int chosen = rows_per_pass_chosen().load(std::memory_order_relaxed);
-    if (chosen) return chosen;
-#if defined(__x86_64__)
-    static const bool amd = __builtin_cpu_is("amd");
-    if (amd) return 4;
-#endif
-    return q4k::kMaxRowsPerPass;
-}
+// A weight packed for one instruction set's kernels, with the rows per pass chosen at load.
+struct Q4kPacked final : PackedWeight {
+    Packed weight;
+    const q4k::Kernels *isa = nullptr;
+    int64_t rows_per_pass = 1;
+
+    ggml_tensor *product(ggml_context *ctx, ggml_tensor *w, ggml_tensor *x) const override;
+    size_t bytes() const override { return weight.bytes; }
+};
 
 #if defined(__x86_64__)
-int64_t rows_per_pass(const q4k::Kernels &isa) { return std::min(isa.rows_per_pass, rows_per_pass_asked()); }
-
 // x (f32 [k, ne1, ne2, ne3], rows contiguous) -> dst (activation rows, one per row of x).
 void quantize_op(ggml_tensor *dst, int ith, int nth, void *) {
     const ggml_tensor *a = dst->src[0];
@@ -140,11 +128,12 @@ constexpr int64_t kGroupsPerUnit = 2; // the kernels' widest pass
 // [group_first, group_end) (at most kGroupsPerUnit) of a packed weight; row r of out at
 // out + r * weight.m floats. The rows go through each tile one after another while it is in L1,
 // their totals in memory.
-void multiply(const Packed &weight, int64_t group_first, int64_t group_end, const uint8_t *activations,
+void multiply(const Q4kPacked &packed, int64_t group_first, int64_t group_end, const uint8_t *activations,
               int64_t row_first, int64_t row_end, float *out) {
-    const q4k::Kernels &isa = kernels();
+    const Packed &weight = packed.weight;
+    const q4k::Kernels &isa = *packed.isa;
     const int64_t k = weight.k, blocks = k / kBlock, row_bytes = q4k::activation_row_bytes(k);
-    const int64_t per_pass = rows_per_pass(isa);
+    const int64_t per_pass = packed.rows_per_pass;
     alignas(64) float totals[kGroupsPerUnit][q4k::kRowsPerUnit * kColumns];
     const int64_t count = row_end - row_first, groups = group_end - group_first;
     const uint8_t *rows[q4k::kRowsPerUnit];
@@ -177,7 +166,8 @@ void multiply(const Packed &weight, int64_t group_first, int64_t group_end, cons
 
 // Work units: two groups of 16 columns × up to 64 rows, column-major; each thread a contiguous range.
 void multiply_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
-    const auto &weight = *static_cast<const Packed *>(userdata);
+    const auto &packed = *static_cast<const Q4kPacked *>(userdata);
+    const Packed &weight = packed.weight;
     const ggml_tensor *activations = dst->src[0];
     const int64_t rows = activations->ne[1], groups = (weight.m + kColumns - 1) / kColumns;
     const int64_t column_units = (groups + kGroupsPerUnit - 1) / kGroupsPerUnit;
@@ -185,11 +175,13 @@ void multiply_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
     const int64_t units = column_units * row_units;
     for (int64_t u = units * ith / nth; u < units * (ith + 1) / nth; ++u) {
         const int64_t g = u / row_units * kGroupsPerUnit, first = u % row_units * q4k::kRowsPerUnit;
-        multiply(weight, g, std::min(groups, g + kGroupsPerUnit), static_cast<const uint8_t *>(activations->data),
+        multiply(packed, g, std::min(groups, g + kGroupsPerUnit), static_cast<const uint8_t *>(activations->data),
                  first, std::min(rows, first + q4k::kRowsPerUnit), static_cast<float *>(dst->data));
     }
 }
 #endif
+
+static_assert(q4k::kMaxRowsPerPass == kQ4kMaxRowsPerPass);
 
 constexpr const char *kQuantizeNode = "q4k.quantize";
 constexpr const char *kMultiplyNode = "q4k.matmul";
@@ -211,87 +203,91 @@ ggml_tensor *quantized_activations(ggml_context *ctx, ggml_tensor *x) {
 
 int64_t q4k::activation_row_bytes(int64_t k) { return k + k / kBlock * (4 + 2 * kSubBlocks); }
 
-struct Q4kWeights::State {
-    HugePageArena arena; // of the copies: the products stream through them at every step
-    std::mutex mutex;
-    std::map<const void *, Packed> copies; // by the weight's data
-    std::vector<ggml_backend_buffer_t> buffers;
-    size_t bytes = 0;
-
-    const Packed *find(const ggml_tensor *weight) {
-        std::lock_guard<std::mutex> lock(mutex);
-        auto found = copies.find(weight->data);
-        if (found == copies.end() || found->second.k != weight->ne[0] || found->second.m != weight->ne[1])
-            return nullptr;
-        return &found->second;
-    }
-};
-
 namespace {
-BufferRegistry<Q4kWeights::State> &owners() {
-    static BufferRegistry<Q4kWeights::State> registry;
-    return registry;
-}
-} // namespace
 
 #if defined(__x86_64__)
-namespace {
 // CPUID's F16C bit (clang's __builtin_cpu_supports has no name for it).
 bool has_f16c() {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
 }
-} // namespace
 #endif
 
-std::vector<Q4kIsa> q4k_isas() {
-    std::vector<Q4kIsa> isas;
+ggml_tensor *Q4kPacked::product(ggml_context *ctx, ggml_tensor *w, ggml_tensor *x) const {
+#if defined(__x86_64__)
+    if (x->type != GGML_TYPE_F32 || x->ne[0] != w->ne[0] || x->nb[0] != sizeof(float))
+        fail("q4_K kernels: ", ggml_get_name(w), " needs f32 activations ggml [", w->ne[0],
+             ", ...] with contiguous rows, got ", ggml_type_name(x->type), " [", x->ne[0], ", ...]");
+    ggml_tensor *args[] = {quantized_activations(ctx, x), w};
+    ggml_tensor *y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], x->ne[2], x->ne[3], args, 2, multiply_op,
+                                    GGML_N_TASKS_MAX, const_cast<Q4kPacked *>(this));
+    return ggml_set_name(y, kMultiplyNode);
+#else
+    (void)ctx, (void)w, (void)x;
+    fail("q4_K kernels: not built for this CPU");
+#endif
+}
+
+class Q4kKernel final : public MatmulKernel {
+  public:
+    explicit Q4kKernel(Q4kIsa isa) : isa_(isa) {}
+
+    const char *name() const override { return isa_ == Q4kIsa::avx512_vnni ? "q4k_avx512_vnni" : "q4k_avx2"; }
+    bool runs_here() const override { return q4k_runs(isa_); }
+    const char *why_not_here() const override {
+        return isa_ == Q4kIsa::avx512_vnni ? "the CPU has no AVX-512 F/BW/VL/DQ with VNNI (or AVX2, FMA and F16C)"
+                                           : "the CPU has no AVX2 with FMA and F16C";
+    }
+    bool takes(const ggml_tensor *weight, const KernelSelection &) const override { return q4k_packable(weight); }
+
+    std::unique_ptr<PackedWeight> pack(const ggml_tensor *weight, const KernelSelection &selection,
+                                       HugePageArena &arena) const override {
+        if (!q4k_packable(weight) || !weight->data || !weight->buffer || !ggml_backend_buffer_is_host(weight->buffer))
+            fail("q4_K kernels: cannot pack ", ggml_get_name(weight), " (", ggml_type_name(weight->type),
+                 "): needs a q4_K matrix in host memory with rows of whole 256-value blocks");
+        auto packed = std::make_unique<Q4kPacked>();
+        packed->weight = pack_tiles(arena, static_cast<const uint8_t *>(weight->data), weight->ne[0], weight->ne[1]);
+#if defined(__x86_64__)
+        packed->isa = isa_ == Q4kIsa::avx512_vnni ? &q4k::avx512_vnni_kernels() : &q4k::avx2_kernels();
+        packed->rows_per_pass = rows_per_pass(*packed->isa, selection.q4k_rows_per_pass);
+#endif
+        return packed;
+    }
+
+    double node_flops(const ggml_tensor *node) const override {
+        if (node->op != GGML_OP_CUSTOM || std::strcmp(node->name, kMultiplyNode) != 0) return 0;
+        return 2.0 * double(node->src[1]->ne[0]) * double(ggml_nelements(node));
+    }
+
+  private:
+    const Q4kIsa isa_;
+};
+
+} // namespace
+
+bool q4k_runs(Q4kIsa isa) {
 #if defined(__x86_64__)
     // Both sets quantise the activations with AVX2 (q4k::quantize_row).
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !has_f16c()) return isas;
-    isas.push_back(Q4kIsa::avx2);
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni"))
-        isas.push_back(Q4kIsa::avx512_vnni);
-#endif
-    return isas;
-}
-
-bool q4k_available() {
-    static const bool available = !q4k_isas().empty();
-    return available;
-}
-
-#if defined(__x86_64__)
-void q4k_use_isa(Q4kIsa isa) {
-    const std::vector<Q4kIsa> isas = q4k_isas();
-    if (std::find(isas.begin(), isas.end(), isa) == isas.end())
-        fail("q4_K kernels: this CPU cannot run the ", q4k_isa_name(isa), " ones");
-    isa_in_use() = int(isa);
-}
-
-Q4kIsa q4k_isa() {
-    if (!q4k_available()) fail("q4_K kernels: this CPU has neither AVX2 (with FMA and F16C) nor AVX-512 VNNI");
-    return Q4kIsa(isa_in_use().load());
-}
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !has_f16c()) return false;
+    if (isa == Q4kIsa::avx2) return true;
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vnni");
 #else
-void q4k_use_isa(Q4kIsa isa) { fail("q4_K kernels: this CPU cannot run the ", q4k_isa_name(isa), " ones"); }
-Q4kIsa q4k_isa() { fail("q4_K kernels: not built for this CPU"); }
+    (void)isa;
+    return false;
 #endif
+}
 
 const char *q4k_isa_name(Q4kIsa isa) { return isa == Q4kIsa::avx512_vnni ? "AVX-512 VNNI" : "AVX2"; }
 
-void q4k_use_rows_per_pass(int rows) {
-    if (rows < 0 || rows > q4k::kMaxRowsPerPass)
-        fail("q4_K kernels: ", rows, " rows per pass, expected 1 to ", q4k::kMaxRowsPerPass, " (0: the default)");
-    rows_per_pass_chosen() = rows;
-}
-
-int q4k_rows_per_pass() {
+int q4k_rows_per_pass(Q4kIsa isa, int asked) {
 #if defined(__x86_64__)
-    if (q4k_available()) return int(rows_per_pass(kernels()));
+    return int(rows_per_pass(isa == Q4kIsa::avx512_vnni ? q4k::avx512_vnni_kernels() : q4k::avx2_kernels(), asked));
+#else
+    (void)isa;
+    return asked;
 #endif
-    return int(rows_per_pass_asked());
 }
 
 bool q4k_packable(const ggml_tensor *weight) {
@@ -299,54 +295,9 @@ bool q4k_packable(const ggml_tensor *weight) {
            ggml_is_contiguous(weight) && ggml_type_size(GGML_TYPE_Q4_K) == kQ4kBlockBytes;
 }
 
-Q4kWeights::Q4kWeights() : state_(std::make_unique<State>()) {}
-
-Q4kWeights::~Q4kWeights() {
-    for (ggml_backend_buffer_t buffer : state_->buffers) owners().remove(buffer, state_.get());
-}
-
-void Q4kWeights::add(const ggml_tensor *weight) {
-    if (!q4k_packable(weight) || !weight->buffer || !weight->data || !ggml_backend_buffer_is_host(weight->buffer))
-        fail("q4_K kernels: cannot pack ", ggml_get_name(weight), " (", ggml_type_name(weight->type),
-             "): needs a q4_K matrix in host memory with rows of whole 256-value blocks");
-    Packed packed = pack(state_->arena, static_cast<const uint8_t *>(weight->data), weight->ne[0], weight->ne[1]);
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->bytes += packed.bytes;
-    state_->copies[weight->data] = std::move(packed);
-    if (std::find(state_->buffers.begin(), state_->buffers.end(), weight->buffer) == state_->buffers.end()) {
-        state_->buffers.push_back(weight->buffer);
-        owners().add(weight->buffer, state_.get());
-    }
-}
-
-size_t Q4kWeights::bytes() const {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    return state_->bytes;
-}
-
-ggml_tensor *q4k_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) {
-#if defined(__x86_64__)
-    const ggml_tensor *stored = weight->view_src ? weight->view_src : weight;
-    if (weight->type != GGML_TYPE_Q4_K || !stored->buffer || !weight->data) return nullptr;
-    Q4kWeights::State *owner = owners().find(stored->buffer);
-    const Packed *packed = owner ? owner->find(weight) : nullptr;
-    if (!packed) return nullptr;
-    if (x->type != GGML_TYPE_F32 || x->ne[0] != weight->ne[0] || x->nb[0] != sizeof(float))
-        fail("q4k_matmul: needs f32 activations ggml [", weight->ne[0], ", ...] with contiguous rows, got ",
-             ggml_type_name(x->type), " [", x->ne[0], ", ...]");
-    ggml_tensor *args[] = {quantized_activations(ctx, x), weight};
-    ggml_tensor *y = ggml_custom_4d(ctx, GGML_TYPE_F32, weight->ne[1], x->ne[1], x->ne[2], x->ne[3], args, 2,
-                                    multiply_op, GGML_N_TASKS_MAX, const_cast<Packed *>(packed));
-    return ggml_set_name(y, kMultiplyNode);
-#else
-    (void)ctx, (void)weight, (void)x;
-    return nullptr;
-#endif
-}
-
-double q4k_matmul_flops(const ggml_tensor *node) {
-    if (node->op != GGML_OP_CUSTOM || std::strcmp(node->name, kMultiplyNode) != 0) return 0;
-    return 2.0 * double(node->src[1]->ne[0]) * double(ggml_nelements(node));
+const MatmulKernel &q4k_kernel(Q4kIsa isa) {
+    static const Q4kKernel avx512_vnni(Q4kIsa::avx512_vnni), avx2(Q4kIsa::avx2);
+    return isa == Q4kIsa::avx512_vnni ? avx512_vnni : avx2;
 }
 
 } // namespace chatterbox::kernels

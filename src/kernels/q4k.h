@@ -16,74 +16,35 @@
 // in any batch, tile, column split or thread count (so a batched request gets the logits it gets
 // alone). It equals ggml's own q4_K product up to that summation order.
 //
-//   Q4kWeights packed;                           // the owner of a module's packed weights
-//   packed.add(weight);                          // a bound q4_K tensor ggml [K, M] in host memory
-//   ggml_tensor *y = q4k_matmul(ctx, weight, x); // nullptr when `weight` was not packed
+// Two matmul kernels (kernels/matmul_kernel.h), "q4k_avx512_vnni" and "q4k_avx2", chosen by CPUID
+// at run time; the packed layout is the same for both, and so are a row's bits.
 
-#include "ggml-backend.h"
+#include "kernels/matmul_kernel.h"
+
 #include "ggml.h"
-
-#include <cstddef>
-#include <memory>
-#include <vector>
 
 namespace chatterbox::kernels {
 
-// Built for x86-64 and running on a CPU with AVX2 (with FMA and F16C) or AVX-512 F/BW/VL/DQ and VNNI.
-bool q4k_available();
-
 // The instruction sets the kernels come in; on either a row's result is the same bits.
 enum class Q4kIsa { avx2, avx512_vnni };
-// Those this CPU runs, narrowest first (empty where q4k_available() is false).
-std::vector<Q4kIsa> q4k_isas();
-// The set the kernels use: by default the widest this CPU runs. Tests and benchmarks that compare
-// them switch it (one of q4k_isas(), else an error); process-wide, switched while no graph runs.
-void q4k_use_isa(Q4kIsa isa);
-Q4kIsa q4k_isa();
+// Whether this build and CPU run the set (x86-64 with AVX2, FMA and F16C; AVX-512 F/BW/VL/DQ and VNNI).
+bool q4k_runs(Q4kIsa isa);
 const char *q4k_isa_name(Q4kIsa isa);
+const MatmulKernel &q4k_kernel(Q4kIsa isa);
 
 // Rows multiplied into each unpacked weight register, at most the set's own limit (AVX2 4, AVX-512
-// VNNI 8); a row's result is the same bits for any. By default 4 on AMD CPUs, else the limit: the
-// AVX-512 pass of 8 rows × 2 column groups keeps 32 sums, all the zmm registers, and spills some,
-// which costs Zen 4 (512-bit operations in two halves) more than unpacking each chunk for 4 rows,
-// while on the Intel VM 8 × 2 beat every other shape tried (bench/README.md, "Huge pages, and the
-// q4_K pass on Zen 4"). Tests and benchmarks switch it (1 .. 8; 0: the default); process-wide,
-// switched while no graph runs. q4k_rows_per_pass() is what the set in use takes.
-void q4k_use_rows_per_pass(int rows);
-int q4k_rows_per_pass();
+// VNNI 8); a row's result is the same bits for any. By default (KernelSelection::q4k_rows_per_pass
+// 0) 4 on AMD CPUs, else the limit: the AVX-512 pass of 8 rows × 2 column groups keeps 32 sums, all
+// the zmm registers, and spills some, which costs Zen 4 (512-bit operations in two halves) more than
+// unpacking each chunk for 4 rows, while on the Intel VM 8 × 2 beat every other shape tried
+// (bench/README.md, "Huge pages, and the q4_K pass on Zen 4").
+constexpr int kQ4kMaxRowsPerPass = 8;
+// What the set takes when `asked` rows per pass are asked for (0: the default above).
+int q4k_rows_per_pass(Q4kIsa isa, int asked);
 
-// Whether a weight has the shape the kernels take: q4_K, 2-D, rows of whole 256-value blocks.
+// Whether a weight has the shape the kernels take: q4_K, 2-D, rows of whole 256-value blocks. The
+// copy (16 columns interleaved per 256-value block, the 6-bit scales and mins unpacked) goes to the
+// binder's huge-page arena (core/huge_pages.h); only it is read by the products.
 bool q4k_packable(const ggml_tensor *weight);
-
-// Copies of q4_K weights in the kernels' layout (16 columns interleaved per 256-value block, the 6-bit
-// scales and mins unpacked), made at load time, in huge pages where the system gives them
-// (core/huge_pages.h). The owner of the weights keeps one; it must outlive
-// every graph built on them (graphs of concurrent sessions may share it). The ggml tensors stay as
-// they are (in place in the model file where they can), but only these copies are read.
-class Q4kWeights {
-  public:
-    Q4kWeights();
-    ~Q4kWeights();
-    Q4kWeights(const Q4kWeights &) = delete;
-    Q4kWeights &operator=(const Q4kWeights &) = delete;
-
-    // Packs `weight` (q4k_packable, data in host memory, bound to its buffer) and registers the
-    // copy under the tensor's buffer and data for q4k_matmul to find.
-    void add(const ggml_tensor *weight);
-    size_t bytes() const; // of all copies
-
-    struct State;
-
-  private:
-    std::unique_ptr<State> state_;
-};
-
-// weight ggml [K, M] × x f32 ggml [K, ...] -> f32 ggml [M, ...] through the packed copy of `weight`
-// (or of the tensor it views), or nullptr when no Q4kWeights holds one (ggml_mul_mat then).
-ggml_tensor *q4k_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x);
-
-// The FLOPs (2 per multiply-add) of a product node made by q4k_matmul, recognised by its name;
-// 0 for any other node. For FLOP counts over a graph.
-double q4k_matmul_flops(const ggml_tensor *node);
 
 } // namespace chatterbox::kernels

@@ -8,7 +8,7 @@ namespace chatterbox::nn {
 
 Conv1d::Conv1d(ModuleWeights &w, const std::string &prefix, int64_t in_, int64_t out_, int kernel_,
                const ConvOptions &options_)
-    : in(in_), out(out_), kernel(kernel_), options(options_), route(w.matmul_route()) {
+    : in(in_), out(out_), kernel(kernel_), options(options_) {
     ConvOptions &o = options;
     if (in <= 0 || out <= 0 || kernel <= 0 || o.stride <= 0 || o.dilation <= 0 || o.pad_left < 0 || o.pad_right < 0)
         fail("Conv1d ", prefix, ": bad configuration (in ", in, ", out ", out, ", kernel ", kernel, ", stride ",
@@ -22,19 +22,13 @@ Conv1d::Conv1d(ModuleWeights &w, const std::string &prefix, int64_t in_, int64_t
         o.pad_left = o.dilation * (kernel - 1);
     }
 
-    const std::string weight_name = prefix + ".weight";
+    // Depthwise kernels are multiplied element-wise; the others as the matrix (out, in·kernel).
     const Shape shape = {out, depthwise() ? 1 : in, kernel};
-    if (o.weight_norm) {
-        weight = weight_norm(w, prefix, shape);
-    } else if (depthwise()) {
-        weight = w.get(weight_name, shape, WeightUse::f32);
-    } else {
-        const TensorView *stored = w.stored(weight_name);
-        const bool flattened = stored && stored->shape == Shape{out, in * kernel};
-        // A flattened kernel is only multiplied; a 3-D one also gives im2col its shape.
-        weight = flattened ? w.get(weight_name, {out, in * kernel}, WeightUse::matmul)
-                           : w.get(weight_name, shape, WeightUse::as_stored);
-    }
+    const WeightUse use = depthwise() ? WeightUse::f32 : WeightUse::matmul;
+    if (o.weight_norm)
+        weight = weight_norm(w, prefix, shape, 0, use);
+    else
+        weight = depthwise() ? w.get(prefix + ".weight", shape, use) : w.get_matrix(prefix + ".weight", shape);
     if (o.bias) bias = w.get(prefix + ".bias", {out}, WeightUse::f32);
 }
 
@@ -63,9 +57,7 @@ ggml_tensor *Conv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
         pad = 0;
     }
     // im2col reads only the kernel's shape (K, C_in) from its first argument.
-    ggml_tensor *kernel_shape = weight;
-    if (weight->ne[0] != kernel || weight->ne[1] != in)
-        kernel_shape = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, kernel, in);
+    ggml_tensor *kernel_shape = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, kernel, in);
     // columns: ggml [K*C_in, T_out, B], row index c*K + k
     ggml_tensor *columns =
         ggml_im2col(ctx, kernel_shape, x, options.stride, 0, pad, 0, options.dilation, 0, false, GGML_TYPE_F32);
@@ -76,7 +68,7 @@ ggml_tensor *Conv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
         ggml_tensor *products = ggml_mul(ctx, taps, ggml_reshape_2d(ctx, weight, kernel, in));
         y = ggml_reshape_3d(ctx, ggml_sum_rows(ctx, products), in, length, batch);
     } else {
-        y = matmul(ctx, ggml_reshape_2d(ctx, weight, int64_t(kernel) * in, out), columns, route);
+        y = matmul(ctx, weight, columns);
     }
     y = ggml_cont(ctx, ggml_transpose(ctx, y)); // ggml [T_out, C_out, B]
     if (bias) y = ggml_add(ctx, y, ggml_reshape_2d(ctx, bias, 1, out));

@@ -12,7 +12,7 @@
 // quantise it (q8_0 rows must hold whole 32-value blocks) — flattened to (out, in * kernel).
 // Depthwise weights are uploaded as f32.
 
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 #include "modules/conv_options.h"
 
 #include "ggml.h"
@@ -22,13 +22,12 @@
 namespace chatterbox::nn {
 
 struct Conv1d {
-    ggml_tensor *weight = nullptr; // groups 1: ggml [K, C_in, C_out] or [K*C_in, C_out]; depthwise: ggml [K, 1, C]
+    ggml_tensor *weight = nullptr; // groups 1: the matrix ggml [K*C_in, C_out]; depthwise: ggml [K, 1, C]
     ggml_tensor *bias = nullptr;   // ggml [C_out], or nullptr
     int64_t in = 0;
     int64_t out = 0;
     int kernel = 0;
     ConvOptions options; // with pad_left/pad_right resolved (causal padding applied)
-    MatmulRoute route = MatmulRoute::ggml;
 
     Conv1d() = default;
     Conv1d(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, int kernel,

@@ -8,7 +8,7 @@ namespace chatterbox::nn {
 
 ConvTranspose1d::ConvTranspose1d(ModuleWeights &w, const std::string &prefix, int64_t in_, int64_t out_, int kernel_,
                                  const ConvOptions &options_)
-    : in(in_), out(out_), kernel(kernel_), options(options_), route(w.matmul_route()) {
+    : in(in_), out(out_), kernel(kernel_), options(options_) {
     const ConvOptions &o = options;
     if (in <= 0 || out <= 0 || kernel <= 0 || o.stride <= 0 || o.pad_left < 0 || o.output_padding < 0)
         fail("ConvTranspose1d ", prefix, ": bad configuration (in ", in, ", out ", out, ", kernel ", kernel,
@@ -28,7 +28,7 @@ ConvTranspose1d::ConvTranspose1d(ModuleWeights &w, const std::string &prefix, in
     for (int64_t ic = 0; ic < in; ++ic)
         for (int64_t ok = 0; ok < out * kernel; ++ok)
             columns[size_t(ok * in + ic)] = stored[size_t(ic * out * kernel + ok)];
-    weight = w.derived(prefix + ".weight.columns", {out * kernel, in}, std::move(columns));
+    weight = w.derived(prefix + ".weight.columns", {out * kernel, in}, std::move(columns), WeightUse::matmul);
     if (o.bias) bias = w.get(prefix + ".bias", {out}, WeightUse::f32);
 }
 
@@ -47,7 +47,7 @@ ggml_tensor *ConvTranspose1d::operator()(ggml_context *ctx, ggml_tensor *x) cons
     if (length <= 0) fail("ConvTranspose1d ", name, ": input of length ", frames, " gives an empty output");
 
     // columns: ggml [K*C_out, T, B]
-    ggml_tensor *columns = matmul(ctx, weight, ggml_cont(ctx, ggml_transpose(ctx, x)), route);
+    ggml_tensor *columns = matmul(ctx, weight, ggml_cont(ctx, ggml_transpose(ctx, x)));
     const int pad = options.pad_left;
     const int64_t full = (frames - 1) * options.stride + kernel; // before cropping
     ggml_tensor *y = nullptr;

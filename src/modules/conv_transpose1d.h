@@ -10,7 +10,7 @@
 // Stored weight: PyTorch (in, out, kernel); weight norm is over dim 0 (per input channel). The
 // weight is re-laid out on the host at load and uploaded as f32.
 
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 #include "modules/conv_options.h"
 
 #include "ggml.h"
@@ -26,7 +26,6 @@ struct ConvTranspose1d {
     int64_t out = 0;
     int kernel = 0;
     ConvOptions options; // stride, pad_left (= PyTorch padding), output_padding, bias, weight_norm
-    MatmulRoute route = MatmulRoute::ggml;
 
     ConvTranspose1d() = default;
     ConvTranspose1d(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, int kernel,

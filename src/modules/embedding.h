@@ -7,7 +7,7 @@
 //
 // The table keeps its stored type; rows come out as f32.
 
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 
 #include "ggml.h"
 

@@ -9,7 +9,7 @@
 // (WeightUse::matmul), so `weight` is for matrix products only (nn::matmul, on the route the
 // weights were bound for). The bias is uploaded as f32.
 
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 
 #include "ggml.h"
 
@@ -22,7 +22,6 @@ struct Linear {
     ggml_tensor *bias = nullptr;   // ggml [out], or nullptr
     int64_t in = 0;
     int64_t out = 0;
-    MatmulRoute route = MatmulRoute::ggml;
 
     Linear() = default;
     // Binds `<prefix>.weight` (out, in) and, when bias is true, `<prefix>.bias` (out).

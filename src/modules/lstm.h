@@ -9,7 +9,7 @@
 // transposed so that the inner loops run over contiguous gate rows and vectorise.
 // Gate order i, f, g, o; both biases; zero initial state.
 
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 
 #include <cstdint>
 #include <string>

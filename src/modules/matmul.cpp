@@ -1,13 +1,11 @@
 #include "modules/matmul.h"
 
-#include "kernels/onednn.h"
-#include "kernels/q4k.h"
+#include "kernels/matmul_kernel.h"
 
 namespace chatterbox::nn {
 
-ggml_tensor *matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x, MatmulRoute route) {
-    if (route == MatmulRoute::onednn && weight->type == GGML_TYPE_F32) return kernels::onednn_matmul(ctx, weight, x);
-    if (ggml_tensor *y = kernels::q4k_matmul(ctx, weight, x)) return y;
+ggml_tensor *matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) {
+    if (const kernels::PackedWeight *packed = kernels::packed_of(weight)) return packed->product(ctx, weight, x);
     return product(ctx, weight, x);
 }
 

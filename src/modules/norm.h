@@ -9,7 +9,7 @@
 //   x = bn(ctx, x);                       // x: ggml [T, 128, B];  bn.features(ctx, e) for e: ggml [128, B]
 //   nn::GroupNorm gn(w, "block.1", 8, 256);                          // x: ggml [T, 256, B]
 
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 
 #include "ggml.h"
 

@@ -5,7 +5,7 @@
 //   nn::Snake act(w, "mel2wav.resblocks.0.activations1.0", 256);   // binds `<prefix>.alpha` (256)
 //   x = act(ctx, x);                                                // x: ggml [T, 256, B] = PyTorch (B, 256, T)
 
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 
 #include "ggml.h"
 

@@ -46,8 +46,10 @@ std::vector<float> weight_norm_values(ModuleWeights &w, const std::string &prefi
     return out;
 }
 
-ggml_tensor *weight_norm(ModuleWeights &w, const std::string &prefix, const Shape &shape, int dim) {
-    return w.derived(prefix + ".weight", shape, weight_norm_values(w, prefix, shape, dim));
+ggml_tensor *weight_norm(ModuleWeights &w, const std::string &prefix, const Shape &shape, int dim, WeightUse use) {
+    std::vector<float> values = weight_norm_values(w, prefix, shape, dim);
+    if (use != WeightUse::matmul) return w.derived(prefix + ".weight", shape, std::move(values));
+    return w.derived(prefix + ".weight", {shape[0], shape_numel(shape) / shape[0]}, std::move(values), use);
 }
 
 } // namespace chatterbox::nn

@@ -9,7 +9,7 @@
 //
 // Conv1d / ConvTranspose1d do this themselves when bound with ConvOptions::with_weight_norm().
 
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 
 #include <string>
 #include <vector>
@@ -20,7 +20,9 @@ namespace chatterbox::nn {
 // g is expected with shape ones everywhere except shape[dim] (PyTorch keeps its rank).
 std::vector<float> weight_norm_values(ModuleWeights &w, const std::string &prefix, const Shape &shape, int dim = 0);
 
-// The folded weight as a derived f32 tensor named `<prefix>.weight`.
-ggml_tensor *weight_norm(ModuleWeights &w, const std::string &prefix, const Shape &shape, int dim = 0);
+// The folded weight as a derived f32 tensor named `<prefix>.weight`; for WeightUse::matmul bound as
+// the matrix (shape[0], the rest) that a convolution multiplies.
+ggml_tensor *weight_norm(ModuleWeights &w, const std::string &prefix, const Shape &shape, int dim = 0,
+                         WeightUse use = WeightUse::f32);
 
 } // namespace chatterbox::nn

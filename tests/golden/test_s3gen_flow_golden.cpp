@@ -3,7 +3,7 @@
 // the official implementation (speaker projection, encoder, mu, estimator at the first Euler step,
 // the full CFM result and the generated mel), fed the recorded inputs and noise, on the default path
 // (ggml f32 products; the estimator's default attention: blocked with oneDNN, else ggml's flash), an
-// estimator step on ggml's flash attention, and the oneDNN routes (MatmulRoute::onednn, blocked
+// estimator step on ggml's flash attention, and the oneDNN routes (the onednn_f32 matmul kernel, blocked
 // attention), within the same golden tolerances; then input validation and seeded determinism.
 
 #include "core/backend.h"
@@ -98,7 +98,7 @@ TEST_F(S3GenFlowGolden, FlashAttentionStepMatchesTheOfficialImplementation) {
 TEST_F(S3GenFlowGolden, OnednnRoutesMatchTheOfficialImplementation) {
     if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
     BackendOptions options{"cpu", 2};
-    options.matmul_route = MatmulRoute::onednn;
+    options.kernels.enable = {"onednn_f32"};
     Backend onednn_backend(options);
     const FlowModel onednn_model(*store_, onednn_backend, FlowHParams::standard());
     FlowSession session(onednn_model, onednn_backend, nn::AttentionPath::blocked);

@@ -148,7 +148,7 @@ TEST_F(S3GenMeanFlowGolden, PlainAttentionMatchesTheOfficialImplementation) {
 TEST_F(S3GenMeanFlowGolden, OnednnRoutesMatchTheOfficialImplementation) {
     if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
     BackendOptions options{"cpu", 2};
-    options.matmul_route = MatmulRoute::onednn;
+    options.kernels.enable = {"onednn_f32"};
     Backend onednn_backend(options);
     const FlowModel onednn_model(*store_, onednn_backend, model_->hparams());
     FlowSession session(onednn_model, onednn_backend, nn::AttentionPath::blocked);

@@ -4,7 +4,7 @@
 
 #include "core/backend.h"
 #include "core/graph.h"
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 #include "core/weight_store.h"
 #include "support/test_support.h"
 

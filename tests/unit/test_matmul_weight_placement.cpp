@@ -1,14 +1,15 @@
 // Where the matrix products' weights of T3 and of the S3Gen flow live and what multiplies them: with
 // ggml's repacking, every quantised weight a ggml_mul_mat multiplies sits in ggml's CPU_REPACK buffer
-// wherever ggml can multiply it in that layout (decided by the same Backend::matmul_weight_buffer_type
-// probe); with the engine's q4_K kernels on (and AVX2 or AVX-512 VNNI), every whole-block q4_K weight is
-// multiplied by them instead (Backend::packs_q4k) and the rest as with ggml's repacking; with
-// repacking off, every weight stays plain and ggml_mul_mat multiplies it. The checkpoints are built in memory from the
+// wherever ggml can multiply it in that layout (decided by the same kernels::choose_matmul_kernel
+// that binds them); with the engine's q4_K kernels on (and AVX2 or AVX-512 VNNI), every whole-block q4_K
+// weight is multiplied by them instead and the rest as with ggml's repacking; with every matmul kernel
+// off, every weight stays plain and ggml_mul_mat multiplies it. The checkpoints are built in memory from the
 // official tensor list with fewer layers (and a narrower T3), typed by the converter's q4_k rule: q4_K, q8_0 where a
 // row is not whole q4_K blocks, f16 convolution kernels, f32 for the rest.
 
 #include "nn_harness.h"
 
+#include "kernels/ggml_repack.h"
 #include "kernels/q4k.h"
 #include "models/chatterbox/convert.h"
 #include "models/chatterbox/s3gen/flow.h"
@@ -56,10 +57,20 @@ bool is_repacked(const ggml_tensor *t) {
 enum class Layout { plain, ggml_repack, engine_q4k };
 
 BackendOptions options_for(Layout layout) {
-    BackendOptions options{"cpu", 1, /*repack_weights=*/layout != Layout::plain};
-    options.q4k_kernels = layout == Layout::engine_q4k;
+    BackendOptions options{"cpu", 1};
+    for (const kernels::MatmulKernel *kernel : kernels::matmul_kernels()) {
+        const bool ggml = std::string(kernel->name()) == "ggml_repack";
+        if (layout == Layout::plain || (layout == Layout::ggml_repack && !ggml))
+            options.kernels.disable.push_back(kernel->name());
+    }
     return options;
 }
+
+bool is_q4k_kernel(const kernels::MatmulKernel *kernel) {
+    return kernel && std::string(kernel->name()).rfind("q4k_", 0) == 0;
+}
+
+bool q4k_kernels_run() { return kernels::q4k_runs(kernels::Q4kIsa::avx2); }
 
 // The weights (tensors of a weight buffer, or views of one) that the products in the graph of
 // `outputs` multiply, each with whether the engine's q4_K kernels multiply it (else ggml_mul_mat).
@@ -71,7 +82,7 @@ std::map<const ggml_tensor *, bool> multiplied_weights(ggml_context *ctx, const 
     std::map<const ggml_tensor *, bool> weights;
     for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
         const ggml_tensor *node = ggml_graph_node(graph, i);
-        const bool engine = kernels::q4k_matmul_flops(node) > 0;
+        const bool engine = kernels::kernel_node_flops(node) > 0;
         if (node->op != GGML_OP_MUL_MAT && !engine) continue;
         const ggml_tensor *operand = engine ? node->src[1] : node->src[0];
         const ggml_tensor *w = operand->view_src ? operand->view_src : operand;
@@ -100,13 +111,14 @@ struct Placed {
 
 // Checks every multiplied weight against what a backend with the same options decides for it.
 Placed expect_placement(const std::map<const ggml_tensor *, bool> &weights, Layout layout) {
-    const Backend probe(options_for(layout));
+    const KernelSelection selection = options_for(layout).kernels;
     Placed placed;
     int quantised = 0;
     for (const auto &[w, by_engine] : weights) {
         quantised += ggml_is_quantized(w->type);
-        const bool engine = probe.packs_q4k(w);
-        const bool repackable = ggml_is_quantized(w->type) && probe.matmul_weight_buffer_type(w) != nullptr;
+        const kernels::MatmulKernel *chosen = kernels::choose_matmul_kernel(w, selection);
+        const bool engine = is_q4k_kernel(chosen);
+        const bool repackable = chosen == &kernels::ggml_repack_kernel();
         const std::string where = std::string(ggml_get_name(w)) + " " + ggml_type_name(w->type) + " in " +
                                   ggml_backend_buft_name(ggml_backend_buffer_get_type(w->buffer));
         EXPECT_EQ(by_engine, engine) << where;
@@ -177,8 +189,8 @@ TEST_P(MatmulWeightPlacement, T3) {
     expect_placement(weights, layout);
     // So that the checks above cannot hold vacuously: ggml repacks every layer's q4_K matrix wherever
     // it has AVX2 (not the head: 8194-like rows do not interleave by 8); the engine's kernels take
-    // every one of them and the head wherever the CPU runs them (kernels::q4k_available).
-    const bool engine = layout == Layout::engine_q4k && kernels::q4k_available();
+    // every one of them and the head wherever the CPU runs them (kernels::q4k_runs).
+    const bool engine = layout == Layout::engine_q4k && q4k_kernels_run();
     const bool repacking = !engine && layout != Layout::plain && Backend::cpu_has_feature("AVX2");
     int repacked_layer_matrices = 0, engine_layer_matrices = 0, layer_matrices = 0;
     for (const t3::LayerWeights &l : std::get<t3::LlamaBackbone>(model.backbone()).layers)
@@ -231,7 +243,7 @@ TEST_P(MatmulWeightPlacement, Flow) {
     const auto weights = multiplied_weights(ctx, {mu, speaker, velocity});
 
     const Placed placed = expect_placement(weights, layout);
-    if (layout == Layout::engine_q4k && kernels::q4k_available()) {
+    if (layout == Layout::engine_q4k && q4k_kernels_run()) {
         EXPECT_GT(placed.engine, 0);
     } else if (layout != Layout::plain && Backend::cpu_has_feature("AVX2")) {
         EXPECT_GT(placed.repacked, 0);

@@ -4,7 +4,7 @@
 
 #include "core/backend.h"
 #include "core/error.h"
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 #include "core/safetensors.h"
 #include "models/chatterbox/convert.h"
 #include "models/chatterbox/model_files.h"

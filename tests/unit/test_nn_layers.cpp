@@ -60,8 +60,10 @@ TEST(NnLinear, RepackedQuantisedWeightsMatchThePlainLayout) {
         std::vector<float> results[2];
         for (const bool repack : {false, true}) {
             BackendOptions options{"cpu", 2};
-            options.repack_weights = repack;
-            options.q4k_kernels = false; // ggml's repack here; tests/unit/test_q4k_kernels.cpp checks the engine's
+            // ggml's repack alone here; tests/unit/test_q4k_kernels.cpp checks the engine's kernels.
+            for (const kernels::MatmulKernel *kernel : kernels::matmul_kernels())
+                if (!repack || std::string(kernel->name()) != "ggml_repack")
+                    options.kernels.disable.push_back(kernel->name());
             NnHarness h(options);
             const auto w_values = h.add("m.proj.weight", {out, in}, GGML_TYPE_Q4_K, -0.05f, 0.05f);
             ModuleWeights w(h.store(), "m.", h.backend());

@@ -100,8 +100,9 @@ TEST(NnWeights, MappedTensorsOfTheFinalTypeAreUsedInPlace) {
     EXPECT_EQ(tensor_values(bias), rounded);
 }
 
-// The declared use picks the buffer: a weight only multiplied may take the repacked layout; one
-// that another op also reads in its stored type keeps the plain layout, whichever came first.
+// The declared use picks the layout: a weight only multiplied may go to a matmul kernel (ggml's
+// repacked layout or the engine's packed copy); one that another op also reads in its stored type
+// keeps the plain layout, whichever came first.
 TEST(NnWeights, OnlyMatmulOnlyWeightsAreRepacked) {
     NnHarness h;
     for (const char *name : {"m.only_multiplied", "m.also_gathered", "m.gathered_first"})
@@ -114,9 +115,13 @@ TEST(NnWeights, OnlyMatmulOnlyWeightsAreRepacked) {
     ggml_tensor *first = w.get("gathered_first", {64, 512}, WeightUse::matmul);
     w.load();
     auto buffer = [](const ggml_tensor *t) { return std::string(ggml_backend_buffer_name(t->buffer)); };
-    EXPECT_EQ(buffer(only) == "CPU_REPACK", h.backend().matmul_weight_buffer_type(only) != nullptr);
-    EXPECT_NE(buffer(also), "CPU_REPACK");
-    EXPECT_NE(buffer(first), "CPU_REPACK");
+    const bool taken = buffer(only) == "CPU_REPACK" || kernels::packed_of(only) != nullptr;
+    EXPECT_EQ(taken, kernels::choose_matmul_kernel(only, h.backend().kernels()) != nullptr);
+    EXPECT_EQ(w.matmul_kernel_counts().count("ggml_mul_mat"), size_t(0)) << "only the first is matmul-only";
+    for (const ggml_tensor *plain : {also, first}) {
+        EXPECT_NE(buffer(plain), "CPU_REPACK");
+        EXPECT_EQ(kernels::packed_of(plain), nullptr);
+    }
 }
 
 TEST(NnWeights, ReportsMissingMisshapedUnexpectedAndBadTypeInOneError) {

@@ -1,6 +1,7 @@
-// The oneDNN matmul route (kernels/onednn.h): the custom op against a naive product (several shapes,
-// odd column counts, one and two threads, so that the per-thread slices differ), and every module
-// that multiplies through nn::matmul against the same module on the ggml route.
+// The oneDNN f32 matmul kernel (kernels/onednn.h): the custom op against a naive product (several
+// shapes, odd column counts, one and two threads, so that the per-thread slices differ), and every
+// module that multiplies through nn::matmul, its weights taken by the kernel, against the same module
+// on ggml's product.
 
 #include "nn_harness.h"
 
@@ -12,6 +13,7 @@
 #include "modules/linear.h"
 #include "modules/matmul.h"
 
+#include <map>
 #include <thread>
 
 namespace chatterbox {
@@ -19,9 +21,9 @@ namespace {
 
 using test::NnHarness;
 
-BackendOptions cpu_with(int threads, MatmulRoute route) {
+BackendOptions cpu_with(int threads, bool onednn) {
     BackendOptions options{"cpu", threads};
-    options.matmul_route = route;
+    if (onednn) options.kernels.enable = {"onednn_f32"};
     options.adapt_threads = false; // the thread count must not drop on a busy machine: the slices differ by it
     return options;
 }
@@ -35,12 +37,12 @@ TEST(OnednnMatmul, MatchesNaiveForEveryThreadSlice) {
         for (const Case c : {Case{64, 24, 1, 1}, Case{33, 17, 5, 1}, Case{96, 40, 7, 2}, Case{256, 48, 151, 2}}) {
             const std::string what =
                 concat("K ", c.k, " M ", c.m, " N ", c.frames, "x", c.rows, ", ", threads, " thread(s)");
-            NnHarness h(cpu_with(threads, MatmulRoute::onednn));
+            NnHarness h(cpu_with(threads, true));
             const auto w = h.input(size_t(c.k * c.m)), x = h.input(size_t(c.k * c.frames * c.rows));
             GraphRunner g(h.backend());
             ggml_tensor *weight = g.input("w", GGML_TYPE_F32, {c.m, c.k});
             ggml_tensor *in = g.input("x", GGML_TYPE_F32, {c.rows, c.frames, c.k});
-            ggml_tensor *y = nn::matmul(g.ctx(), weight, in, MatmulRoute::onednn);
+            ggml_tensor *y = kernels::onednn_matmul(g.ctx(), weight, in);
             EXPECT_EQ(kernels::onednn_matmul_flops(y), 2.0 * double(c.k * c.m * c.frames * c.rows)) << what;
             g.build({y});
             g.set_input(weight, w);
@@ -58,14 +60,25 @@ TEST(OnednnMatmul, MatchesNaiveForEveryThreadSlice) {
         }
 }
 
-TEST(OnednnMatmul, OnlyF32WeightsTakeTheRoute) {
-    NnHarness h;
-    GraphRunner g(h.backend());
-    ggml_tensor *x = g.input("x", GGML_TYPE_F32, {3, 64});
-    ggml_tensor *f16 = nn::matmul(g.ctx(), g.input("w16", GGML_TYPE_F16, {8, 64}), x, MatmulRoute::onednn);
-    EXPECT_EQ(f16->op, GGML_OP_MUL_MAT);
-    ggml_tensor *f32 = nn::matmul(g.ctx(), g.input("w32", GGML_TYPE_F32, {8, 64}), x, MatmulRoute::ggml);
-    EXPECT_EQ(f32->op, GGML_OP_MUL_MAT);
+// Only f32 weights take the kernel, and only where it is enabled; the others stay ggml's.
+TEST(OnednnMatmul, OnlyF32WeightsTakeTheKernel) {
+    if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
+    for (const bool enabled : {false, true}) {
+        NnHarness h(cpu_with(2, enabled));
+        h.add("m.f32.weight", {8, 64});
+        h.add("m.f16.weight", {8, 64}, GGML_TYPE_F16);
+        ModuleWeights w(h.store(), "m.", h.backend());
+        const nn::Linear f32(w, "f32", 64, 8, false), f16(w, "f16", 64, 8, false);
+        w.load();
+        GraphRunner g(h.backend());
+        ggml_tensor *x = g.input("x", GGML_TYPE_F32, {3, 64});
+        EXPECT_EQ(std::string(ggml_get_name(f32(g.ctx(), x))) == "onednn.matmul", enabled);
+        EXPECT_EQ(f16(g.ctx(), x)->op, GGML_OP_MUL_MAT);
+        const std::map<std::string, int> expected =
+            enabled ? std::map<std::string, int>{{"onednn_f32", 1}, {"ggml_mul_mat", 1}}
+                    : std::map<std::string, int>{{"ggml_mul_mat", 2}};
+        EXPECT_EQ(w.matmul_kernel_counts(), expected);
+    }
 }
 
 // Builds the same module on the ggml and the oneDNN route from one store and compares the outputs.
@@ -75,14 +88,16 @@ void expect_routes_agree(const std::string &what, const Shape &input_shape,
                          const std::function<void(NnHarness &)> &add_weights) {
     std::vector<float> outputs[2];
     for (int threads : {1, 2}) {
-        for (MatmulRoute route : {MatmulRoute::ggml, MatmulRoute::onednn}) {
-            NnHarness h(cpu_with(threads, route));
+        for (const bool onednn : {false, true}) {
+            NnHarness h(cpu_with(threads, onednn));
             add_weights(h); // same seeds: the same weights and input on both routes
             ModuleWeights w(h.store(), "m.", h.backend());
             const Module module = bind(w);
             w.load();
+            EXPECT_EQ(w.matmul_kernel_counts(), (std::map<std::string, int>{{onednn ? "onednn_f32" : "ggml_mul_mat", 1}}))
+                << what;
             const auto x = h.input(size_t(shape_numel(input_shape)));
-            outputs[route == MatmulRoute::onednn] =
+            outputs[onednn] =
                 h.run(input_shape, x, [&](ggml_context *ctx, ggml_tensor *in) { return module(ctx, in); });
         }
         std::vector<double> reference(outputs[0].begin(), outputs[0].end());
@@ -131,7 +146,7 @@ TEST(OnednnMatmul, ReorderedWeightsAreSharedByConcurrentSessions) {
     if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
     const Shape input_shape{2, 24, 40};
     auto add_weights = [](NnHarness &h) {
-        h.add("m.conv.weight", {32, 24, 3}); // multiplied through a 2-D view of the 3-D kernel
+        h.add("m.conv.weight", {32, 24, 3}); // bound as the matrix (32, 72)
         h.add("m.conv.bias", {32});
         h.add("m.proj.weight", {20, 32});
     };
@@ -152,7 +167,7 @@ TEST(OnednnMatmul, ReorderedWeightsAreSharedByConcurrentSessions) {
             add_weights(h);
             return h.input(size_t(shape_numel(input_shape)));
         };
-        NnHarness ggml_route(cpu_with(2, MatmulRoute::ggml));
+        NnHarness ggml_route(cpu_with(2, false));
         const std::vector<float> reference_x = prepare(ggml_route);
         ModuleWeights ggml_weights(ggml_route.store(), "m.", ggml_route.backend());
         const nn::Conv1d ggml_conv = bind_conv(ggml_weights);
@@ -161,7 +176,7 @@ TEST(OnednnMatmul, ReorderedWeightsAreSharedByConcurrentSessions) {
         const std::vector<float> out = ggml_route.run(input_shape, reference_x, build(ggml_conv, ggml_proj));
         const std::vector<double> expected(out.begin(), out.end());
 
-        NnHarness h(cpu_with(2, MatmulRoute::onednn));
+        NnHarness h(cpu_with(2, true));
         const std::vector<float> x = prepare(h);
         ModuleWeights w(h.store(), "m.", h.backend());
         const nn::Conv1d conv = bind_conv(w);
@@ -171,7 +186,7 @@ TEST(OnednnMatmul, ReorderedWeightsAreSharedByConcurrentSessions) {
         std::vector<std::thread> sessions;
         for (std::vector<float> &result : results)
             sessions.emplace_back([&] {
-                Backend backend(cpu_with(2, MatmulRoute::onednn));
+                Backend backend(cpu_with(2, true));
                 GraphRunner graph(backend);
                 ggml_tensor *in = graph.input("x", GGML_TYPE_F32, input_shape);
                 ggml_tensor *y = build(conv, proj)(graph.ctx(), in);
@@ -186,15 +201,21 @@ TEST(OnednnMatmul, ReorderedWeightsAreSharedByConcurrentSessions) {
     }
 }
 
-TEST(OnednnMatmul, RouteIsRecordedByTheModules) {
-    if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
-    NnHarness h(cpu_with(2, MatmulRoute::onednn));
+// Names are checked when weights are bound: an unknown kernel, or one this build cannot run.
+TEST(OnednnMatmul, TheSelectionIsCheckedAtLoad) {
+    KernelSelection unknown;
+    unknown.enable = {"blas"};
+    NnHarness h(BackendOptions{"cpu", 2, true, unknown});
     h.add("m.proj.weight", {4, 8});
     ModuleWeights w(h.store(), "m.", h.backend());
     const nn::Linear proj(w, "proj", 8, 4, false);
-    EXPECT_EQ(proj.route, MatmulRoute::onednn);
-    EXPECT_EQ(parse_matmul_route("onednn"), MatmulRoute::onednn);
-    EXPECT_THROW(parse_matmul_route("blas"), InvalidArgument);
+    EXPECT_THROW(w.load(), InvalidArgument);
+    KernelSelection onednn;
+    onednn.enable = {"onednn_f32"};
+    if (kernels::onednn_available())
+        EXPECT_NO_THROW(kernels::check_kernel_selection(onednn));
+    else
+        EXPECT_THROW(kernels::check_kernel_selection(onednn), InvalidArgument);
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -22,12 +23,28 @@ using test::NnHarness;
 
 constexpr int64_t kIn = 512, kOut = 40; // two 256-value blocks per column; 16 + 16 + 8 columns
 
+// The engine's kernels in one instruction set (the other left out), or none (ggml's plain layout).
+KernelSelection only(kernels::Q4kIsa isa, int rows_per_pass = 0) {
+    KernelSelection selection;
+    const kernels::Q4kIsa other = isa == kernels::Q4kIsa::avx2 ? kernels::Q4kIsa::avx512_vnni : kernels::Q4kIsa::avx2;
+    selection.disable = {kernels::q4k_kernel(other).name()};
+    selection.q4k_rows_per_pass = rows_per_pass;
+    return selection;
+}
+
+KernelSelection plain() {
+    KernelSelection selection;
+    for (const kernels::MatmulKernel *kernel : kernels::matmul_kernels()) selection.disable.push_back(kernel->name());
+    return selection;
+}
+
 // proj(x) for x of PyTorch shape `shape` (last dimension `in`) with the same random q4_K weight of
-// `out` columns; `ours` chooses the engine's kernels (checked to be taken) or ggml's plain layout.
-std::vector<float> product(bool ours, int threads, const Shape &shape, const std::vector<float> &x, int64_t in = kIn,
-                           int64_t out = kOut) {
+// `out` columns on the kernels of `selection`: the engine's (checked to be taken) or ggml's plain layout.
+std::vector<float> product(const KernelSelection &selection, int threads, const Shape &shape,
+                           const std::vector<float> &x, int64_t in = kIn, int64_t out = kOut) {
+    const bool ours = selection.disable.size() < kernels::matmul_kernels().size();
     BackendOptions options{"cpu", threads};
-    options.repack_weights = ours;
+    options.kernels = selection;
     options.adapt_threads = false;
     NnHarness h(options);
     h.add("m.proj.weight", {out, in}, GGML_TYPE_Q4_K, -0.05f, 0.05f);
@@ -42,22 +59,13 @@ std::vector<float> product(bool ours, int threads, const Shape &shape, const std
     });
 }
 
-bool runs(kernels::Q4kIsa isa) {
-    const std::vector<kernels::Q4kIsa> isas = kernels::q4k_isas();
-    return std::find(isas.begin(), isas.end(), isa) != isas.end();
-}
-
-// Every test in each instruction set; the widest is in use again after it.
+// Every test in each instruction set the CPU runs.
 class Q4kKernels : public ::testing::TestWithParam<kernels::Q4kIsa> {
   protected:
     void SetUp() override {
-        if (!runs(GetParam())) GTEST_SKIP() << "this CPU has no " << kernels::q4k_isa_name(GetParam());
-        kernels::q4k_use_isa(GetParam());
+        if (!kernels::q4k_runs(GetParam())) GTEST_SKIP() << "this CPU has no " << kernels::q4k_isa_name(GetParam());
     }
-    void TearDown() override {
-        if (kernels::q4k_available()) kernels::q4k_use_isa(kernels::q4k_isas().back());
-        kernels::q4k_use_rows_per_pass(0);
-    }
+    const KernelSelection ours_ = only(GetParam());
     NnHarness values_;
 };
 
@@ -71,7 +79,7 @@ TEST_P(Q4kKernels, MatchesGgmlsPlainProductForAnyRowCount) {
         std::vector<float> x = values_.input(size_t(2 * rows * kIn), -2.0f, 2.0f);
         std::fill(x.begin(), x.begin() + kIn, 0.0f); // an all-zero row: scale 0, not NaN
         const Shape shape{2, rows, kIn};
-        const std::vector<float> ours = product(true, 2, shape, x), ggml = product(false, 2, shape, x);
+        const std::vector<float> ours = product(ours_, 2, shape, x), ggml = product(plain(), 2, shape, x);
         const std::vector<double> expected(ggml.begin(), ggml.end());
         test::expect_close(ours, expected, 2e-5, std::to_string(rows) + " rows");
         for (int64_t n = 0; n < kOut; ++n) EXPECT_EQ(ours[size_t(n)], 0.0f);
@@ -82,8 +90,8 @@ TEST_P(Q4kKernels, MatchesGgmlsPlainProductForAnyRowCount) {
 TEST_P(Q4kKernels, MatchesGgmlsPlainProductForOtherShapes) {
     for (const auto &[in, out] : {std::pair<int64_t, int64_t>{256, 1}, {256, 17}, {768, 50}, {1024, 8}}) {
         const std::vector<float> x = values_.input(size_t(3 * in), -2.0f, 2.0f);
-        const std::vector<float> ours = product(true, 2, {3, in}, x, in, out);
-        const std::vector<float> ggml = product(false, 2, {3, in}, x, in, out);
+        const std::vector<float> ours = product(ours_, 2, {3, in}, x, in, out);
+        const std::vector<float> ggml = product(plain(), 2, {3, in}, x, in, out);
         test::expect_close(ours, std::vector<double>(ggml.begin(), ggml.end()), 2e-5,
                            std::to_string(in) + " x " + std::to_string(out));
     }
@@ -93,9 +101,9 @@ TEST_P(Q4kKernels, ARowGetsTheSameBitsInAnyBatchAndOnAnyThreadCount) {
     const int64_t rows = 37, row = 20;
     const std::vector<float> x = values_.input(size_t(rows * kIn), -2.0f, 2.0f);
     const std::vector<float> one(x.begin() + row * kIn, x.begin() + (row + 1) * kIn);
-    const std::vector<float> alone = product(true, 1, {1, kIn}, one);
+    const std::vector<float> alone = product(ours_, 1, {1, kIn}, one);
     for (const int threads : {1, 2}) {
-        const std::vector<float> batched = product(true, threads, {rows, kIn}, x);
+        const std::vector<float> batched = product(ours_, threads, {rows, kIn}, x);
         for (int64_t n = 0; n < kOut; ++n)
             EXPECT_EQ(batched[size_t(row * kOut + n)], alone[size_t(n)])
                 << "column " << n << ", " << threads << " threads";
@@ -107,23 +115,26 @@ TEST_P(Q4kKernels, ARowGetsTheSameBitsInAnyBatchAndOnAnyThreadCount) {
 TEST_P(Q4kKernels, EveryRowsPerPassGivesTheSameBits) {
     const int64_t rows = 19; // full passes and a partial one at every width
     const std::vector<float> x = values_.input(size_t(rows * kIn), -2.0f, 2.0f);
-    const std::vector<float> by_default = product(true, 2, {rows, kIn}, x);
+    const std::vector<float> by_default = product(ours_, 2, {rows, kIn}, x);
     const int limit = GetParam() == kernels::Q4kIsa::avx2 ? 4 : 8;
     for (int per_pass = 1; per_pass <= 8; ++per_pass) {
-        kernels::q4k_use_rows_per_pass(per_pass);
-        EXPECT_EQ(kernels::q4k_rows_per_pass(), std::min(per_pass, limit));
-        EXPECT_EQ(product(true, 2, {rows, kIn}, x), by_default) << per_pass << " rows per pass";
+        EXPECT_EQ(kernels::q4k_rows_per_pass(GetParam(), per_pass), std::min(per_pass, limit));
+        EXPECT_EQ(product(only(GetParam(), per_pass), 2, {rows, kIn}, x), by_default) << per_pass << " rows per pass";
     }
-    kernels::q4k_use_rows_per_pass(0);
-    EXPECT_GE(kernels::q4k_rows_per_pass(), 1);
-    EXPECT_LE(kernels::q4k_rows_per_pass(), limit);
-    EXPECT_THROW(kernels::q4k_use_rows_per_pass(9), Error);
-    EXPECT_THROW(kernels::q4k_use_rows_per_pass(-1), Error);
+    EXPECT_GE(kernels::q4k_rows_per_pass(GetParam(), 0), 1);
+    EXPECT_LE(kernels::q4k_rows_per_pass(GetParam(), 0), limit);
+    for (const int rows_per_pass : {9, -1}) {
+        KernelSelection bad = ours_;
+        bad.q4k_rows_per_pass = rows_per_pass;
+        EXPECT_THROW(kernels::check_kernel_selection(bad), InvalidArgument) << rows_per_pass;
+    }
 }
 
 // Two layers of one input width on the default backend: `a` 32 q4_K columns, `b` of another shape or type.
 struct TwoLayers {
-    TwoLayers(int64_t b_columns, ggml_type b_type) : a(bind("a", 32, GGML_TYPE_Q4_K)), b(bind("b", b_columns, b_type)) {
+    TwoLayers(const KernelSelection &selection, int64_t b_columns, ggml_type b_type)
+        : h(BackendOptions{"cpu", 2, true, selection}), a(bind("a", 32, GGML_TYPE_Q4_K)),
+          b(bind("b", b_columns, b_type)) {
         w.load();
     }
     NnHarness h;
@@ -138,23 +149,27 @@ struct TwoLayers {
 };
 
 TEST_P(Q4kKernels, OnlyWholeBlockQ4kMatricesArePacked) {
-    TwoLayers layers(32, GGML_TYPE_Q8_0);
+    TwoLayers layers(ours_, 32, GGML_TYPE_Q8_0);
     const nn::Linear &a = layers.a, &b = layers.b;
     EXPECT_TRUE(kernels::q4k_packable(a.weight));
     EXPECT_FALSE(kernels::q4k_packable(b.weight));
+    const std::map<std::string, int> counts = layers.w.matmul_kernel_counts();
+    EXPECT_EQ(counts.size(), size_t(2)) << "b to another kernel or ggml_mul_mat";
+    EXPECT_EQ(counts.count(kernels::q4k_kernel(GetParam()).name()), size_t(1));
     GraphRunner g(layers.h.backend());
     ggml_tensor *x = g.input("x", GGML_TYPE_F32, {3, kIn});
-    const ggml_tensor *y = kernels::q4k_matmul(g.ctx(), a.weight, x);
-    ASSERT_NE(y, nullptr);
-    EXPECT_EQ(kernels::q4k_matmul_flops(y), 2.0 * 3 * 32 * kIn);
-    EXPECT_EQ(kernels::q4k_matmul_flops(x), 0.0);
-    EXPECT_EQ(kernels::q4k_matmul(g.ctx(), b.weight, x), nullptr);
+    const kernels::PackedWeight *packed = kernels::packed_of(a.weight);
+    ASSERT_NE(packed, nullptr);
+    const ggml_tensor *y = packed->product(g.ctx(), a.weight, x);
+    EXPECT_EQ(kernels::kernel_node_flops(y), 2.0 * 3 * 32 * kIn);
+    EXPECT_EQ(kernels::kernel_node_flops(x), 0.0);
+    EXPECT_EQ(kernels::packed_of(b.weight), nullptr);
     ggml_tensor *narrow = g.input("narrow", GGML_TYPE_F32, {3, kIn / 2});
-    EXPECT_THROW(kernels::q4k_matmul(g.ctx(), a.weight, narrow), Error);
+    EXPECT_THROW(packed->product(g.ctx(), a.weight, narrow), Error);
 }
 
 TEST_P(Q4kKernels, ProductsOfOneInputShareItsQuantisation) {
-    TwoLayers layers(48, GGML_TYPE_Q4_K);
+    TwoLayers layers(ours_, 48, GGML_TYPE_Q4_K);
     const nn::Linear &a = layers.a, &b = layers.b;
     const std::vector<float> x = values_.input(size_t(5 * kIn));
     auto run = [&](bool both) {
@@ -171,27 +186,35 @@ TEST_P(Q4kKernels, ProductsOfOneInputShareItsQuantisation) {
 }
 
 TEST(Q4kIsas, Avx2AndAvx512VnniGiveTheSameBits) {
-    if (!runs(kernels::Q4kIsa::avx2) || !runs(kernels::Q4kIsa::avx512_vnni))
+    if (!kernels::q4k_runs(kernels::Q4kIsa::avx2) || !kernels::q4k_runs(kernels::Q4kIsa::avx512_vnni))
         GTEST_SKIP() << "this CPU does not run both instruction sets";
     NnHarness values;
     const int64_t rows = 19; // two full passes of 8 rows and a partial one on AVX-512; 4 and a partial on AVX2
     const std::vector<float> x = values.input(size_t(rows * kIn), -2.0f, 2.0f);
-    kernels::q4k_use_isa(kernels::Q4kIsa::avx2);
-    const std::vector<float> avx2 = product(true, 2, {rows, kIn}, x);
-    kernels::q4k_use_isa(kernels::Q4kIsa::avx512_vnni);
-    const std::vector<float> avx512 = product(true, 2, {rows, kIn}, x);
+    const std::vector<float> avx2 = product(only(kernels::Q4kIsa::avx2), 2, {rows, kIn}, x);
+    const std::vector<float> avx512 = product(only(kernels::Q4kIsa::avx512_vnni), 2, {rows, kIn}, x);
     EXPECT_EQ(avx2, avx512);
 }
 
+// A set the CPU cannot run is refused when asked for by name; the widest it runs is asked first.
 TEST(Q4kIsas, OnlyThoseTheCpuRunsCanBeChosen) {
     for (const kernels::Q4kIsa isa : {kernels::Q4kIsa::avx2, kernels::Q4kIsa::avx512_vnni}) {
-        if (!runs(isa)) {
-            EXPECT_THROW(kernels::q4k_use_isa(isa), Error) << kernels::q4k_isa_name(isa);
-        }
+        KernelSelection selection;
+        selection.enable = {kernels::q4k_kernel(isa).name()};
+        if (kernels::q4k_runs(isa))
+            EXPECT_NO_THROW(kernels::check_kernel_selection(selection));
+        else
+            EXPECT_THROW(kernels::check_kernel_selection(selection), InvalidArgument) << kernels::q4k_isa_name(isa);
     }
-    if (kernels::q4k_available()) {
-        EXPECT_EQ(kernels::q4k_isa(), kernels::q4k_isas().back()) << "the widest by default";
-    }
+    NnHarness h;
+    h.add("m.proj.weight", {kOut, kIn}, GGML_TYPE_Q4_K);
+    ModuleWeights w(h.store(), "m.", h.backend());
+    nn::Linear proj(w, "proj", kIn, kOut, false);
+    w.load();
+    const kernels::Q4kIsa widest =
+        kernels::q4k_runs(kernels::Q4kIsa::avx512_vnni) ? kernels::Q4kIsa::avx512_vnni : kernels::Q4kIsa::avx2;
+    const std::string expected = kernels::q4k_runs(widest) ? kernels::q4k_kernel(widest).name() : "ggml_repack";
+    EXPECT_EQ(w.matmul_kernel_counts(), (std::map<std::string, int>{{expected, 1}}));
 }
 
 } // namespace

@@ -2,7 +2,7 @@
 // CAMPPlus building blocks (spec campplus.md §2). Layouts: 2-D maps are ggml [T, F, C, 1] =
 // PyTorch (1, C, F, T); 1-D sequences are ggml [T, C, 1] = PyTorch (1, C, T).
 
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 #include "modules/conv1d.h"
 #include "modules/norm.h"
 

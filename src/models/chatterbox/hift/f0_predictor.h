@@ -2,7 +2,7 @@
 // F0 predictor of HiFT (ConvRNNF0Predictor, spec hift.md §2): five weight-normed Conv1d(k 3,
 // pad 1) + ELU layers, a Linear(512 -> 1) per frame and abs -> f0 in Hz per mel frame.
 
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 #include "models/chatterbox/hift/hift_hparams.h"
 #include "modules/conv1d.h"
 #include "modules/linear.h"

@@ -3,7 +3,7 @@
 // the source's STFT -> 18 channels per STFT frame (9 log-magnitudes, 9 raw phases). The magnitude
 // / phase heads and the iSTFT run on the host (istft_head.h).
 
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 #include "models/chatterbox/hift/hift_hparams.h"
 #include "modules/conv1d.h"
 #include "modules/conv_transpose1d.h"

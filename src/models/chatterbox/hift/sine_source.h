@@ -11,7 +11,7 @@
 // The random draws (phi, n) are a SourceNoise: recorded by a golden run, or drawn from the
 // engine's seeded generator.
 
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 #include "models/chatterbox/hift/hift_hparams.h"
 
 #include <cstdint>

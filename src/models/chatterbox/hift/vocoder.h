@@ -19,7 +19,7 @@
 
 #include "core/backend.h"
 #include "core/cancel.h"
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/hift/f0_predictor.h"
 #include "models/chatterbox/hift/generator.h"

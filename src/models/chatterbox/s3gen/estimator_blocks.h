@@ -4,7 +4,7 @@
 // ggml [C, T, R] = PyTorch (R, T, C), R the CFG rows; the padding mask is all ones (one
 // utterance per call), so the reference's `* mask` products are identities and left out.
 
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 #include "models/chatterbox/s3gen/flow_hparams.h"
 #include "models/chatterbox/s3gen/frame_conv.h"
 #include "modules/attention.h"

@@ -16,7 +16,7 @@
 
 #include "core/backend.h"
 #include "core/cancel.h"
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/s3gen/flow_cfm.h"
 #include "models/chatterbox/s3gen/flow_encoder.h"

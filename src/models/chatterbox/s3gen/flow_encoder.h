@@ -5,7 +5,7 @@
 // i.e. ggml [512, Tt] -> ggml [512, 2·Tt]. Attention is bidirectional over the whole sequence
 // (batch 1, no padding, static_chunk_size 0).
 
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 #include "models/chatterbox/s3gen/flow_hparams.h"
 #include "models/chatterbox/s3gen/frame_conv.h"
 #include "modules/feed_forward.h"

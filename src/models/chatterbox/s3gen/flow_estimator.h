@@ -6,7 +6,7 @@
 // through the sinusoidal embedding + MLP added inside every resnet block; the mean-flow estimator
 // embeds the step's start and end times (t, r) alike and mixes the pair with time_embed_mixer.
 
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 #include "models/chatterbox/s3gen/estimator_blocks.h"
 #include "models/chatterbox/s3gen/flow_hparams.h"
 

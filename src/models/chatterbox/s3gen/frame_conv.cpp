@@ -7,16 +7,11 @@ namespace chatterbox::s3gen {
 
 FrameConv1d::FrameConv1d(ModuleWeights &w, const std::string &prefix, int64_t in_, int64_t out_, int kernel_,
                          int pad_left_, int pad_right_)
-    : in(in_), out(out_), kernel(kernel_), pad_left(pad_left_), pad_right(pad_right_), route(w.matmul_route()) {
+    : in(in_), out(out_), kernel(kernel_), pad_left(pad_left_), pad_right(pad_right_) {
     if (in <= 0 || out <= 0 || kernel <= 0 || pad_left < 0 || pad_right < 0)
         fail("FrameConv1d ", prefix, ": bad configuration (in ", in, ", out ", out, ", kernel ", kernel, ", padding ",
              pad_left, "/", pad_right, ")");
-    const std::string weight_name = prefix + ".weight";
-    const TensorView *stored = w.stored(weight_name);
-    const bool flattened = stored && stored->shape == Shape{out, in * kernel};
-    // A flattened kernel is only multiplied; a 3-D one also gives im2col its shape.
-    weight = flattened ? w.get(weight_name, {out, in * kernel}, WeightUse::matmul)
-                       : w.get(weight_name, {out, in, kernel}, WeightUse::as_stored);
+    weight = w.get_matrix(prefix + ".weight", {out, in, kernel});
     bias = w.get(prefix + ".bias", {out}, WeightUse::f32);
 }
 
@@ -30,8 +25,6 @@ ggml_tensor *FrameConv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
     if (out_frames <= 0)
         fail("FrameConv1d ", ggml_get_name(weight), ": ", frames, " frames are fewer than the kernel (", kernel,
              ") needs");
-    ggml_tensor *matrix = ggml_reshape_2d(ctx, weight, int64_t(kernel) * in, out);
-
     ggml_tensor *columns = x; // ggml [K*C_in, out_frames, B], row index c*K + k (PyTorch's weight order)
     if (kernel > 1 || pad_left > 0 || pad_right > 0) {
         // One pass gives the padded time-major copy im2col reads (ggml's pad reads strided sources);
@@ -41,11 +34,10 @@ ggml_tensor *FrameConv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
                          ? ggml_pad_ext(ctx, time_major, pad_left, pad_right, 0, 0, 0, 0, 0, 0)
                          : ggml_cont(ctx, time_major);
         // im2col reads only the kernel's shape (K, C_in) from its first argument.
-        ggml_tensor *shape = weight;
-        if (weight->ne[0] != kernel || weight->ne[1] != in) shape = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, kernel, in);
+        ggml_tensor *shape = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, kernel, in);
         columns = ggml_im2col(ctx, shape, time_major, 1, 0, 0, 0, 1, 0, false, GGML_TYPE_F32);
     }
-    return ggml_add(ctx, nn::matmul(ctx, matrix, columns, route), bias);
+    return ggml_add(ctx, nn::matmul(ctx, weight, columns), bias);
 }
 
 } // namespace chatterbox::s3gen

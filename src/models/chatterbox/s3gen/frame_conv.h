@@ -10,7 +10,7 @@
 // (in, k) weight order by one copy of a strided view, then multiplied by the stored weight
 // (any type ggml multiplies, kept as stored; PyTorch shape (out, in, k) or flattened (out, in*k)).
 
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 
 #include "ggml.h"
 
@@ -19,14 +19,13 @@
 namespace chatterbox::s3gen {
 
 struct FrameConv1d {
-    ggml_tensor *weight = nullptr; // ggml [K, C_in, C_out] or [K*C_in, C_out]
+    ggml_tensor *weight = nullptr; // the matrix ggml [K*C_in, C_out]
     ggml_tensor *bias = nullptr;   // ggml [C_out]
     int64_t in = 0;
     int64_t out = 0;
     int kernel = 0;
     int pad_left = 0;
     int pad_right = 0;
-    MatmulRoute route = MatmulRoute::ggml;
 
     FrameConv1d() = default;
     // Binds `<prefix>.weight` (out, in, kernel) and `<prefix>.bias` (out).

@@ -9,7 +9,7 @@
 //   s3tokenizer::Tokens t = tokenizer.tokenize(log_mel, frames, 150);    // log_mel: (128, frames) row-major
 
 #include "core/backend.h"
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/s3tokenizer/s3tokenizer_hparams.h"
 #include "modules/conv1d.h"

@@ -28,7 +28,6 @@ nn::Linear conv1d_as_linear(ModuleWeights &w, const std::string &prefix, int64_t
     linear.bias = w.get(prefix + ".bias", {out}, WeightUse::f32);
     linear.in = in;
     linear.out = out;
-    linear.route = w.matmul_route();
     return linear;
 }
 

@@ -1,7 +1,7 @@
 #include "models/chatterbox/voice_encoder/voice_encoder.h"
 
 #include "core/error.h"
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 
 #include <algorithm>
 #include <cmath>

@@ -6,17 +6,22 @@
 // mis-shaped tensor by name in one error. Then load() puts every tensor on the backend: on the CPU a
 // tensor stored in a mapped file in its final type and layout is used in place (no copy: the file's
 // pages are the weights, shared with the page cache and with other processes), any other is uploaded
-// into one backend buffer per buffer type.
+// into one backend buffer per buffer type. On the CPU each matmul weight goes to the first matmul
+// kernel that takes it (kernels/matmul_kernel.h): in the buffer that kernel asks for, with the copy
+// it packs hung on the tensor and owned here.
 //
 //   ModuleWeights w(store, "t3.", backend);
 //   ggml_tensor *q = w.get("tfmr.layers.0.self_attn.q_proj.weight", {1024, 1024}, WeightUse::matmul);
 //   ggml_tensor *g = w.get("tfmr.norm.weight", {1024}, WeightUse::f32);
+//   ggml_tensor *c = w.get_matrix("conv.weight", {512, 256, 3}); // bound as the matrix {512, 768}
 //   w.ignore("tfmr.rotary_emb.");   // present in the file, deliberately unused
 //   w.load();                       // throws Error listing every problem
 
 #include "core/backend.h"
+#include "core/huge_pages.h"
 #include "core/tensor.h"
 #include "core/weight_store.h"
+#include "kernels/matmul_kernel.h"
 
 #include <map>
 #include <memory>
@@ -27,17 +32,12 @@
 
 namespace chatterbox {
 
-namespace kernels {
-class OnednnWeights;
-class Q4kWeights;
-} // namespace kernels
-
 // How the model uses a stored tensor; it decides the uploaded type and buffer, so every binding
 // names it (a matrix product's weight cannot miss the faster layout by accident).
 enum class WeightUse {
-    // Only ever ggml_mul_mat's first operand (a Linear weight): stored type; on the CPU it may be
-    // uploaded in a faster layout (Backend::matmul_weight_buffer_type), so it must not be read back
-    // or used by any other op.
+    // Only ever the weight of nn::matmul (a Linear weight): stored type; on the CPU a matmul kernel
+    // may place it in its own layout or multiply a packed copy, so it must not be read back or used
+    // by any other op.
     matmul,
     // Converted to f32 at upload: norm weights, biases, anything element-wise ops read.
     f32,
@@ -56,8 +56,13 @@ class ModuleWeights {
     // A stored tensor (name without the prefix) for `use`. Requested again for the same type it is
     // the same tensor; one also used by another op than ggml_mul_mat keeps the plain layout.
     ggml_tensor *get(const std::string &name, const Shape &shape, WeightUse use);
-    // A tensor computed on the host at load time (e.g. a folded weight norm); uploaded as f32.
-    ggml_tensor *derived(const std::string &name, const Shape &shape, std::vector<float> values);
+    // A stored kernel (out, in, ...) or its flattened form (out, in·...) as the matrix (out, in·...) a
+    // convolution multiplies (the same bytes, row-major), for nn::matmul only (WeightUse::matmul).
+    ggml_tensor *get_matrix(const std::string &name, const Shape &kernel_shape);
+    // A tensor computed on the host at load time (e.g. a folded weight norm); uploaded as f32. `use`
+    // matmul (a 2-D matrix) lets the matmul kernels take it, as a stored one.
+    ggml_tensor *derived(const std::string &name, const Shape &shape, std::vector<float> values,
+                         WeightUse use = WeightUse::f32);
     // Reads a stored tensor to the host as f32 (for load-time folding); records a problem when it
     // is missing or mis-shaped and then returns zeros of the expected shape.
     std::vector<float> host_f32(const std::string &name, const Shape &shape);
@@ -74,8 +79,8 @@ class ModuleWeights {
     void load();
     size_t bytes() const; // of the weights on the backend, in place or uploaded (a packed weight: its copy)
     const std::string &prefix() const { return prefix_; }
-    // How the modules bound here multiply their f32 weights (the backend's choice).
-    MatmulRoute matmul_route() const { return backend_.matmul_route(); }
+    // How many weights each matmul kernel took ("ggml_mul_mat" for the rest), after load().
+    std::map<std::string, int> matmul_kernel_counts() const;
     // Whether the modules bound here compute on a CPU backend (where they may take CPU-only kernels).
     bool on_cpu() const { return backend_.is_cpu(); }
 
@@ -85,7 +90,10 @@ class ModuleWeights {
         const TensorView *source; // stored bytes, or nullptr for derived values
         std::vector<float> values;
         bool matmul_only = false;
+        const kernels::MatmulKernel *kernel = nullptr; // chosen at load() for a matmul-only weight
     };
+    // get() with the tensor bound in `bound_shape` (the same elements as the stored `shape`).
+    ggml_tensor *get(const std::string &name, const Shape &shape, WeightUse use, const Shape &bound_shape);
     ggml_tensor *new_tensor(const std::string &full_name, ggml_type type, const Shape &shape);
     const TensorView *check(const std::string &name, const Shape &shape);
     void upload_all();
@@ -105,8 +113,8 @@ class ModuleWeights {
     std::vector<ggml_backend_buffer_t> mapped_buffers_;       // one per mapped file with tensors used in place
     std::vector<std::shared_ptr<const MappedFile>> mappings_; // kept mapped while those tensors live
     size_t in_place_bytes_ = 0;
-    std::unique_ptr<kernels::OnednnWeights> onednn_;  // reordered f32 matmul weights (onednn route only)
-    std::unique_ptr<kernels::Q4kWeights> q4k_packed_; // packed q4_K matmul weights (Backend::packs_q4k)
+    HugePageArena packed_arena_; // of the kernels' copies that stream through it at every step
+    std::vector<std::unique_ptr<kernels::PackedWeight>> packed_; // hung on their tensors (ggml_tensor::extra)
     bool loaded_ = false;
     std::vector<Upload> uploads_;
     std::map<std::pair<std::string, bool>, ggml_tensor *> declared_; // (name, as f32) -> tensor

@@ -1,11 +1,9 @@
-#include "core/module_weights.h"
+#include "modules/module_weights.h"
 
 #include "core/error.h"
 #include "core/mapped_file.h"
 #include "core/shape.h"
 #include "core/string_match.h"
-#include "kernels/onednn.h"
-#include "kernels/q4k.h"
 
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
@@ -45,8 +43,6 @@ ModuleWeights::ModuleWeights(const WeightStore &store, std::string prefix, Backe
     : store_(store), prefix_(std::move(prefix)), backend_(backend) {}
 
 ModuleWeights::~ModuleWeights() {
-    onednn_.reset(); // forget the buffers before they are freed
-    q4k_packed_.reset();
     for (ggml_backend_buffer_t buffer : buffers_) ggml_backend_buffer_free(buffer);
     for (ggml_backend_buffer_t buffer : mapped_buffers_) ggml_backend_buffer_free(buffer);
     for (ggml_context *ctx : contexts_) ggml_free(ctx);
@@ -87,12 +83,16 @@ const TensorView *ModuleWeights::check(const std::string &name, const Shape &sha
 }
 
 ggml_tensor *ModuleWeights::get(const std::string &name, const Shape &shape, WeightUse use) {
+    return get(name, shape, use, shape);
+}
+
+ggml_tensor *ModuleWeights::get(const std::string &name, const Shape &shape, WeightUse use, const Shape &bound_shape) {
     if (loaded_) fail("weight ", prefix_, name, " declared after load()");
     const bool force_f32 = use == WeightUse::f32, matmul_only = use == WeightUse::matmul;
     auto key = std::make_pair(name, force_f32);
     if (auto it = declared_.find(key); it != declared_.end()) {
-        if (!same_shape(it->second, shape))
-            fail("weight ", prefix_, name, " requested as ", shape_str(shape), " and as ",
+        if (!same_shape(it->second, bound_shape))
+            fail("weight ", prefix_, name, " requested as ", shape_str(bound_shape), " and as ",
                  shape_str(torch_shape_of(it->second)));
         if (!matmul_only) // used by other ops too: keep the plain layout
             for (Upload &u : uploads_)
@@ -103,19 +103,28 @@ ggml_tensor *ModuleWeights::get(const std::string &name, const Shape &shape, Wei
     // On a problem the tensor still gets the expected shape, so binding goes on and load()
     // reports every problem at once.
     const ggml_type type = force_f32 || !view ? GGML_TYPE_F32 : view->type;
-    ggml_tensor *t = new_tensor(prefix_ + name, type, shape);
+    ggml_tensor *t = new_tensor(prefix_ + name, type, bound_shape);
     uploads_.push_back(Upload{t, view, {}, matmul_only});
     declared_.emplace(key, t);
     return t;
 }
 
-ggml_tensor *ModuleWeights::derived(const std::string &name, const Shape &shape, std::vector<float> values) {
+ggml_tensor *ModuleWeights::get_matrix(const std::string &name, const Shape &kernel_shape) {
+    if (kernel_shape.size() < 2) fail("weight ", prefix_, name, ": a matrix needs a kernel shape of 2 or more dimensions");
+    const Shape matrix{kernel_shape[0], shape_numel(kernel_shape) / kernel_shape[0]};
+    const TensorView *view = stored(name);
+    return get(name, view && view->shape == matrix ? matrix : kernel_shape, WeightUse::matmul, matrix);
+}
+
+ggml_tensor *ModuleWeights::derived(const std::string &name, const Shape &shape, std::vector<float> values,
+                                    WeightUse use) {
     if (loaded_) fail("derived weight ", prefix_, name, " declared after load()");
     if (int64_t(values.size()) != shape_numel(shape))
         fail("derived weight ", prefix_, name, ": ", values.size(), " values for shape ", shape_str(shape));
     if (!derived_names_.insert(name).second) fail("derived weight ", prefix_, name, " declared twice");
+    if (use == WeightUse::as_stored) fail("derived weight ", prefix_, name, " has no stored form");
     ggml_tensor *t = new_tensor(prefix_ + name, GGML_TYPE_F32, shape);
-    uploads_.push_back(Upload{t, nullptr, std::move(values)});
+    uploads_.push_back(Upload{t, nullptr, std::move(values), use == WeightUse::matmul});
     return t;
 }
 
@@ -155,12 +164,15 @@ void ModuleWeights::load() {
 }
 
 void ModuleWeights::upload_all() {
+    const KernelSelection &selection = backend_.kernels();
+    if (backend_.is_cpu()) kernels::check_kernel_selection(selection);
     std::map<ggml_backend_buffer_type_t, std::vector<Upload *>> by_buffer_type;
     std::map<const MappedFile *, std::vector<Upload *>> by_mapping;
     for (Upload &u : uploads_) {
-        ggml_backend_buffer_type_t faster = u.matmul_only ? backend_.matmul_weight_buffer_type(u.tensor) : nullptr;
-        if (faster)
-            by_buffer_type[faster].push_back(&u);
+        if (u.matmul_only && backend_.is_cpu()) u.kernel = kernels::choose_matmul_kernel(u.tensor, selection);
+        ggml_backend_buffer_type_t own = u.kernel ? u.kernel->buffer_type(u.tensor) : nullptr;
+        if (own)
+            by_buffer_type[own].push_back(&u);
         else if (usable_in_place(u))
             by_mapping[u.source->mapping.get()].push_back(&u);
         else
@@ -169,20 +181,23 @@ void ModuleWeights::upload_all() {
     for (const auto &[buft, uploads] : by_buffer_type) upload_to(buft, uploads);
     for (const auto &[mapping, uploads] : by_mapping) bind_in_place(uploads);
     for (Upload &u : uploads_) {
-        if (!u.matmul_only || !backend_.packs_q4k(u.tensor)) continue;
-        if (!q4k_packed_) q4k_packed_ = std::make_unique<kernels::Q4kWeights>();
-        q4k_packed_->add(u.tensor);
+        if (!u.kernel) continue;
+        std::unique_ptr<kernels::PackedWeight> packed = u.kernel->pack(u.tensor, selection, packed_arena_);
+        if (!packed) continue;
+        kernels::attach_packed(u.tensor, packed.get());
+        packed_.push_back(std::move(packed));
         // Read once to pack: its pages in the file mapping are the page cache's from now on.
         const bool in_place =
             std::find(mapped_buffers_.begin(), mapped_buffers_.end(), u.tensor->buffer) != mapped_buffers_.end();
         if (in_place) in_place_bytes_ -= ggml_nbytes(u.tensor);
     }
-    if (backend_.matmul_route() == MatmulRoute::onednn) {
-        // Only host buffers hold f32 weights; a repack buffer (quantised weights) is not one.
-        std::vector<ggml_backend_buffer_t> host = mapped_buffers_;
-        std::copy_if(buffers_.begin(), buffers_.end(), std::back_inserter(host), ggml_backend_buffer_is_host);
-        onednn_ = std::make_unique<kernels::OnednnWeights>(std::move(host));
-    }
+}
+
+std::map<std::string, int> ModuleWeights::matmul_kernel_counts() const {
+    std::map<std::string, int> counts;
+    for (const Upload &u : uploads_)
+        if (u.matmul_only) ++counts[u.kernel ? u.kernel->name() : "ggml_mul_mat"];
+    return counts;
 }
 
 bool ModuleWeights::usable_in_place(const Upload &upload) const {
@@ -245,7 +260,8 @@ void ModuleWeights::upload_to(ggml_backend_buffer_type_t buft, const std::vector
 size_t ModuleWeights::bytes() const {
     size_t total = in_place_bytes_;
     for (ggml_backend_buffer_t buffer : buffers_) total += ggml_backend_buffer_get_size(buffer);
-    return total + (q4k_packed_ ? q4k_packed_->bytes() : 0);
+    for (const auto &packed : packed_) total += packed->bytes();
+    return total;
 }
 
 } // namespace chatterbox

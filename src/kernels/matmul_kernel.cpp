@@ -1,0 +1,96 @@
+#include "kernels/matmul_kernel.h"
+
+#include "core/error.h"
+#include "kernels/ggml_repack.h"
+#include "kernels/onednn.h"
+#include "kernels/q4k.h"
+
+#include <algorithm>
+
+namespace chatterbox::kernels {
+
+ggml_backend_buffer_type_t MatmulKernel::buffer_type(const ggml_tensor *) const { return nullptr; }
+
+double MatmulKernel::node_flops(const ggml_tensor *) const { return 0; }
+
+const std::vector<const MatmulKernel *> &matmul_kernels() {
+    // The registrations. The engine's q4_K kernels come before ggml's repack, which takes q4_K too;
+    // the oneDNN f32 product is opt-in (its products are not ggml's bits).
+    static const std::vector<const MatmulKernel *> kernels{
+        &q4k_kernel(Q4kIsa::avx512_vnni),
+        &q4k_kernel(Q4kIsa::avx2),
+        &ggml_repack_kernel(),
+        &onednn_f32_kernel(),
+    };
+    return kernels;
+}
+
+const MatmulKernel *find_matmul_kernel(const std::string &name) {
+    for (const MatmulKernel *kernel : matmul_kernels())
+        if (name == kernel->name()) return kernel;
+    return nullptr;
+}
+
+namespace {
+std::string kernel_names() {
+    std::string names;
+    for (const MatmulKernel *kernel : matmul_kernels()) names += (names.empty() ? "" : ", ") + std::string(kernel->name());
+    return names;
+}
+
+bool listed(const std::vector<std::string> &names, const char *name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+} // namespace
+
+void check_kernel_selection(const KernelSelection &selection) {
+    for (const auto *names : {&selection.enable, &selection.disable})
+        for (const std::string &name : *names)
+            if (!find_matmul_kernel(name))
+                throw InvalidArgument(concat("unknown matmul kernel '", name, "' (known: ", kernel_names(), ")"));
+    for (const std::string &name : selection.enable) {
+        const MatmulKernel &kernel = *find_matmul_kernel(name);
+        if (!kernel.runs_here())
+            throw InvalidArgument(concat("matmul kernel '", name, "' cannot run here: ", kernel.why_not_here()));
+        if (listed(selection.disable, kernel.name()))
+            throw InvalidArgument(concat("matmul kernel '", name, "' is both enabled and disabled"));
+    }
+    if (selection.q4k_rows_per_pass < 0 || selection.q4k_rows_per_pass > kQ4kMaxRowsPerPass)
+        throw InvalidArgument(concat("q4_K kernels: ", selection.q4k_rows_per_pass, " rows per pass, expected 1 to ",
+                                     kQ4kMaxRowsPerPass, " (0: the CPU's default)"));
+}
+
+bool selected(const MatmulKernel &kernel, const KernelSelection &selection) {
+    if (listed(selection.disable, kernel.name())) return false;
+    return kernel.on_by_default() || listed(selection.enable, kernel.name());
+}
+
+const MatmulKernel *choose_matmul_kernel(const ggml_tensor *weight, const KernelSelection &selection) {
+    for (const MatmulKernel *kernel : matmul_kernels())
+        if (selected(*kernel, selection) && kernel->runs_here() && kernel->takes(weight, selection)) return kernel;
+    return nullptr;
+}
+
+void attach_packed(ggml_tensor *weight, const PackedWeight *packed) {
+    if (!weight->buffer || !ggml_backend_buffer_is_host(weight->buffer))
+        fail("matmul kernels: ", ggml_get_name(weight), " is not in host memory; its packed copy cannot be attached");
+    if (weight->extra) fail("matmul kernels: ", ggml_get_name(weight), " already carries other data");
+    weight->extra = const_cast<PackedWeight *>(packed);
+}
+
+const PackedWeight *packed_of(const ggml_tensor *weight) {
+    const ggml_tensor *stored = weight->view_src ? weight->view_src : weight;
+    // A view's buffer is set only once its graph is allocated; its source's is the weight's buffer.
+    if (!stored->extra || !stored->buffer || !ggml_backend_buffer_is_host(stored->buffer)) return nullptr;
+    const bool whole = weight->data == stored->data && weight->ne[0] == stored->ne[0] &&
+                       weight->ne[1] == stored->ne[1] && ggml_nelements(weight) == ggml_nelements(stored);
+    return whole ? static_cast<const PackedWeight *>(stored->extra) : nullptr;
+}
+
+double kernel_node_flops(const ggml_tensor *node) {
+    for (const MatmulKernel *kernel : matmul_kernels())
+        if (const double flops = kernel->node_flops(node); flops > 0) return flops;
+    return 0;
+}
+
+} // namespace chatterbox::kernels
