@@ -5,6 +5,8 @@
 
 #include "ggml-backend.h"
 
+#include <atomic>
+
 namespace chatterbox {
 
 GraphRunner::GraphRunner(Backend &backend, size_t max_nodes) : backend_(backend), max_nodes_(max_nodes) {
@@ -63,12 +65,22 @@ void GraphRunner::set_input(ggml_tensor *input, const std::vector<int32_t> &valu
     set_input(input, values.data(), values.size() * sizeof(int32_t));
 }
 
+namespace {
+std::atomic<ComputeObserver *> &compute_observer() {
+    static std::atomic<ComputeObserver *> observer{nullptr};
+    return observer;
+}
+} // namespace
+
+void observe_computes(ComputeObserver *observer) { compute_observer() = observer; }
+
 void GraphRunner::compute() {
     if (!graph_) fail("GraphRunner::compute before build()");
     backend_.prepare_compute();
     const ggml_status status = ggml_backend_sched_graph_compute(sched_, graph_);
     if (status == GGML_STATUS_ABORTED) throw Cancelled("cancelled");
     if (status != GGML_STATUS_SUCCESS) fail("graph computation failed (", ggml_status_to_string(status), ")");
+    if (ComputeObserver *observer = compute_observer().load(std::memory_order_relaxed)) observer->computed(graph_);
 }
 
 std::vector<float> GraphRunner::read_f32(const ggml_tensor *t) const {

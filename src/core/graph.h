@@ -16,6 +16,15 @@
 
 namespace chatterbox {
 
+// Told of every graph a GraphRunner computes in this process (after it ran), for benchmarks that
+// count the work of a stage (FLOPs from the nodes' shapes). Set while no graph runs; nullptr: none.
+class ComputeObserver {
+  public:
+    virtual ~ComputeObserver() = default;
+    virtual void computed(const ggml_cgraph *graph) = 0;
+};
+void observe_computes(ComputeObserver *observer);
+
 class GraphRunner {
 public:
     static constexpr size_t kDefaultMaxNodes = 16384; // tensors (and nodes) the graph may hold

@@ -126,6 +126,27 @@ TEST(BenchSmoke, BadSizesAreClearErrors) {
     EXPECT_TRUE(contains(run.err, "at least 1 prompt token, 1 generated token")) << run.err;
 }
 
+// The machine's peaks on 1 and 2 threads, each with the instructions it was measured with; the bf16
+// rate exactly where the CPU has AVX-512 BF16.
+TEST(BenchSmoke, PeakReportsEveryRate) {
+    const std::string json_path = temp_dir("bench_smoke_peak") + "/peak.json";
+    const ToolRun run = run_tool("chatterbox-bench", {"peak", "--threads", "2", "--json", json_path});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    std::ifstream in(json_path);
+    ASSERT_TRUE(in) << "no JSON written";
+    const nlohmann::json peak = nlohmann::json::parse(in)["peak"];
+    EXPECT_EQ(peak["threads"].get<int>(), 2);
+    for (const char *rate : {"f32_fma_gflop_per_s", "read_gb_per_s"}) {
+        EXPECT_GT(peak[rate]["one_thread"].get<double>(), 0.0) << rate;
+        EXPECT_GT(peak[rate]["all_threads"].get<double>(), 0.0) << rate;
+        EXPECT_FALSE(peak[rate]["isa"].get<std::string>().empty()) << rate;
+    }
+    EXPECT_EQ(peak["bf16_dot_gflop_per_s"].is_null(), !__builtin_cpu_supports("avx512bf16"));
+    if (!peak["bf16_dot_gflop_per_s"].is_null())
+        EXPECT_GT(peak["bf16_dot_gflop_per_s"]["all_threads"].get<double>(), 0.0);
+    EXPECT_EQ(peak["int8_dot_gop_per_s"].is_null(), !__builtin_cpu_supports("avx2"));
+}
+
 TEST(BenchSmoke, PipelineReportsEveryStage) {
     const std::string json_path = temp_dir("bench_smoke_pipeline") + "/pipeline.json";
     const ToolRun run = run_tool(
@@ -136,8 +157,19 @@ TEST(BenchSmoke, PipelineReportsEveryStage) {
     std::ifstream in(json_path);
     ASSERT_TRUE(in) << "no JSON written";
     const nlohmann::json results = nlohmann::json::parse(in);
-    EXPECT_GT(results["read_bandwidth_gb_per_s"].get<double>(), 0.0);
+    const double f32_peak = results["peak"]["f32_fma_gflop_per_s"]["all_threads"].get<double>();
+    EXPECT_GT(results["peak"]["read_gb_per_s"]["all_threads"].get<double>(), 0.0);
+    EXPECT_GT(f32_peak, 0.0);
     const nlohmann::json row = results["pipeline"].at(0);
+    // Every stage multiplies matrices; a rate above the machine's peak (twice it, for a peak measured
+    // while something else ran) would be FLOPs counted wrong.
+    for (const char *stage : {"voice", "t3", "s3gen", "hift"}) {
+        EXPECT_GT(row["stage_gflop"][stage].get<double>(), 0.0) << stage;
+        const double share = row["stage_of_f32_peak"][stage].get<double>();
+        EXPECT_NEAR(share, row["stage_gflop_per_s"][stage].get<double>() / f32_peak, 1e-9) << stage;
+        EXPECT_GT(share, 0.0) << stage;
+        EXPECT_LT(share, 2.0) << stage;
+    }
     for (const char *key :
          {"load_ms", "voice_ms", "t3_ms", "s3gen_ms", "hift_ms", "total_ms", "audio_seconds", "rtf", "peak_rss_mib",
           "t3_prefill_ms", "t3_decode_ms_per_step", "t3_bound_ms", "t3_ratio_to_bound"})

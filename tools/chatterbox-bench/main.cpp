@@ -10,7 +10,8 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "flow_batch_bench.h"
-#include "kernels/q4k.h"
+#include "kernels/matmul_kernel.h"
+#include "machine_peak.h"
 #include "matmul_probe.h"
 #include "memory_bandwidth.h"
 #include "pipeline_bench.h"
@@ -91,8 +92,8 @@ double probe_matmul(Backend &backend, int64_t columns, nlohmann::json &results) 
 void print_s3gen_row(const nlohmann::json &r, double best_matmul) {
     auto ms = [&](const char *key, const char *stat) { return r[key][stat].get<double>(); };
     const double rate = r["estimator_gflop_per_s"].get<double>();
-    std::printf("%-6s %-6s %-7s %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %7.0f %5.0f%%",
-                r["matrix_type"].get<std::string>().c_str(), r["matmul_route"].get<std::string>().c_str(),
+    std::printf("%-6s %-10s %-7s %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %7.0f %5.0f%%",
+                r["matrix_type"].get<std::string>().c_str(), r["f32_kernel"].get<std::string>().c_str(),
                 r["attention"].get<std::string>().c_str(), r["load_ms"].get<double>(), ms("encoder_ms", "min"),
                 ms("encoder_ms", "median"), ms("cfm_step_ms", "min"), ms("cfm_step_ms", "median"), ms("cfm_ms", "min"),
                 ms("cfm_ms", "median"), ms("hift_ms", "min"), rate, 100.0 * rate / best_matmul);
@@ -103,25 +104,27 @@ void print_s3gen_row(const nlohmann::json &r, double best_matmul) {
 }
 
 void run_s3gen(Backend &backend, BackendOptions backend_options, const std::vector<std::string> &weights,
-               const std::vector<MatmulRoute> &matmul_routes, const std::vector<nn::AttentionPath> &attentions,
+               const std::vector<std::string> &f32_kernels, const std::vector<nn::AttentionPath> &attentions,
                bench::S3GenBenchOptions options, nlohmann::json &results) {
     const int64_t frames = 2 * int64_t(options.prompt_tokens + options.generated_tokens);
     const double best_matmul = probe_matmul(backend, 2 * frames, results);
     std::printf("S3Gen on %s: %d prompt + %d generated tokens (%lld mel frames, %.1f s of audio), %d timed runs\n",
                 backend.description().c_str(), options.prompt_tokens, options.generated_tokens, (long long)frames,
                 options.generated_tokens / 25.0, options.repeats);
-    std::printf("%-6s %-6s %-7s %8s %8s %8s %8s %8s %8s %8s %8s %7s %6s %8s %8s %8s %9s %9s\n", "matrix", "route",
+    std::printf("%-6s %-10s %-7s %8s %8s %8s %8s %8s %8s %8s %8s %7s %6s %8s %8s %8s %9s %9s\n", "matrix", "f32_kernel",
                 "attn", "load_ms", "enc_min", "enc_med", "step_min", "step_med", "cfm_min", "cfm_med", "hift_min",
                 "GFLOP/s", "of_mm", "enc_cpu", "cfm_cpu", "hift_cpu", "mel_diff", "wave_diff");
     bench::S3GenOutputs reference;
     bool first_row = true;
-    // One row per combination; each loads its own engine, so the route is that engine's backend option.
+    // One row per combination; each loads its own engine, so the f32 kernel is that engine's backend option.
+    const KernelSelection selection = backend_options.kernels;
     for (const std::string &w : weights)
-        for (MatmulRoute route : matmul_routes)
+        for (const std::string &f32_kernel : f32_kernels)
             for (nn::AttentionPath attention : attentions) {
                 options.weights = w;
                 options.attention = attention;
-                backend_options.matmul_route = route;
+                backend_options.kernels = selection;
+                if (f32_kernel != "ggml") backend_options.kernels.enable.push_back(f32_kernel);
                 bench::S3GenOutputs outputs;
                 nlohmann::json row =
                     bench::run_s3gen_bench(backend_options, options, first_row ? nullptr : &reference, outputs);
@@ -140,7 +143,13 @@ void run_s3gen(Backend &backend, BackendOptions backend_options, const std::vect
 
 void run_pipeline(Backend &backend, const BackendOptions &backend_options, const std::vector<std::string> &weights,
                   bench::PipelineBenchOptions options, bool with_bandwidth, nlohmann::json &results) {
-    if (with_bandwidth) options.bandwidth_gb_per_s = probe_read_bandwidth(backend, results);
+    if (with_bandwidth) {
+        // The machine's own peaks, measured in this run: each stage is stated against them.
+        const bench::MachinePeak peak = bench::measure_machine_peak(backend.threads());
+        results["peak"] = bench::report_machine_peak(peak);
+        options.bandwidth_gb_per_s = peak.read_bandwidth_gb.all_threads;
+        options.f32_peak_gflop_per_s = peak.f32_fma_gflop.all_threads;
+    }
     std::printf("pipeline, %d threads: \"%s\", voice %.0f s, max_new_tokens %d%s%s\n", backend.threads(),
                 options.text.c_str(), options.voice_seconds, options.max_new_tokens,
                 options.ignore_eos ? ", EOS ignored" : "", options.split_text ? "" : ", text not split");
@@ -158,6 +167,13 @@ void run_pipeline(Backend &backend, const BackendOptions &backend_options, const
                     ms("total_ms"), r["speech_tokens"].get<int>(), r["t3_steps"].get<int>(), eos_step,
                     ms("t3_decode_ms_per_step"), ms("t3_bound_ms"), ms("t3_ratio_to_bound"), ms("audio_seconds"),
                     ms("rtf"), ms("stream_first_audio_ms"), ms("stream_total_ms"), ms("peak_rss_mib"));
+        std::printf("%-40s", "  GFLOP/s (% of f32 FMA peak)");
+        for (const char *stage : {"voice", "t3", "s3gen", "hift"}) {
+            std::printf("  %s %.1f", stage, r["stage_gflop_per_s"][stage].get<double>());
+            if (r.contains("stage_of_f32_peak"))
+                std::printf(" (%.0f%%)", 100.0 * r["stage_of_f32_peak"][stage].get<double>());
+        }
+        std::printf("\n");
         results["pipeline"].push_back(r);
     }
 }
@@ -272,16 +288,14 @@ int main(int argc, char **argv) {
     app.add_option("--device", backend_options.device, "cpu or cuda")->capture_default_str();
     app.add_option("--threads", backend_options.threads, "CPU threads (0 = all)")->capture_default_str();
     app.add_option("--json", json_path, "also write the results to this JSON file");
-    bool no_repack = false, no_q4k_kernels = false;
+    bool no_repack = false;
     bool no_bandwidth = false;
-    app.add_flag("--no-repack", no_repack, "keep quantised matrices in ggml's plain layout (no CPU repacking)");
-    app.add_flag("--no-q4k-kernels", no_q4k_kernels,
-                 "q4_K matrices to ggml's repacked kernels, not the engine's own (kernels/q4k.h)");
-    std::string q4k_isa;
-    app.add_option("--q4k-isa", q4k_isa, "the engine's q4_K kernels in this instruction set (default: the widest)")
-        ->check(CLI::IsMember({"avx2", "avx512-vnni"}));
-    int q4k_rows = 0;
-    app.add_option("--q4k-rows", q4k_rows,
+    app.add_flag("--no-repack", no_repack, "every matrix in ggml's plain layout: no matmul kernel takes any");
+    app.add_option("--enable-kernel", backend_options.kernels.enable,
+                   "a matmul kernel that is off by default, on (kernels/matmul_kernel.h; repeat for more)");
+    app.add_option("--disable-kernel", backend_options.kernels.disable,
+                   "a matmul kernel left out, e.g. q4k_avx512_vnni to compare with q4k_avx2 (repeat for more)");
+    app.add_option("--q4k-rows", backend_options.kernels.q4k_rows_per_pass,
                    "rows per pass of the engine's q4_K kernels (1-8, at most the set's own; default: the CPU's)")
         ->check(CLI::Range(0, 8));
     bool fixed_threads = false;
@@ -332,11 +346,9 @@ int main(int argc, char **argv) {
     s3gen->add_option("--attention", attentions, "estimator attention: flash, plain, blocked (repeat to compare)")
         ->transform(CLI::CheckedTransformer(attention_names))
         ->capture_default_str();
-    std::vector<MatmulRoute> matmul_routes{MatmulRoute::ggml};
-    const std::map<std::string, MatmulRoute> matmul_route_names{{"ggml", MatmulRoute::ggml},
-                                                                {"onednn", MatmulRoute::onednn}};
-    s3gen->add_option("--matmul", matmul_routes, "f32 weight products: ggml, onednn (repeat to compare)")
-        ->transform(CLI::CheckedTransformer(matmul_route_names))
+    std::vector<std::string> f32_kernels{"ggml"};
+    s3gen->add_option("--f32-kernel", f32_kernels, "f32 weight products: ggml, onednn_f32 (repeat to compare)")
+        ->check(CLI::IsMember({"ggml", "onednn_f32"}))
         ->capture_default_str();
 
     CLI::App *pipeline = app.add_subcommand(
@@ -361,7 +373,8 @@ int main(int argc, char **argv) {
                        "T3 makes exactly --max-tokens tokens; the step it would have ended at is still reported");
     bool no_split = false;
     pipeline->add_flag("--no-split", no_split, "say the text in one T3 pass, even with several sentences");
-    pipeline->add_flag("--no-bandwidth", no_bandwidth, "skip the memory bandwidth probe and T3's bound");
+    pipeline->add_flag("--no-bandwidth", no_bandwidth,
+                       "skip the machine probes (peak rates, bandwidth): no T3 bound, no share of peak");
     pipeline->add_option("--seed", pipeline_options.seed, "sampling and noise seed")->capture_default_str();
     pipeline->add_flag("--no-stream", no_stream, "skip the streaming run (time to first audio)");
     pipeline
@@ -456,25 +469,26 @@ int main(int argc, char **argv) {
         ->capture_default_str();
     bool wyoming_stop_at_eos = false;
     wyoming->add_flag("--stop-at-eos", wyoming_stop_at_eos, "let T3 stop at end-of-speech (default: --max-tokens)");
+    CLI::App *peak = app.add_subcommand(
+        "peak", "this machine's peak f32 FMA, bf16 and int8 dot-product rates and read bandwidth, 1 and --threads");
     CLI11_PARSE(app, argc, argv);
     wyoming_options.ignore_eos = !wyoming_stop_at_eos;
     server_options.ignore_eos = !server_stop_at_eos;
-    backend_options.repack_weights = !no_repack;
-    backend_options.q4k_kernels = !no_q4k_kernels;
+    if (no_repack)
+        for (const kernels::MatmulKernel *kernel : kernels::matmul_kernels())
+            backend_options.kernels.disable.push_back(kernel->name());
     backend_options.adapt_threads = !fixed_threads;
     pipeline_options.stream = !no_stream;
     pipeline_options.split_text = !no_split;
     std::setvbuf(stdout, nullptr, _IOLBF, 0); // rows appear as they are measured, also when piped to a file
 
     try {
-        if (!q4k_isa.empty())
-            kernels::q4k_use_isa(q4k_isa == "avx2" ? kernels::Q4kIsa::avx2 : kernels::Q4kIsa::avx512_vnni);
-        kernels::q4k_use_rows_per_pass(q4k_rows);
+        kernels::check_kernel_selection(backend_options.kernels);
         Backend backend(backend_options);
         nlohmann::json results{{"backend", backend.description()}};
         if (*t3) run_t3(backend, backend_options, t3_weights, t3_options, !no_bandwidth, results);
         if (*s3gen)
-            run_s3gen(backend, backend_options, s3gen_weights, matmul_routes, attentions, s3gen_options, results);
+            run_s3gen(backend, backend_options, s3gen_weights, f32_kernels, attentions, s3gen_options, results);
         if (*pipeline)
             run_pipeline(backend, backend_options, pipeline_weights, pipeline_options, !no_bandwidth, results);
         if (*server) run_server(backend_options, server_options, results);
@@ -482,6 +496,7 @@ int main(int argc, char **argv) {
         if (*batch) run_batch(backend_options, batch_options, results);
         if (*flow_batch) run_flow_batch(backend_options, flow_batch_options, results);
         if (*vocoder_batch) run_vocoder_batch(backend_options, vocoder_batch_options, results);
+        if (*peak) results["peak"] = bench::report_machine_peak(bench::measure_machine_peak(backend.threads()));
         if (!json_path.empty()) {
             std::ofstream out(json_path);
             if (!out) fail("cannot write ", json_path);

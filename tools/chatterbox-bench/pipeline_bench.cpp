@@ -1,5 +1,7 @@
 #include "pipeline_bench.h"
 
+#include "graph_flops.h"
+
 #include "audio/audio_file.h"
 #include "core/error.h"
 #include "models/chatterbox/session.h"
@@ -69,6 +71,8 @@ nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineB
     const double load_ms = ms_since(start);
 
     const audio::Audio recording = voice_recording(options.voice_wav, options.voice_seconds);
+    StageFlops flops; // of the offline run: the streaming run below does the same work again
+    flops.set_stage("voice");
     start = Clock::now();
     const Voice voice = session.voice_from_audio(recording, SynthesisParams{}.exaggeration);
     const double voice_ms = ms_since(start);
@@ -80,8 +84,12 @@ nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineB
     synthesis.params.split_text = options.split_text;
     if (engine.text().has_languages()) synthesis.params.language = options.language;
     StageClock stages;
-    synthesis.on_progress = [&](const char *stage, float fraction) { stages.report(stage, fraction); };
+    synthesis.on_progress = [&](const char *stage, float fraction) {
+        stages.report(stage, fraction);
+        flops.set_stage(stage);
+    };
     const SynthesisResult offline = session.synthesize(options.text, voice, synthesis);
+    flops.set_stage("");
     const double audio_seconds = double(offline.wave.size()) / double(offline.sample_rate);
 
     nlohmann::json out{{"weights", options.weights},
@@ -103,6 +111,15 @@ nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineB
                        {"audio_seconds", audio_seconds},
                        {"rtf", offline.seconds_total / audio_seconds},
                        {"rtf_with_voice", (offline.seconds_total + voice_ms / 1e3) / audio_seconds}};
+    stages.ms["voice"] = voice_ms;
+    // Achieved rate per stage from the FLOPs its graphs' shapes count (graph_flops.h), and its share
+    // of the machine's f32 FMA peak where measured (T3 decode is bound by memory instead: see below).
+    for (const char *stage : {"voice", "t3", "s3gen", "hift"}) {
+        const double gflop = flops.flops(stage) / 1e9, rate = gflop / (stages.ms[stage] / 1e3);
+        out["stage_gflop"][stage] = gflop;
+        out["stage_gflop_per_s"][stage] = rate;
+        if (options.f32_peak_gflop_per_s > 0) out["stage_of_f32_peak"][stage] = rate / options.f32_peak_gflop_per_s;
+    }
     if (!stages.t3_decode_ms.empty()) {
         const Spread decode = spread_of(stages.t3_decode_ms);
         out["t3_decode_ms_per_step"] = decode.mean;

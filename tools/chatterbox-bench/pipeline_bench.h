@@ -26,6 +26,7 @@ struct PipelineBenchOptions {
     bool stream = true;          // also run once streaming, for the time to first audio
     int stream_prompt_tokens = ChunkPlan{}.prompt_tokens; // voice prompt tokens the streaming flow windows see (0: all)
     double bandwidth_gb_per_s = 0;                        // measured read bandwidth for T3's bound (0: no bound)
+    double f32_peak_gflop_per_s = 0; // the machine's measured f32 FMA peak, for each stage's share (0: none)
 };
 
 // Runs the benchmark and returns its results as JSON (times in milliseconds): "load_ms",
@@ -34,7 +35,8 @@ struct PipelineBenchOptions {
 // it would have ended), "t3_prefill_ms" (conditioning and the first prefill),
 // "t3_decode_ms_per_step" (mean), "t3_decode_ms_median", for one piece "t3_step_bytes" and, with a
 // bandwidth, "t3_bound_ms" and "t3_ratio_to_bound", "audio_seconds", "rtf", "stream_first_audio_ms",
-// "stream_total_ms", "peak_rss_mib".
+// "stream_total_ms", "peak_rss_mib"; per stage (voice, t3, s3gen, hift) "stage_gflop",
+// "stage_gflop_per_s" and, with an f32 peak, "stage_of_f32_peak".
 nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineBenchOptions &options);
 
 } // namespace chatterbox::bench

@@ -1,8 +1,7 @@
 #include "s3gen_bench.h"
 
 #include "core/error.h"
-#include "kernels/onednn.h"
-#include "kernels/q4k.h"
+#include "graph_flops.h"
 #include "models/chatterbox/session.h"
 #include "timing.h"
 
@@ -21,12 +20,8 @@ struct EstimatorFlops {
     int nodes = 0;        // graph nodes: each is a barrier for the CPU threads
 };
 
-// Counts from the shapes of the graph the engine itself builds (a metadata-only context): a
-// mul_mat of src0 [K, M] by src1 [K, N, ...] is 2·K·M·N·batch, flash attention over
-// q [D, Tq, H, R] and k, v [D, Tk, H, R] is 2·D·Tq·Tk·H·R for the scores plus as much for P·V.
-// The engine's own product kernels count alike (kernels::onednn_matmul_flops, q4k_matmul_flops); attention is
-// counted on the flash path whatever path runs (the same FLOPs). Element-wise work (norms, activations, im2col copies)
-// is left out: it is not what bounds the step.
+// Counts from the shapes of the graph the engine itself builds (a metadata-only context, graph_flops.h);
+// attention is counted on the flash path whatever path runs (the same FLOPs).
 EstimatorFlops count_estimator_flops(const s3gen::Estimator &estimator, const s3gen::FlowHParams &hp, int64_t frames) {
     const size_t max_nodes = 16384;
     ggml_init_params params{ggml_tensor_overhead() * max_nodes + ggml_graph_overhead_custom(max_nodes, false), nullptr,
@@ -39,22 +34,19 @@ EstimatorFlops count_estimator_flops(const s3gen::Estimator &estimator, const s3
     ggml_tensor *sinusoid = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.time_sinusoid_dim(), hp.time_points());
     ggml_cgraph *graph = ggml_new_graph_custom(ctx, max_nodes, false);
     ggml_build_forward_expand(graph, estimator(ctx, x, cond, sinusoid, nn::AttentionPath::flash));
+    const NodeFlops counted = graph_flops(graph);
     EstimatorFlops flops;
     flops.nodes = ggml_graph_n_nodes(graph);
-    for (int i = 0; i < ggml_graph_n_nodes(graph); ++i) {
-        const ggml_tensor *node = ggml_graph_node(graph, i);
-        if (node->op == GGML_OP_MUL_MAT) {
-            flops.matmul += 2.0 * double(node->src[0]->ne[0]) * double(ggml_nelements(node));
-        } else if (node->op == GGML_OP_FLASH_ATTN_EXT) {
-            const ggml_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2];
-            const double pairs = double(q->ne[1]) * double(k->ne[1]) * double(q->ne[2]) * double(q->ne[3]);
-            flops.attention += 2.0 * pairs * double(q->ne[0] + v->ne[0]);
-        } else {
-            flops.matmul += kernels::onednn_matmul_flops(node) + kernels::q4k_matmul_flops(node);
-        }
-    }
+    flops.matmul = counted.matmul;
+    flops.attention = counted.attention;
     ggml_free(ctx);
     return flops;
+}
+
+// The f32 weight products' kernel a row ran with: "onednn_f32" where enabled, else ggml's.
+std::string f32_kernel_name(const KernelSelection &selection) {
+    const bool onednn = std::find(selection.enable.begin(), selection.enable.end(), "onednn_f32") != selection.enable.end();
+    return onednn ? "onednn_f32" : "ggml";
 }
 
 // Inputs with the shapes of a real request (a 10 s voice prompt by default). Their values do not
@@ -160,7 +152,7 @@ nlohmann::json run_s3gen_bench(const BackendOptions &backend, const S3GenBenchOp
                        {"matrix_type", ggml_type_name(matrix_type)},
                        {"backend", engine_session.backend().description()},
                        {"attention", nn::attention_path_name(options.attention)},
-                       {"matmul_route", matmul_route_name(backend.matmul_route)},
+                       {"f32_kernel", f32_kernel_name(backend.kernels)},
                        {"prompt_tokens", options.prompt_tokens},
                        {"generated_tokens", options.generated_tokens},
                        {"mel_frames", frames},
