@@ -25,13 +25,14 @@ const std::vector<const MatmulKernel *> &matmul_kernels() {
     return kernels;
 }
 
+namespace {
+// nullptr when no kernel has that name.
 const MatmulKernel *find_matmul_kernel(const std::string &name) {
     for (const MatmulKernel *kernel : matmul_kernels())
         if (name == kernel->name()) return kernel;
     return nullptr;
 }
 
-namespace {
 std::string kernel_names() {
     std::string names;
     for (const MatmulKernel *kernel : matmul_kernels()) names += (names.empty() ? "" : ", ") + std::string(kernel->name());
@@ -40,6 +41,11 @@ std::string kernel_names() {
 
 bool listed(const std::vector<std::string> &names, const char *name) {
     return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool selected(const MatmulKernel &kernel, const KernelSelection &selection) {
+    if (listed(selection.disable, kernel.name())) return false;
+    return kernel.on_by_default() || listed(selection.enable, kernel.name());
 }
 } // namespace
 
@@ -58,11 +64,6 @@ void check_kernel_selection(const KernelSelection &selection) {
     if (selection.q4k_rows_per_pass < 0 || selection.q4k_rows_per_pass > kQ4kMaxRowsPerPass)
         throw InvalidArgument(concat("q4_K kernels: ", selection.q4k_rows_per_pass, " rows per pass, expected 1 to ",
                                      kQ4kMaxRowsPerPass, " (0: the CPU's default)"));
-}
-
-bool selected(const MatmulKernel &kernel, const KernelSelection &selection) {
-    if (listed(selection.disable, kernel.name())) return false;
-    return kernel.on_by_default() || listed(selection.enable, kernel.name());
 }
 
 const MatmulKernel *choose_matmul_kernel(const ggml_tensor *weight, const KernelSelection &selection) {

@@ -65,12 +65,10 @@ class MatmulKernel {
 
 // Every registered kernel, in the order the binder asks them.
 const std::vector<const MatmulKernel *> &matmul_kernels();
-const MatmulKernel *find_matmul_kernel(const std::string &name); // nullptr when no kernel has that name
 
 // Throws InvalidArgument for a name no kernel has, for enabling a kernel this CPU cannot run, and
 // for a q4_K rows-per-pass value out of range.
 void check_kernel_selection(const KernelSelection &selection);
-bool selected(const MatmulKernel &kernel, const KernelSelection &selection);
 
 // The first selected kernel that runs here and takes `weight`, or nullptr (ggml_mul_mat).
 const MatmulKernel *choose_matmul_kernel(const ggml_tensor *weight, const KernelSelection &selection);

@@ -85,6 +85,12 @@ Packed pack_tiles(HugePageArena &arena, const uint8_t *rows, int64_t k, int64_t 
     return p;
 }
 
+#if defined(__x86_64__)
+const q4k::Kernels &isa_kernels(Q4kIsa isa) {
+    return isa == Q4kIsa::avx512_vnni ? q4k::avx512_vnni_kernels() : q4k::avx2_kernels();
+}
+#endif
+
 // The rows per pass a set takes when `asked` (0: the CPU's default, q4k.h) are asked for.
 int64_t rows_per_pass(const q4k::Kernels &isa, int asked) {
     int64_t rows = asked;
@@ -248,7 +254,7 @@ class Q4kKernel final : public MatmulKernel {
         auto packed = std::make_unique<Q4kPacked>();
         packed->weight = pack_tiles(arena, static_cast<const uint8_t *>(weight->data), weight->ne[0], weight->ne[1]);
 #if defined(__x86_64__)
-        packed->isa = isa_ == Q4kIsa::avx512_vnni ? &q4k::avx512_vnni_kernels() : &q4k::avx2_kernels();
+        packed->isa = &isa_kernels(isa_);
         packed->rows_per_pass = rows_per_pass(*packed->isa, selection.q4k_rows_per_pass);
 #endif
         return packed;
@@ -283,7 +289,7 @@ const char *q4k_isa_name(Q4kIsa isa) { return isa == Q4kIsa::avx512_vnni ? "AVX-
 
 int q4k_rows_per_pass(Q4kIsa isa, int asked) {
 #if defined(__x86_64__)
-    return int(rows_per_pass(isa == Q4kIsa::avx512_vnni ? q4k::avx512_vnni_kernels() : q4k::avx2_kernels(), asked));
+    return int(rows_per_pass(isa_kernels(isa), asked));
 #else
     (void)isa;
     return asked;
