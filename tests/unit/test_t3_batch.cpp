@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <memory>
 #include <thread>
 
 using namespace chatterbox;
@@ -190,11 +191,23 @@ TEST_P(T3Batch, ScheduledRequestsGetTheTokensTheyGetAlone) {
         options.capacity = 1024;
         options.runtime = cache;
         BatchScheduler scheduler(m.model(), m.engine->options().backend, options);
+        // Each request has its own backend, as an engine Session has. All are built, and every
+        // request's thread is running, before any request is submitted; then all are submitted at once:
+        // on a loaded machine, starting them one by one could let each finish before the next came.
+        std::vector<std::unique_ptr<Backend>> backends;
+        std::vector<std::unique_ptr<Session>> sessions;
+        for (size_t i = 0; i < specs.size(); ++i) {
+            backends.push_back(std::make_unique<Backend>(m.engine->options().backend));
+            sessions.push_back(std::make_unique<Session>(m.model(), *backends.back(), cache));
+        }
+        std::vector<std::promise<void>> started(specs.size());
+        std::promise<void> submit;
+        const std::shared_future<void> submitting = submit.get_future().share();
         std::vector<std::future<GenerationResult>> batched;
-        for (const RequestSpec &r : specs)
-            batched.push_back(std::async(std::launch::async, [&, r] {
-                Backend backend(m.engine->options().backend); // a request's own, as an engine Session has
-                Session session(m.model(), backend, cache);
+        for (size_t i = 0; i < specs.size(); ++i)
+            batched.push_back(std::async(std::launch::async, [&, i, r = specs[i], &session = *sessions[i]] {
+                started[i].set_value();
+                submitting.wait();
                 std::vector<int32_t> seen;
                 GenerationHooks hooks;
                 hooks.step_logits = false;
@@ -208,6 +221,8 @@ TEST_P(T3Batch, ScheduledRequestsGetTheTokensTheyGetAlone) {
                 EXPECT_EQ(seen, result.tokens) << "the hook saw every token, in order";
                 return result;
             }));
+        for (std::promise<void> &thread : started) thread.get_future().wait();
+        submit.set_value();
         for (size_t i = 0; i < specs.size(); ++i) {
             const GenerationResult result = batched[i].get();
             EXPECT_EQ(result.tokens, alone[i].tokens) << "request " << i;
