@@ -142,8 +142,9 @@ TEST(BenchSmoke, PeakReportsEveryRate) {
         EXPECT_FALSE(peak[rate]["isa"].get<std::string>().empty()) << rate;
     }
     EXPECT_EQ(peak["bf16_dot_gflop_per_s"].is_null(), !__builtin_cpu_supports("avx512bf16"));
-    if (!peak["bf16_dot_gflop_per_s"].is_null())
+    if (!peak["bf16_dot_gflop_per_s"].is_null()) {
         EXPECT_GT(peak["bf16_dot_gflop_per_s"]["all_threads"].get<double>(), 0.0);
+    }
     EXPECT_EQ(peak["int8_dot_gop_per_s"].is_null(), !__builtin_cpu_supports("avx2"));
 }
 
