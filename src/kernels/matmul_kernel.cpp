@@ -15,8 +15,10 @@ double MatmulKernel::node_flops(const ggml_tensor *) const { return 0; }
 
 const std::vector<const MatmulKernel *> &matmul_kernels() {
     // The registrations. The engine's q4_K kernels come before ggml's repack, which takes q4_K too;
-    // the oneDNN f32 product is opt-in (its products are not ggml's bits).
+    // the oneDNN bf16 product comes first for the components that allow bf16 (it takes any float
+    // weight); the oneDNN f32 product is opt-in (its products are not ggml's bits).
     static const std::vector<const MatmulKernel *> kernels{
+        &onednn_bf16_kernel(),
         &q4k_kernel(Q4kIsa::avx512_vnni),
         &q4k_kernel(Q4kIsa::avx2),
         &ggml_repack_kernel(),
@@ -66,9 +68,12 @@ void check_kernel_selection(const KernelSelection &selection) {
                                      kQ4kMaxRowsPerPass, " (0: the CPU's default)"));
 }
 
-const MatmulKernel *choose_matmul_kernel(const ggml_tensor *weight, const KernelSelection &selection) {
+const MatmulKernel *choose_matmul_kernel(const ggml_tensor *weight, const KernelSelection &selection,
+                                         ProductPrecision coarsest) {
     for (const MatmulKernel *kernel : matmul_kernels())
-        if (selected(*kernel, selection) && kernel->runs_here() && kernel->takes(weight, selection)) return kernel;
+        if (selected(*kernel, selection) && kernel->precision() <= coarsest && kernel->runs_here() &&
+            kernel->takes(weight, selection))
+            return kernel;
     return nullptr;
 }
 

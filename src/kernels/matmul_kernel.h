@@ -10,7 +10,7 @@
 // none takes is multiplied by ggml_mul_mat. A new kernel is one file (a MatmulKernel) plus one line
 // in matmul_kernel.cpp's list.
 //
-//   const MatmulKernel *k = choose_matmul_kernel(weight, selection); // at bind time, nullptr: ggml's
+//   const MatmulKernel *k = choose_matmul_kernel(weight, selection, ProductPrecision::f32); // nullptr: ggml's
 //   auto packed = k->pack(weight, selection, arena);                 // after the weight is placed
 //   attach_packed(weight, packed.get());                             // the binder keeps `packed`
 //   ggml_tensor *y = nn::matmul(ctx, weight, x);                     // packed->product(...) or ggml_mul_mat
@@ -30,6 +30,12 @@
 
 namespace chatterbox::kernels {
 
+// The coarsest arithmetic a component's products may use, declared where its weights are bound
+// (ModuleWeights): a kernel that rounds its operands to bf16 takes only the weights of a component
+// whose output was measured to stay within its tolerance that way (the flow: flow_mel within 2.5e-2
+// of f32, tests/golden/test_s3gen_flow_golden.cpp). Ordered from exact to coarse.
+enum class ProductPrecision { f32, bf16 };
+
 // What a kernel made of one weight at load time: a copy in its own layout (or nothing, where it
 // reads the tensor itself), and the product node that reads it. Immutable after pack(); graphs of
 // concurrent sessions share it.
@@ -47,6 +53,8 @@ class MatmulKernel {
     virtual const char *name() const = 0; // for KernelSelection, options and benchmarks
     // Kernels that trade exactness or need an opt-in are off unless KernelSelection::enable names them.
     virtual bool on_by_default() const { return true; }
+    // The arithmetic of its products: f32 (ggml's, or the same sums in another order) unless it rounds.
+    virtual ProductPrecision precision() const { return ProductPrecision::f32; }
     // Whether this build and CPU can run it (CPUID); why not, for errors.
     virtual bool runs_here() const = 0;
     virtual const char *why_not_here() const = 0;
@@ -70,8 +78,10 @@ const std::vector<const MatmulKernel *> &matmul_kernels();
 // for a q4_K rows-per-pass value out of range.
 void check_kernel_selection(const KernelSelection &selection);
 
-// The first selected kernel that runs here and takes `weight`, or nullptr (ggml_mul_mat).
-const MatmulKernel *choose_matmul_kernel(const ggml_tensor *weight, const KernelSelection &selection);
+// The first selected kernel that runs here, computes no coarser than `coarsest` and takes `weight`, or
+// nullptr (ggml_mul_mat).
+const MatmulKernel *choose_matmul_kernel(const ggml_tensor *weight, const KernelSelection &selection,
+                                         ProductPrecision coarsest);
 
 // Hangs `packed` (owned by the caller, living as long as the tensor) on `weight`.
 void attach_packed(ggml_tensor *weight, const PackedWeight *packed);

@@ -117,15 +117,29 @@ void multiply(ThreadContext &thread, const float *src, const dims &src_dims, con
 
 // ---------------------------------------------------------------------------- reordered weights
 
-// One weight ggml [k, m] = (k × m) in oneDNN's preferred layout, with the primitives that read it
-// (one per slice width, as they come).
+// x[0..n) rounded to the nearest bf16 (ties to even, as oneDNN's own reorder). Only called where the
+// CPU has AVX-512 BF16 (the onednn_bf16 kernel's runs_here).
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void to_bf16(const float *x, int64_t n, uint16_t *out) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + i)));
+    if (i < n) {
+        const __mmask16 tail = __mmask16((1u << (n - i)) - 1);
+        const __m256i rounded = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(tail, x + i));
+        _mm256_mask_storeu_epi16(out + i, tail, rounded);
+    }
+}
+
+// One weight ggml [k, m] = (k × m) in oneDNN's preferred layout for products in `type` (f32, or
+// bf16: operands rounded to bf16, sums in f32), with the primitives that read it (one per slice
+// width, as they come).
 class Reordered final : public PackedWeight {
   public:
-    Reordered(const float *data, int64_t k, int64_t m) : k_(k), m_(m) {
+    Reordered(const float *data, int64_t k, int64_t m, dt type) : k_(k), m_(m), type_(type) {
         // The layout is asked for a typical slice width; every other width reuses it.
         constexpr int64_t kTypicalColumns = 256;
-        desc_ = matmul_desc(rows_desc(kTypicalColumns, k), dnnl::memory::desc({k, m}, dt::f32, tag::any),
-                            rows_desc(kTypicalColumns, m))
+        desc_ = matmul_desc(rows_desc(kTypicalColumns, k, type), dnnl::memory::desc({k, m}, type, tag::any),
+                            rows_desc(kTypicalColumns, m, dt::f32))
                     .weights_desc();
         memory_ = dnnl::memory(desc_, cpu_engine());
         dnnl::memory source = plain({k, m}, {1, k}, data);
@@ -139,24 +153,34 @@ class Reordered final : public PackedWeight {
 
     // dst (columns × m) = x (columns × k) · this weight
     void multiply(ThreadContext &thread, const float *x, int64_t columns, float *dst) const {
-        execute(thread, primitive(columns), plain({columns, k_}, {k_, 1}, x), memory_,
-                plain({columns, m_}, {m_, 1}, dst));
+        const dnnl::memory out = plain({columns, m_}, {m_, 1}, dst);
+        if (type_ == dt::f32) {
+            execute(thread, primitive(columns), plain({columns, k_}, {k_, 1}, x), memory_, out);
+            return;
+        }
+        thread_local std::vector<uint16_t> rounded;
+        rounded.resize(size_t(columns * k_));
+        to_bf16(x, columns * k_, rounded.data());
+        execute(thread, primitive(columns), dnnl::memory(rows_desc(columns, k_, dt::bf16), cpu_engine(), rounded.data()),
+                memory_, out);
     }
 
   private:
-    static dnnl::memory::desc rows_desc(int64_t rows, int64_t width) {
-        return dnnl::memory::desc({rows, width}, dt::f32, tag::ab);
+    static dnnl::memory::desc rows_desc(int64_t rows, int64_t width, dt type) {
+        return dnnl::memory::desc({rows, width}, type, tag::ab);
     }
 
     const Matmul &primitive(int64_t columns) const {
         std::lock_guard<std::mutex> lock(mutex_);
         auto found = primitives_.find(columns);
         if (found != primitives_.end()) return found->second;
-        return primitives_.emplace(columns, make_matmul(rows_desc(columns, k_), desc_, rows_desc(columns, m_)))
+        return primitives_
+            .emplace(columns, make_matmul(rows_desc(columns, k_, type_), desc_, rows_desc(columns, m_, dt::f32)))
             .first->second;
     }
 
     int64_t k_, m_;
+    dt type_;
     dnnl::memory::desc desc_;
     dnnl::memory memory_;
     mutable std::mutex mutex_;
@@ -286,8 +310,9 @@ bool onednn_available() { return true; }
 
 namespace {
 
-void check_operands(const ggml_tensor *weight, const ggml_tensor *x) {
-    if (weight->type != GGML_TYPE_F32 || !ggml_is_contiguous(weight) || ggml_n_dims(weight) > 2 ||
+// A packed copy is read instead of the weight, which may then be of any type.
+void check_operands(const ggml_tensor *weight, const ggml_tensor *x, bool packed) {
+    if ((weight->type != GGML_TYPE_F32 && !packed) || !ggml_is_contiguous(weight) || ggml_n_dims(weight) > 2 ||
         x->type != GGML_TYPE_F32 || x->ne[0] != weight->ne[0])
         fail("onednn_matmul: needs an f32 weight ggml [K, M] and f32 activations ggml [K, ...], got ",
              ggml_type_name(weight->type), " [", weight->ne[0], ", ", weight->ne[1], "] and ", ggml_type_name(x->type),
@@ -296,7 +321,7 @@ void check_operands(const ggml_tensor *weight, const ggml_tensor *x) {
 
 // userdata: the weight's Reordered copy, or nullptr to read it in place.
 ggml_tensor *matmul_node(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x, const Reordered *copy) {
-    check_operands(weight, x);
+    check_operands(weight, x, copy != nullptr);
     if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
     ggml_tensor *args[] = {x, weight};
     ggml_tensor *y = ggml_custom_4d(ctx, GGML_TYPE_F32, weight->ne[1], x->ne[1], x->ne[2], x->ne[3], args, 2, matmul_op,
@@ -306,6 +331,11 @@ ggml_tensor *matmul_node(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x,
 
 ggml_tensor *Reordered::product(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) const {
     return matmul_node(ctx, weight, x, this);
+}
+
+void check_in_host_memory(const ggml_tensor *weight, const char *kernel) {
+    if (!weight->data || !weight->buffer || !ggml_backend_buffer_is_host(weight->buffer))
+        fail(kernel, ": ", ggml_get_name(weight), " is not in host memory");
 }
 
 class OnednnF32 final : public MatmulKernel {
@@ -319,9 +349,44 @@ class OnednnF32 final : public MatmulKernel {
     }
     std::unique_ptr<PackedWeight> pack(const ggml_tensor *weight, const KernelSelection &,
                                        HugePageArena &) const override {
-        if (!weight->data || !weight->buffer || !ggml_backend_buffer_is_host(weight->buffer))
-            fail("oneDNN f32 kernel: ", ggml_get_name(weight), " is not in host memory");
-        return std::make_unique<Reordered>(static_cast<const float *>(weight->data), weight->ne[0], weight->ne[1]);
+        check_in_host_memory(weight, name());
+        return std::make_unique<Reordered>(static_cast<const float *>(weight->data), weight->ne[0], weight->ne[1],
+                                           dt::f32);
+    }
+    double node_flops(const ggml_tensor *node) const override { return onednn_matmul_flops(node); }
+};
+
+// Any float weight (f32, f16, bf16 or a quantised type ggml can dequantise), widened to f32 and
+// rounded to bf16 at load; the activations are rounded as each thread multiplies its slice. On by
+// default where the CPU multiplies bf16 natively (AVX-512 BF16; oneDNN takes AMX where there is
+// one), for the components that allow bf16 products.
+class OnednnBf16 final : public MatmulKernel {
+  public:
+    const char *name() const override { return "onednn_bf16"; }
+    ProductPrecision precision() const override { return ProductPrecision::bf16; }
+    bool runs_here() const override {
+        return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl");
+    }
+    const char *why_not_here() const override { return "the CPU has no AVX-512 BF16 (with BW and VL)"; }
+    bool takes(const ggml_tensor *weight, const KernelSelection &) const override {
+        const bool widens = weight->type == GGML_TYPE_F32 || ggml_get_type_traits(weight->type)->to_float;
+        return widens && ggml_n_dims(weight) <= 2 && ggml_is_contiguous(weight);
+    }
+    std::unique_ptr<PackedWeight> pack(const ggml_tensor *weight, const KernelSelection &,
+                                       HugePageArena &) const override {
+        check_in_host_memory(weight, name());
+        const int64_t k = weight->ne[0], m = weight->ne[1];
+        std::vector<float> values;
+        const float *data = static_cast<const float *>(weight->data);
+        if (weight->type != GGML_TYPE_F32) {
+            values.resize(size_t(k * m));
+            const auto to_float = ggml_get_type_traits(weight->type)->to_float;
+            for (int64_t row = 0; row < m; ++row)
+                to_float(static_cast<const char *>(weight->data) + row * weight->nb[1], values.data() + row * k, k);
+            data = values.data();
+        }
+        return std::make_unique<Reordered>(data, k, m, dt::bf16);
     }
     double node_flops(const ggml_tensor *node) const override { return onednn_matmul_flops(node); }
 };
@@ -334,6 +399,11 @@ ggml_tensor *onednn_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *
 
 const MatmulKernel &onednn_f32_kernel() {
     static const OnednnF32 kernel;
+    return kernel;
+}
+
+const MatmulKernel &onednn_bf16_kernel() {
+    static const OnednnBf16 kernel;
     return kernel;
 }
 

@@ -9,9 +9,8 @@
 // instead: onednn_available() is false, onednn_f32 does not run, and the other functions throw.
 //
 // Measured on an AMD EPYC (Zen 3, AVX2; bench/README.md): oneDNN's f32 sgemm is 1.1–1.8× ggml's
-// tinyBLAS on the flow's shapes. On a CPU with AMX the same ops could run in bf16 (weights
-// reordered once, activation slices converted); that is not implemented, nothing here was
-// measured on such a CPU.
+// tinyBLAS on the flow's shapes. On a Zen 5 (AVX-512 BF16) its bf16 brgemm reaches ~90 % of the
+// machine's bf16 dot peak on them (bench/README.md).
 
 #include "kernels/matmul_kernel.h"
 
@@ -26,6 +25,13 @@ bool onednn_available();
 // gemm:jit that is `ab`, K × M row-major, where ggml's is `ba`), so that no call converts ggml's.
 // Costs a second copy of the f32 matmul weights.
 const MatmulKernel &onednn_f32_kernel();
+
+// The matmul kernel "onednn_bf16" (kernels/matmul_kernel.h; ProductPrecision::bf16, on by default
+// where the CPU has AVX-512 BF16): any float weight widened and rounded to bf16 at load, into the
+// layout oneDNN's bf16 matmul prefers; each thread rounds its slice of the activations to bf16 and
+// oneDNN sums in f32. A row's result does not depend on how the rows are sliced (checked in
+// tests/unit/test_onednn_routes.cpp).
+const MatmulKernel &onednn_bf16_kernel();
 
 // The product of an f32 weight ggml [K, M] (in host memory) and f32 activations ggml [K, N...]
 // -> ggml [M, N...], like ggml_mul_mat(weight, x), the weight read in place in ggml's layout (e.g. a

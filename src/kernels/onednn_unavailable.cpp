@@ -14,9 +14,11 @@ namespace {
 bool onednn_available() { return false; }
 
 namespace {
-class OnednnF32 final : public MatmulKernel {
+// A oneDNN kernel in a build without oneDNN: registered under its name, never chosen.
+class Unavailable final : public MatmulKernel {
   public:
-    const char *name() const override { return "onednn_f32"; }
+    explicit Unavailable(const char *name) : name_(name) {}
+    const char *name() const override { return name_; }
     bool on_by_default() const override { return false; }
     bool runs_here() const override { return false; }
     const char *why_not_here() const override {
@@ -24,13 +26,21 @@ class OnednnF32 final : public MatmulKernel {
     }
     bool takes(const ggml_tensor *, const KernelSelection &) const override { return false; }
     std::unique_ptr<PackedWeight> pack(const ggml_tensor *, const KernelSelection &, HugePageArena &) const override {
-        unavailable("the oneDNN f32 kernel");
+        unavailable(name_);
     }
+
+  private:
+    const char *name_;
 };
 } // namespace
 
 const MatmulKernel &onednn_f32_kernel() {
-    static const OnednnF32 kernel;
+    static const Unavailable kernel("onednn_f32");
+    return kernel;
+}
+
+const MatmulKernel &onednn_bf16_kernel() {
+    static const Unavailable kernel("onednn_bf16");
     return kernel;
 }
 

@@ -39,8 +39,9 @@ std::string ggml_name_for(const std::string &full_name) {
 
 } // namespace
 
-ModuleWeights::ModuleWeights(const WeightStore &store, std::string prefix, Backend &backend)
-    : store_(store), prefix_(std::move(prefix)), backend_(backend) {}
+ModuleWeights::ModuleWeights(const WeightStore &store, std::string prefix, Backend &backend,
+                             kernels::ProductPrecision coarsest)
+    : store_(store), prefix_(std::move(prefix)), backend_(backend), coarsest_(coarsest) {}
 
 ModuleWeights::~ModuleWeights() {
     for (ggml_backend_buffer_t buffer : buffers_) ggml_backend_buffer_free(buffer);
@@ -169,7 +170,7 @@ void ModuleWeights::upload_all() {
     std::map<ggml_backend_buffer_type_t, std::vector<Upload *>> by_buffer_type;
     std::map<const MappedFile *, std::vector<Upload *>> by_mapping;
     for (Upload &u : uploads_) {
-        if (u.matmul_only && backend_.is_cpu()) u.kernel = kernels::choose_matmul_kernel(u.tensor, selection);
+        if (u.matmul_only && backend_.is_cpu()) u.kernel = kernels::choose_matmul_kernel(u.tensor, selection, coarsest_);
         ggml_backend_buffer_type_t own = u.kernel ? u.kernel->buffer_type(u.tensor) : nullptr;
         if (own)
             by_buffer_type[own].push_back(&u);

@@ -47,8 +47,10 @@ enum class WeightUse {
 
 class ModuleWeights {
   public:
-    // prefix: the component's name prefix in the store ("ve.", "t3.", "s3gen.").
-    ModuleWeights(const WeightStore &store, std::string prefix, Backend &backend);
+    // prefix: the component's name prefix in the store ("ve.", "t3.", "s3gen."); coarsest: the
+    // coarsest arithmetic its products may use (kernels/matmul_kernel.h).
+    ModuleWeights(const WeightStore &store, std::string prefix, Backend &backend,
+                  kernels::ProductPrecision coarsest = kernels::ProductPrecision::f32);
     ~ModuleWeights();
     ModuleWeights(const ModuleWeights &) = delete;
     ModuleWeights &operator=(const ModuleWeights &) = delete;
@@ -107,6 +109,7 @@ class ModuleWeights {
     const WeightStore &store_;
     std::string prefix_;
     Backend &backend_;
+    const kernels::ProductPrecision coarsest_;
     std::vector<ggml_context *> contexts_; // tensor metadata; a new one when the last is full
     int context_free_slots_ = 0;
     std::vector<ggml_backend_buffer_t> buffers_;              // the default weight buffer, then any faster-layout ones

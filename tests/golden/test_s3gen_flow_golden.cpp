@@ -1,10 +1,12 @@
 // needs: synthetic-weights
 // The S3Gen flow on the main golden case, full-size synthetic weights: every flow_* stage against
 // the official implementation (speaker projection, encoder, mu, estimator at the first Euler step,
-// the full CFM result and the generated mel), fed the recorded inputs and noise, on the default path
-// (ggml f32 products; the estimator's default attention: blocked with oneDNN, else ggml's flash), an
-// estimator step on ggml's flash attention, and the oneDNN routes (the onednn_f32 matmul kernel, blocked
-// attention), within the same golden tolerances; then input validation and seeded determinism.
+// the full CFM result and the generated mel), fed the recorded inputs and noise, on the f32 path
+// (ggml f32 products, the bf16 product off; the estimator's default attention: blocked with oneDNN,
+// else ggml's flash), an estimator step on ggml's flash attention, and the oneDNN routes (the
+// onednn_f32 matmul kernel, blocked attention), within the same golden tolerances; the bf16 products
+// (the default where the CPU has AVX-512 BF16) within their own bound; then input validation and
+// seeded determinism.
 
 #include "core/backend.h"
 #include "core/error.h"
@@ -97,7 +99,7 @@ TEST_F(S3GenFlowGolden, FlashAttentionStepMatchesTheOfficialImplementation) {
 // (flow_mel: 1e-3 abs, index.json), not a looser bound.
 TEST_F(S3GenFlowGolden, OnednnRoutesMatchTheOfficialImplementation) {
     if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
-    BackendOptions options{"cpu", 2};
+    BackendOptions options = test_backend_options(2);
     options.kernels.enable = {"onednn_f32"};
     Backend onednn_backend(options);
     const FlowModel onednn_model(*store_, onednn_backend, FlowHParams::standard());
@@ -115,6 +117,24 @@ TEST_F(S3GenFlowGolden, OnednnRoutesMatchTheOfficialImplementation) {
     const int64_t prompt_frames = int64_t(reference_.prompt_mel.size()) / model_->hparams().mel_bins;
     expect_matches_golden(generated_part(full, model_->hparams().mel_bins, encoding.frames, prompt_frames).values,
                           "flow_mel");
+}
+
+// The default where the CPU multiplies bf16 natively: every product of the flow through the bf16
+// kernel, the generated mel within kFlowMelBf16Bound of the official one (the distance is printed).
+TEST_F(S3GenFlowGolden, Bf16ProductsStayWithinTheirBound) {
+    if (!kernels::onednn_bf16_kernel().runs_here())
+        GTEST_SKIP() << "onednn_bf16 cannot run here: " << kernels::onednn_bf16_kernel().why_not_here();
+    Backend bf16_backend(with_bf16_products(test_backend_options(2)));
+    const FlowModel bf16_model(*store_, bf16_backend, FlowHParams::standard());
+    EXPECT_EQ(bf16_model.matmul_kernel_counts().count("ggml_mul_mat"), 0u) << "every product in bf16";
+    FlowSession session(bf16_model, bf16_backend);
+    const FlowEncoding encoding = session.encode(tokens_, reference_);
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<float> full = session.solve(encoding, reference_, read_f32("flow_noise"));
+    std::printf("CFM, %d steps, bf16 products: %.2f s\n", model_->hparams().cfm_steps, seconds_since(start));
+    const int64_t prompt_frames = int64_t(reference_.prompt_mel.size()) / model_->hparams().mel_bins;
+    expect_close(generated_part(full, model_->hparams().mel_bins, encoding.frames, prompt_frames).values,
+                 read_f32("flow_mel"), "flow_mel (bf16 products)", abs_tolerance(kFlowMelBf16Bound));
 }
 
 TEST_F(S3GenFlowGolden, InvalidInputsGiveClearErrors) {

@@ -147,7 +147,7 @@ TEST_F(S3GenMeanFlowGolden, PlainAttentionMatchesTheOfficialImplementation) {
 
 TEST_F(S3GenMeanFlowGolden, OnednnRoutesMatchTheOfficialImplementation) {
     if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
-    BackendOptions options{"cpu", 2};
+    BackendOptions options = test_backend_options(2);
     options.kernels.enable = {"onednn_f32"};
     Backend onednn_backend(options);
     const FlowModel onednn_model(*store_, onednn_backend, model_->hparams());
@@ -155,6 +155,22 @@ TEST_F(S3GenMeanFlowGolden, OnednnRoutesMatchTheOfficialImplementation) {
     const auto start = std::chrono::steady_clock::now();
     expect_mel_matches(session);
     std::printf("encoder + CFM, oneDNN routes, blocked attention: %.2f s\n", seconds_since(start));
+}
+
+// The default where the CPU multiplies bf16 natively: the mean flow's products in bf16, its mel within
+// kFlowMelBf16Bound of the official one.
+TEST_F(S3GenMeanFlowGolden, Bf16ProductsStayWithinTheirBound) {
+    if (!kernels::onednn_bf16_kernel().runs_here())
+        GTEST_SKIP() << "onednn_bf16 cannot run here: " << kernels::onednn_bf16_kernel().why_not_here();
+    Backend bf16_backend(with_bf16_products(test_backend_options(2)));
+    const FlowModel bf16_model(*store_, bf16_backend, model_->hparams());
+    EXPECT_EQ(bf16_model.matmul_kernel_counts().count("ggml_mul_mat"), 0u) << "every product in bf16";
+    FlowSession session(bf16_model, bf16_backend);
+    const FlowEncoding encoding = session.encode(tokens_, reference_);
+    const std::vector<float> full = session.solve(encoding, reference_, noise_);
+    const int64_t mel = model_->hparams().mel_bins;
+    expect_close(generated_part(full, mel, encoding.frames, int64_t(reference_.prompt_mel.size()) / mel).values,
+                 read_f32("flow_mel"), "flow_mel (bf16 products)", abs_tolerance(kFlowMelBf16Bound));
 }
 
 TEST_F(S3GenMeanFlowGolden, SameSeedGivesIdenticalMel) {

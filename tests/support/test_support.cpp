@@ -95,6 +95,13 @@ BackendOptions test_backend_options(int threads) {
     BackendOptions options;
     options.device = test_device();
     options.threads = threads;
+    options.kernels.disable = {"onednn_bf16"};
+    return options;
+}
+
+BackendOptions with_bf16_products(BackendOptions options) {
+    auto &disabled = options.kernels.disable;
+    disabled.erase(std::remove(disabled.begin(), disabled.end(), "onednn_bf16"), disabled.end());
     return options;
 }
 

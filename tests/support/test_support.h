@@ -44,7 +44,11 @@ std::string test_device();
 // (f32 for up to 3, TF32 or f16 tensor cores for 4-16, cuBLAS beyond), so on it a batch and a request
 // alone round differently: the batched-against-alone tests take the GPU's measured tolerances there.
 bool testing_on_gpu();
-BackendOptions test_backend_options(int threads); // on test_device()
+// On test_device(), with f32 products only: the golden tolerances are for them, so the bf16 product
+// (kernels/onednn.h; on by default for the flow where the CPU has AVX-512 BF16) is off; tests of it
+// turn it back on (with_bf16_products) and hold it to its own bound.
+BackendOptions test_backend_options(int threads);
+BackendOptions with_bf16_products(BackendOptions options);
 // Why test_device() cannot be used here ("" when it can). Every test program linked with this support
 // library then skips all its tests with that reason (a gtest environment).
 std::string test_device_missing();

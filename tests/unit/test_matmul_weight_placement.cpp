@@ -3,13 +3,15 @@
 // wherever ggml can multiply it in that layout (decided by the same kernels::choose_matmul_kernel
 // that binds them); with the engine's q4_K kernels on (and AVX2 or AVX-512 VNNI), every whole-block q4_K
 // weight is multiplied by them instead and the rest as with ggml's repacking; with every matmul kernel
-// off, every weight stays plain and ggml_mul_mat multiplies it. The checkpoints are built in memory from the
+// off, every weight stays plain and ggml_mul_mat multiplies it; as shipped, where the CPU has AVX-512
+// BF16, the bf16 product takes every weight of the flow (which allows bf16) and none of T3's. The checkpoints are built in memory from the
 // official tensor list with fewer layers (and a narrower T3), typed by the converter's q4_k rule: q4_K, q8_0 where a
 // row is not whole q4_K blocks, f16 convolution kernels, f32 for the rest.
 
 #include "nn_harness.h"
 
 #include "kernels/ggml_repack.h"
+#include "kernels/onednn.h"
 #include "kernels/q4k.h"
 #include "models/chatterbox/convert.h"
 #include "models/chatterbox/s3gen/flow.h"
@@ -54,21 +56,23 @@ bool is_repacked(const ggml_tensor *t) {
     return t->buffer && std::string(ggml_backend_buft_name(ggml_backend_buffer_get_type(t->buffer))) == "CPU_REPACK";
 }
 
-enum class Layout { plain, ggml_repack, engine_q4k };
+// engine_q4k: the defaults without the bf16 product; defaults: every kernel as shipped.
+enum class Layout { plain, ggml_repack, engine_q4k, defaults };
 
 BackendOptions options_for(Layout layout) {
     BackendOptions options{"cpu", 1};
     for (const kernels::MatmulKernel *kernel : kernels::matmul_kernels()) {
-        const bool ggml = std::string(kernel->name()) == "ggml_repack";
-        if (layout == Layout::plain || (layout == Layout::ggml_repack && !ggml))
-            options.kernels.disable.push_back(kernel->name());
+        const std::string name = kernel->name();
+        if (layout == Layout::plain || (layout == Layout::ggml_repack && name != "ggml_repack") ||
+            (layout == Layout::engine_q4k && name == "onednn_bf16"))
+            options.kernels.disable.push_back(name);
     }
     return options;
 }
 
-bool is_q4k_kernel(const kernels::MatmulKernel *kernel) {
-    return kernel && std::string(kernel->name()).rfind("q4k_", 0) == 0;
-}
+bool engine_q4k_or_defaults(Layout layout) { return layout == Layout::engine_q4k || layout == Layout::defaults; }
+
+bool bf16_kernel_runs() { return kernels::onednn_bf16_kernel().runs_here(); }
 
 bool q4k_kernels_run() { return kernels::q4k_runs(kernels::Q4kIsa::avx2); }
 
@@ -106,18 +110,21 @@ struct GraphScratch {
 
 struct Placed {
     int repacked = 0; // in ggml's CPU_REPACK buffer
-    int engine = 0;   // multiplied by the engine's q4_K kernels
+    int engine = 0;   // multiplied by one of the engine's kernels
+    int bf16 = 0;     // of which by the bf16 product
 };
 
-// Checks every multiplied weight against what a backend with the same options decides for it.
-Placed expect_placement(const std::map<const ggml_tensor *, bool> &weights, Layout layout) {
+// Checks every multiplied weight against what a backend with the same options decides for it, for a
+// component whose products may be as coarse as `coarsest`.
+Placed expect_placement(const std::map<const ggml_tensor *, bool> &weights, Layout layout,
+                        kernels::ProductPrecision coarsest) {
     const KernelSelection selection = options_for(layout).kernels;
     Placed placed;
     int quantised = 0;
     for (const auto &[w, by_engine] : weights) {
         quantised += ggml_is_quantized(w->type);
-        const kernels::MatmulKernel *chosen = kernels::choose_matmul_kernel(w, selection);
-        const bool engine = is_q4k_kernel(chosen);
+        const kernels::MatmulKernel *chosen = kernels::choose_matmul_kernel(w, selection, coarsest);
+        const bool engine = chosen && chosen != &kernels::ggml_repack_kernel();
         const bool repackable = chosen == &kernels::ggml_repack_kernel();
         const std::string where = std::string(ggml_get_name(w)) + " " + ggml_type_name(w->type) + " in " +
                                   ggml_backend_buft_name(ggml_backend_buffer_get_type(w->buffer));
@@ -126,13 +133,17 @@ Placed expect_placement(const std::map<const ggml_tensor *, bool> &weights, Layo
         EXPECT_FALSE(engine && repackable) << where;
         placed.repacked += is_repacked(w);
         placed.engine += by_engine;
+        placed.bf16 += chosen == &kernels::onednn_bf16_kernel();
     }
     EXPECT_GT(quantised, 0) << "the checkpoint has quantised matrices";
     if (layout == Layout::plain) {
         EXPECT_EQ(placed.repacked + placed.engine, 0);
     }
-    if (layout != Layout::engine_q4k) {
+    if (!engine_q4k_or_defaults(layout)) {
         EXPECT_EQ(placed.engine, 0);
+    }
+    if (layout != Layout::defaults || coarsest == kernels::ProductPrecision::f32) {
+        EXPECT_EQ(placed.bf16, 0);
     }
     return placed;
 }
@@ -186,11 +197,11 @@ TEST_P(MatmulWeightPlacement, T3) {
     const auto weights = multiplied_weights(ctx, {logits, speaker, resampled});
     EXPECT_EQ(weights.size(), size_t(7 * hp.n_layers + 1 + 1 + 4)) << "layer matrices, head, speaker, perceiver";
 
-    expect_placement(weights, layout);
+    expect_placement(weights, layout, kernels::ProductPrecision::f32);
     // So that the checks above cannot hold vacuously: ggml repacks every layer's q4_K matrix wherever
     // it has AVX2 (not the head: 8194-like rows do not interleave by 8); the engine's kernels take
     // every one of them and the head wherever the CPU runs them (kernels::q4k_runs).
-    const bool engine = layout == Layout::engine_q4k && q4k_kernels_run();
+    const bool engine = engine_q4k_or_defaults(layout) && q4k_kernels_run();
     const bool repacking = !engine && layout != Layout::plain && Backend::cpu_has_feature("AVX2");
     int repacked_layer_matrices = 0, engine_layer_matrices = 0, layer_matrices = 0;
     for (const t3::LayerWeights &l : std::get<t3::LlamaBackbone>(model.backbone()).layers)
@@ -242,8 +253,10 @@ TEST_P(MatmulWeightPlacement, Flow) {
                           ggml_new_tensor_2d(ctx, GGML_TYPE_F32, hp.time_sinusoid_dim(), 1), nn::AttentionPath::flash);
     const auto weights = multiplied_weights(ctx, {mu, speaker, velocity});
 
-    const Placed placed = expect_placement(weights, layout);
-    if (layout == Layout::engine_q4k && q4k_kernels_run()) {
+    const Placed placed = expect_placement(weights, layout, kernels::ProductPrecision::bf16);
+    if (layout == Layout::defaults && bf16_kernel_runs()) {
+        EXPECT_EQ(placed.bf16, int(weights.size())) << "the bf16 product takes every float weight of the flow";
+    } else if (engine_q4k_or_defaults(layout) && q4k_kernels_run()) {
         EXPECT_GT(placed.engine, 0);
     } else if (layout != Layout::plain && Backend::cpu_has_feature("AVX2")) {
         EXPECT_GT(placed.repacked, 0);
@@ -256,13 +269,16 @@ std::string layout_name(const ::testing::TestParamInfo<Layout> &info) {
         return "plain";
     case Layout::ggml_repack:
         return "ggml_repack";
-    default:
+    case Layout::engine_q4k:
         return "engine_q4k";
+    default:
+        return "defaults";
     }
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, MatmulWeightPlacement,
-                         ::testing::Values(Layout::plain, Layout::ggml_repack, Layout::engine_q4k), layout_name);
+                         ::testing::Values(Layout::plain, Layout::ggml_repack, Layout::engine_q4k, Layout::defaults),
+                         layout_name);
 
 } // namespace
 } // namespace chatterbox

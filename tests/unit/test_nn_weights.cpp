@@ -116,7 +116,7 @@ TEST(NnWeights, OnlyMatmulOnlyWeightsAreRepacked) {
     w.load();
     auto buffer = [](const ggml_tensor *t) { return std::string(ggml_backend_buffer_name(t->buffer)); };
     const bool taken = buffer(only) == "CPU_REPACK" || kernels::packed_of(only) != nullptr;
-    EXPECT_EQ(taken, kernels::choose_matmul_kernel(only, h.backend().kernels()) != nullptr);
+    EXPECT_EQ(taken, kernels::choose_matmul_kernel(only, h.backend().kernels(), kernels::ProductPrecision::f32) != nullptr);
     EXPECT_EQ(w.matmul_kernel_counts().count("ggml_mul_mat"), size_t(0)) << "only the first is matmul-only";
     for (const ggml_tensor *plain : {also, first}) {
         EXPECT_NE(buffer(plain), "CPU_REPACK");

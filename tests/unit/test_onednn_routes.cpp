@@ -1,7 +1,8 @@
 // The oneDNN f32 matmul kernel (kernels/onednn.h): the custom op against a naive product (several
 // shapes, odd column counts, one and two threads, so that the per-thread slices differ), and every
 // module that multiplies through nn::matmul, its weights taken by the kernel, against the same module
-// on ggml's product.
+// on ggml's product. The bf16 kernel against a naive product of bf16-rounded operands for every
+// float weight type, and where it is chosen.
 
 #include "nn_harness.h"
 
@@ -13,6 +14,7 @@
 #include "modules/linear.h"
 #include "modules/matmul.h"
 
+#include <cstring>
 #include <map>
 #include <thread>
 
@@ -216,6 +218,77 @@ TEST(OnednnMatmul, TheSelectionIsCheckedAtLoad) {
         EXPECT_NO_THROW(kernels::check_kernel_selection(onednn));
     else
         EXPECT_THROW(kernels::check_kernel_selection(onednn), InvalidArgument);
+}
+
+// ---------------------------------------------------------------------------- the bf16 product
+
+// x rounded to the nearest bf16, ties to even (as the kernel rounds weights and activations).
+float bf16_rounded(float x) {
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000u;
+    std::memcpy(&x, &bits, sizeof bits);
+    return x;
+}
+
+// y = x · weightᵀ of a Linear whose weights are bound for bf16 products, with 1 or 2 threads.
+std::vector<float> bf16_linear(int threads, ggml_type type, int64_t k, int64_t m, int64_t columns,
+                               std::vector<float> *stored_weight = nullptr, std::vector<float> *input = nullptr) {
+    BackendOptions options{"cpu", threads};
+    options.adapt_threads = false;
+    NnHarness h(options);
+    const std::vector<float> stored = h.add("m.proj.weight", {m, k}, type);
+    ModuleWeights w(h.store(), "m.", h.backend(), kernels::ProductPrecision::bf16);
+    const nn::Linear linear(w, "proj", k, m, false);
+    w.load();
+    EXPECT_EQ(w.matmul_kernel_counts(), (std::map<std::string, int>{{"onednn_bf16", 1}})) << ggml_type_name(type);
+    const std::vector<float> x = h.input(size_t(k * columns));
+    if (stored_weight) *stored_weight = stored;
+    if (input) *input = x;
+    return h.run({columns, k}, x, [&](ggml_context *ctx, ggml_tensor *in) { return linear(ctx, in); });
+}
+
+// Every float type, odd column counts, against a naive product of the bf16-rounded operands summed
+// in double; one and two threads (different slices) give the same bits.
+TEST(OnednnBf16, MatchesTheProductOfRoundedOperandsForEveryType) {
+    if (!kernels::onednn_bf16_kernel().runs_here())
+        GTEST_SKIP() << "onednn_bf16 cannot run here: " << kernels::onednn_bf16_kernel().why_not_here();
+    for (const ggml_type type : {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K})
+        for (const int64_t columns : {int64_t(1), int64_t(7), int64_t(151)}) {
+            const int64_t k = 512, m = 40;
+            const std::string what = concat(ggml_type_name(type), ", ", columns, " column(s)");
+            std::vector<float> weight, x;
+            const std::vector<float> one = bf16_linear(1, type, k, m, columns, &weight, &x);
+            EXPECT_EQ(one, bf16_linear(2, type, k, m, columns)) << what << ": the slices changed the bits";
+            std::vector<double> expected(size_t(columns * m));
+            for (int64_t n = 0; n < columns; ++n)
+                for (int64_t i = 0; i < m; ++i) {
+                    double sum = 0;
+                    for (int64_t j = 0; j < k; ++j)
+                        sum += double(bf16_rounded(weight[size_t(i * k + j)])) * bf16_rounded(x[size_t(n * k + j)]);
+                    expected[size_t(n * m + i)] = sum;
+                }
+            test::expect_close(one, expected, 1e-4, what);
+        }
+}
+
+// The kernel takes weights only where the component allows bf16 products, and not when disabled.
+TEST(OnednnBf16, OnlyComponentsThatAllowBf16UseIt) {
+    if (!kernels::onednn_bf16_kernel().runs_here())
+        GTEST_SKIP() << "onednn_bf16 cannot run here: " << kernels::onednn_bf16_kernel().why_not_here();
+    for (const bool disabled : {false, true})
+        for (const kernels::ProductPrecision coarsest : {kernels::ProductPrecision::f32, kernels::ProductPrecision::bf16}) {
+            BackendOptions options{"cpu", 2};
+            if (disabled) options.kernels.disable = {"onednn_bf16"};
+            NnHarness h(options);
+            h.add("m.proj.weight", {8, 64});
+            ModuleWeights w(h.store(), "m.", h.backend(), coarsest);
+            const nn::Linear linear(w, "proj", 64, 8, false);
+            w.load();
+            const bool bf16 = !disabled && coarsest == kernels::ProductPrecision::bf16;
+            EXPECT_EQ(w.matmul_kernel_counts(),
+                      (std::map<std::string, int>{{bf16 ? "onednn_bf16" : "ggml_mul_mat", 1}}));
+        }
 }
 
 } // namespace

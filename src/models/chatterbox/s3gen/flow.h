@@ -25,6 +25,7 @@
 #include "modules/embedding.h"
 #include "modules/linear.h"
 
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -77,6 +78,8 @@ class FlowModel {
 
     const FlowHParams &hparams() const { return hp_; }
     size_t weight_bytes() const { return weights_.bytes(); }
+    // How many weights each matmul kernel took (ModuleWeights::matmul_kernel_counts).
+    std::map<std::string, int> matmul_kernel_counts() const { return weights_.matmul_kernel_counts(); }
 
     const nn::Embedding &token_embedding() const { return token_embedding_; }
     const nn::Linear &speaker_projection() const { return speaker_projection_; }
