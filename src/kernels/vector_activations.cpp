@@ -46,13 +46,13 @@ __m256 mish_lanes(__m256 x) {
 }
 
 // y[i] = f(x[i]) for i in [begin, end), a partial vector through a zero-padded one.
-template <__m256 (*F)(__m256)> void map(const float *x, float *y, int64_t begin, int64_t end) {
+template <class F> void map(const float *x, float *y, int64_t begin, int64_t end, F f) {
     int64_t i = begin;
-    for (; i + kLanes <= end; i += kLanes) _mm256_storeu_ps(y + i, F(_mm256_loadu_ps(x + i)));
+    for (; i + kLanes <= end; i += kLanes) _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i)));
     if (i == end) return;
     alignas(32) float lanes[kLanes] = {};
     std::memcpy(lanes, x + i, size_t(end - i) * sizeof(float));
-    _mm256_store_ps(lanes, F(_mm256_load_ps(lanes)));
+    _mm256_store_ps(lanes, f(_mm256_load_ps(lanes)));
     std::memcpy(y + i, lanes, size_t(end - i) * sizeof(float));
 }
 
@@ -60,7 +60,23 @@ template <__m256 (*F)(__m256)> void map(const float *x, float *y, int64_t begin,
 template <__m256 (*F)(__m256)> void map_op(ggml_tensor *dst, const ggml_tensor *x, int ith, int nth, void *) {
     const int64_t n = ggml_nelements(dst), vectors = (n + kLanes - 1) / kLanes;
     const int64_t begin = vectors * ith / nth * kLanes, end = vectors * (ith + 1) / nth * kLanes;
-    map<F>(static_cast<const float *>(x->data), static_cast<float *>(dst->data), begin, end < n ? end : n);
+    map(static_cast<const float *>(x->data), static_cast<float *>(dst->data), begin, end < n ? end : n, F);
+}
+
+// Each thread a contiguous range of rows (T values of one channel).
+void snake_op(ggml_tensor *dst, const ggml_tensor *x, const ggml_tensor *alpha, const ggml_tensor *inv_alpha, int ith,
+              int nth, void *) {
+    const int64_t length = x->ne[0], channels = x->ne[1], rows = ggml_nrows(x);
+    const auto *a = static_cast<const float *>(alpha->data);
+    const auto *inv = static_cast<const float *>(inv_alpha->data);
+    for (int64_t row = rows * ith / nth; row < rows * (ith + 1) / nth; ++row) {
+        const __m256 scale = _mm256_set1_ps(a[row % channels]), weight = _mm256_set1_ps(inv[row % channels]);
+        map(static_cast<const float *>(x->data) + row * length, static_cast<float *>(dst->data) + row * length, 0,
+            length, [&](__m256 v) {
+                const __m256 s = Sleef_sinf8_u10avx2(_mm256_mul_ps(v, scale));
+                return _mm256_fmadd_ps(_mm256_mul_ps(s, s), weight, v);
+            });
+    }
 }
 
 ggml_tensor *map_node(ggml_context *ctx, ggml_tensor *x, ggml_custom1_op_t op, const char *name) {
@@ -77,10 +93,17 @@ ggml_tensor *gelu_erf(ggml_context *ctx, ggml_tensor *x) {
     return map_node(ctx, x, map_op<gelu_erf_lanes>, "gelu_erf.avx2");
 }
 ggml_tensor *mish(ggml_context *ctx, ggml_tensor *x) { return map_node(ctx, x, map_op<mish_lanes>, "mish.avx2"); }
+ggml_tensor *snake(ggml_context *ctx, ggml_tensor *x, ggml_tensor *alpha, ggml_tensor *inv_alpha) {
+    if (x->type != GGML_TYPE_F32 || alpha->type != GGML_TYPE_F32 || inv_alpha->type != GGML_TYPE_F32) return nullptr;
+    if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
+    return ggml_set_name(ggml_map_custom3(ctx, x, alpha, inv_alpha, snake_op, GGML_N_TASKS_MAX, nullptr),
+                         "snake.avx2");
+}
 #else
 bool vector_activations_available() { return false; }
 ggml_tensor *gelu_erf(ggml_context *, ggml_tensor *) { return nullptr; }
 ggml_tensor *mish(ggml_context *, ggml_tensor *) { return nullptr; }
+ggml_tensor *snake(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *) { return nullptr; }
 #endif
 
 } // namespace chatterbox::kernels

@@ -26,4 +26,9 @@ ggml_tensor *gelu_erf(ggml_context *ctx, ggml_tensor *x);
 // as PyTorch's): what nn::mish builds from ggml ops.
 ggml_tensor *mish(ggml_context *ctx, ggml_tensor *x);
 
+// Snake with a per-channel alpha, in one pass: y = x + inv_alpha[c]·sin²(alpha[c]·x) for x f32 ggml
+// [T, C, B] (made contiguous if it is not), alpha and inv_alpha f32 [C]; SLEEF's 1-ulp sine. ggml's
+// five ops (mul, sin, sqr, mul, add) take the C library's scalar sinf and five passes over x.
+ggml_tensor *snake(ggml_context *ctx, ggml_tensor *x, ggml_tensor *alpha, ggml_tensor *inv_alpha);
+
 } // namespace chatterbox::kernels

@@ -17,6 +17,7 @@ struct Snake {
     ggml_tensor *alpha = nullptr;     // ggml [C]
     ggml_tensor *inv_alpha = nullptr; // ggml [C]: 1 / (alpha + 1e-9), folded at load
     int64_t channels = 0;
+    bool on_cpu = false; // the engine's one-pass vector kernel (kernels/vector_activations.h)
 
     Snake() = default;
     Snake(ModuleWeights &w, const std::string &prefix, int64_t channels);
