@@ -1,6 +1,7 @@
 #include "kernels/matmul_kernel.h"
 
 #include "core/error.h"
+#include "kernels/conv_kernel.h"
 #include "kernels/ggml_repack.h"
 #include "kernels/onednn.h"
 #include "kernels/q4k.h"
@@ -38,6 +39,7 @@ const MatmulKernel *find_matmul_kernel(const std::string &name) {
 std::string kernel_names() {
     std::string names;
     for (const MatmulKernel *kernel : matmul_kernels()) names += (names.empty() ? "" : ", ") + std::string(kernel->name());
+    for (const ConvKernel *kernel : conv_kernels()) names += ", " + std::string(kernel->name());
     return names;
 }
 
@@ -54,9 +56,11 @@ bool selected(const MatmulKernel &kernel, const KernelSelection &selection) {
 void check_kernel_selection(const KernelSelection &selection) {
     for (const auto *names : {&selection.enable, &selection.disable})
         for (const std::string &name : *names)
-            if (!find_matmul_kernel(name))
-                throw InvalidArgument(concat("unknown matmul kernel '", name, "' (known: ", kernel_names(), ")"));
+            if (!find_matmul_kernel(name) && !find_conv_kernel(name))
+                throw InvalidArgument(concat("unknown kernel '", name, "' (known: ", kernel_names(), ")"));
     for (const std::string &name : selection.enable) {
+        if (find_conv_kernel(name))
+            throw InvalidArgument(concat("convolution kernel '", name, "' is on wherever it runs; it can only be disabled"));
         const MatmulKernel &kernel = *find_matmul_kernel(name);
         if (!kernel.runs_here())
             throw InvalidArgument(concat("matmul kernel '", name, "' cannot run here: ", kernel.why_not_here()));
@@ -77,6 +81,14 @@ const MatmulKernel *choose_matmul_kernel(const ggml_tensor *weight, const Kernel
     return nullptr;
 }
 
+bool rounding_kernel_runs(const KernelSelection &selection, ProductPrecision coarsest) {
+    for (const MatmulKernel *kernel : matmul_kernels())
+        if (selected(*kernel, selection) && kernel->precision() > ProductPrecision::f32 &&
+            kernel->precision() <= coarsest && kernel->runs_here())
+            return true;
+    return false;
+}
+
 void attach_packed(ggml_tensor *weight, const PackedWeight *packed) {
     if (!weight->buffer || !ggml_backend_buffer_is_host(weight->buffer))
         fail("matmul kernels: ", ggml_get_name(weight), " is not in host memory; its packed copy cannot be attached");
@@ -95,6 +107,8 @@ const PackedWeight *packed_of(const ggml_tensor *weight) {
 
 double kernel_node_flops(const ggml_tensor *node) {
     for (const MatmulKernel *kernel : matmul_kernels())
+        if (const double flops = kernel->node_flops(node); flops > 0) return flops;
+    for (const ConvKernel *kernel : conv_kernels())
         if (const double flops = kernel->node_flops(node); flops > 0) return flops;
     return 0;
 }

@@ -74,8 +74,9 @@ class MatmulKernel {
 // Every registered kernel, in the order the binder asks them.
 const std::vector<const MatmulKernel *> &matmul_kernels();
 
-// Throws InvalidArgument for a name no kernel has, for enabling a kernel this CPU cannot run, and
-// for a q4_K rows-per-pass value out of range.
+// Throws InvalidArgument for a name no kernel has (matmul or convolution, kernels/conv_kernel.h), for
+// enabling a kernel this CPU cannot run or a convolution kernel (on wherever it runs), and for a q4_K
+// rows-per-pass value out of range.
 void check_kernel_selection(const KernelSelection &selection);
 
 // The first selected kernel that runs here, computes no coarser than `coarsest` and takes `weight`, or
@@ -83,12 +84,17 @@ void check_kernel_selection(const KernelSelection &selection);
 const MatmulKernel *choose_matmul_kernel(const ggml_tensor *weight, const KernelSelection &selection,
                                          ProductPrecision coarsest);
 
+// Whether a selected kernel that runs here rounds coarser than f32 but no coarser than `coarsest`
+// (a component that allows bf16 products has them wherever such a kernel runs).
+bool rounding_kernel_runs(const KernelSelection &selection, ProductPrecision coarsest);
+
 // Hangs `packed` (owned by the caller, living as long as the tensor) on `weight`.
 void attach_packed(ggml_tensor *weight, const PackedWeight *packed);
 // The PackedWeight of `weight`, or of the tensor it views when it covers all of it; else nullptr.
 const PackedWeight *packed_of(const ggml_tensor *weight);
 
-// The FLOPs of a product node made by any registered kernel (0 for other nodes).
+// The FLOPs of a product or convolution node made by any registered kernel (kernels/conv_kernel.h
+// too; 0 for other nodes).
 double kernel_node_flops(const ggml_tensor *node);
 
 } // namespace chatterbox::kernels

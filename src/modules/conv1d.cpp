@@ -22,13 +22,22 @@ Conv1d::Conv1d(ModuleWeights &w, const std::string &prefix, int64_t in_, int64_t
         o.pad_left = o.dilation * (kernel - 1);
     }
 
-    // Depthwise kernels are multiplied element-wise; the others as the matrix (out, in·kernel).
+    // Depthwise kernels are multiplied element-wise, the direct kernel reads the plain f32 kernel (in
+    // its stored form: (out, in, kernel) or flattened, the same bytes); the others are the matrix
+    // (out, in·kernel).
+    if (!depthwise() && o.stride == 1) direct = w.conv_kernel();
     const Shape shape = {out, depthwise() ? 1 : in, kernel};
-    const WeightUse use = depthwise() ? WeightUse::f32 : WeightUse::matmul;
-    if (o.weight_norm)
+    const WeightUse use = depthwise() || direct ? WeightUse::f32 : WeightUse::matmul;
+    const std::string name = prefix + ".weight";
+    if (o.weight_norm) {
         weight = weight_norm(w, prefix, shape, 0, use);
-    else
-        weight = depthwise() ? w.get(prefix + ".weight", shape, use) : w.get_matrix(prefix + ".weight", shape);
+    } else if (direct) {
+        const TensorView *stored = w.stored(name);
+        const Shape flattened{out, in * kernel};
+        weight = w.get(name, stored && stored->shape == flattened ? flattened : shape, use);
+    } else {
+        weight = depthwise() ? w.get(name, shape, use) : w.get_matrix(name, shape);
+    }
     if (o.bias) bias = w.get(prefix + ".bias", {out}, WeightUse::f32);
 }
 
@@ -51,6 +60,11 @@ ggml_tensor *Conv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
     const int64_t batch = x->ne[2];
 
     if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
+    if (direct) {
+        if (options.pad_left || options.pad_right)
+            x = ggml_pad_ext(ctx, x, options.pad_left, options.pad_right, 0, 0, 0, 0, 0, 0);
+        return direct->conv1d(ctx, x, ggml_reshape_3d(ctx, weight, kernel, in, out), bias, options.dilation);
+    }
     int pad = options.pad_left;
     if (options.pad_left != options.pad_right) {
         x = ggml_pad_ext(ctx, x, options.pad_left, options.pad_right, 0, 0, 0, 0, 0, 0);

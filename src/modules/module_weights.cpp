@@ -110,6 +110,11 @@ ggml_tensor *ModuleWeights::get(const std::string &name, const Shape &shape, Wei
     return t;
 }
 
+const kernels::ConvKernel *ModuleWeights::conv_kernel() const {
+    if (!backend_.is_cpu() || kernels::rounding_kernel_runs(backend_.kernels(), coarsest_)) return nullptr;
+    return kernels::choose_conv_kernel(backend_.kernels());
+}
+
 ggml_tensor *ModuleWeights::get_matrix(const std::string &name, const Shape &kernel_shape) {
     if (kernel_shape.size() < 2) fail("weight ", prefix_, name, ": a matrix needs a kernel shape of 2 or more dimensions");
     const Shape matrix{kernel_shape[0], shape_numel(kernel_shape) / kernel_shape[0]};

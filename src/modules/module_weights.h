@@ -21,6 +21,7 @@
 #include "core/huge_pages.h"
 #include "core/tensor.h"
 #include "core/weight_store.h"
+#include "kernels/conv_kernel.h"
 #include "kernels/matmul_kernel.h"
 
 #include <map>
@@ -85,6 +86,11 @@ class ModuleWeights {
     std::map<std::string, int> matmul_kernel_counts() const;
     // Whether the modules bound here compute on a CPU backend (where they may take CPU-only kernels).
     bool on_cpu() const { return backend_.is_cpu(); }
+    // The direct convolution kernel for the convolutions bound here (kernels/conv_kernel.h): on a CPU,
+    // the first that runs and the backend's selection leaves in, unless this component's products may
+    // round and a kernel that does runs here (bf16 products are faster than f32 direct ones); else
+    // nullptr (im2col + product).
+    const kernels::ConvKernel *conv_kernel() const;
 
   private:
     struct Upload {

@@ -1,8 +1,10 @@
-// Conv1d and ConvTranspose1d against naive double-precision loops.
+// Conv1d (on the direct kernel and as im2col + product) and ConvTranspose1d against naive
+// double-precision loops.
 
 #include "nn_harness.h"
 
 #include "core/error.h"
+#include "kernels/conv_kernel.h"
 #include "modules/conv1d.h"
 #include "modules/conv_transpose1d.h"
 
@@ -61,15 +63,23 @@ void check_conv(NnHarness &h, const ConvCase &c, const std::vector<float> &w_val
     test::expect_close(y, expected, tolerance, what);
 }
 
+// Each case on the CPU's direct convolution kernel where one runs (kernels/conv_kernel.h), and as
+// im2col and a product (every direct kernel disabled).
 void conv_case(const ConvCase &c, ggml_type type, double tolerance, const std::string &what, bool flattened = false) {
-    NnHarness h;
-    const int64_t in_per_group = c.options.groups > 1 ? 1 : c.in;
-    const float scale = 1.0f / std::sqrt(float(in_per_group * c.kernel));
-    const Shape shape = flattened ? Shape{c.out, in_per_group * c.kernel} : Shape{c.out, in_per_group, c.kernel};
-    const auto w_values = h.add("m.conv.weight", shape, type, -scale, scale);
-    std::vector<float> bias;
-    if (c.options.bias) bias = h.add("m.conv.bias", {c.out});
-    check_conv(h, c, w_values, bias, tolerance, what);
+    for (const bool direct : {true, false}) {
+        BackendOptions options{"cpu", 2};
+        if (!direct)
+            for (const kernels::ConvKernel *kernel : kernels::conv_kernels())
+                options.kernels.disable.push_back(kernel->name());
+        NnHarness h(options);
+        const int64_t in_per_group = c.options.groups > 1 ? 1 : c.in;
+        const float scale = 1.0f / std::sqrt(float(in_per_group * c.kernel));
+        const Shape shape = flattened ? Shape{c.out, in_per_group * c.kernel} : Shape{c.out, in_per_group, c.kernel};
+        const auto w_values = h.add("m.conv.weight", shape, type, -scale, scale);
+        std::vector<float> bias;
+        if (c.options.bias) bias = h.add("m.conv.bias", {c.out});
+        check_conv(h, c, w_values, bias, tolerance, what + (direct ? "" : ", im2col"));
+    }
 }
 
 TEST(NnConv1d, MatchesNaiveF32) {

@@ -1,0 +1,30 @@
+#pragma once
+// Internal to kernels/conv1d_direct.cpp: the register-blocked loops of each instruction set (each
+// built alone with its flags: conv1d_direct_avx512.cpp, conv1d_direct_avx2.cpp; called only on a CPU
+// that has it). They use nothing with external linkage but this header's plain struct, so no copy
+// of shared inline code compiled for AVX-512 can reach a caller on another CPU.
+
+#include <cstdint>
+
+namespace chatterbox::kernels::conv1d {
+
+// One output tile: rows [t_begin, t_end) of every output channel of batch item b.
+struct Problem {
+    const float *x;      // [B][C_in][t_in]
+    const float *kernel; // [C_out][C_in][K]
+    const float *bias;   // [C_out] or nullptr
+    float *y;            // [B][C_out][t_out]
+    int64_t t_in, t_out, in, out, taps, dilation;
+};
+
+// Outputs [t_begin, t_end) of batch item b, every channel; t_end - t_begin <= tile_samples().
+using TileFunction = void (*)(const Problem &p, int64_t b, int64_t t_begin, int64_t t_end);
+
+struct Isa {
+    int64_t tile_samples; // outputs of one tile (three vectors)
+    TileFunction tile;
+};
+const Isa &avx512_isa();
+const Isa &avx2_isa();
+
+} // namespace chatterbox::kernels::conv1d

@@ -1,0 +1,73 @@
+#pragma once
+// Internal to the conv1d_direct_<isa>.cpp files: the register-blocked tile loop over a vector type V
+// (one instruction set), included by each file under its own flags. Everything here has internal
+// linkage (an anonymous namespace, no library calls), so each file keeps its own copy.
+//
+// A block is `Rows` output channels × `Vectors` vectors of outputs, all in registers; for every
+// input channel i and tap k it loads the inputs x[t + dilation·k, i] once and multiplies them by one
+// broadcast kernel value per row. The last vector of a tile that ends inside one is masked (no load
+// or store past the tile's outputs).
+
+#include "kernels/conv1d_direct.h"
+
+namespace chatterbox::kernels::conv1d {
+namespace {
+
+template <class V, int Rows, int Vectors, bool Masked>
+void block(const Problem &p, int64_t b, int64_t o, int64_t t0, typename V::Mask tail) {
+    typename V::Reg acc[Rows][Vectors];
+    for (int r = 0; r < Rows; ++r)
+        for (int j = 0; j < Vectors; ++j) acc[r][j] = V::zero();
+    const float *x = p.x + b * p.in * p.t_in + t0;
+    const float *w = p.kernel + o * p.in * p.taps;
+    const int64_t row_stride = p.in * p.taps;
+    for (int64_t i = 0; i < p.in; ++i, x += p.t_in, w += p.taps) {
+        for (int64_t k = 0; k < p.taps; ++k) {
+            const float *xs = x + k * p.dilation;
+            typename V::Reg xv[Vectors];
+            for (int j = 0; j < Vectors; ++j)
+                xv[j] = Masked && j == Vectors - 1 ? V::load_masked(xs + j * V::kLanes, tail) : V::load(xs + j * V::kLanes);
+            for (int r = 0; r < Rows; ++r) {
+                const typename V::Reg wv = V::broadcast(w + r * row_stride + k);
+                for (int j = 0; j < Vectors; ++j) acc[r][j] = V::fma(wv, xv[j], acc[r][j]);
+            }
+        }
+    }
+    for (int r = 0; r < Rows; ++r) {
+        float *y = p.y + (b * p.out + o + r) * p.t_out + t0;
+        const typename V::Reg bias = p.bias ? V::broadcast(p.bias + o + r) : V::zero();
+        for (int j = 0; j < Vectors; ++j) {
+            const typename V::Reg v = p.bias ? V::add(acc[r][j], bias) : acc[r][j];
+            if (Masked && j == Vectors - 1)
+                V::store_masked(y + j * V::kLanes, v, tail);
+            else
+                V::store(y + j * V::kLanes, v);
+        }
+    }
+}
+
+// Every output channel of one tile: blocks of V::kRows channels, then single ones.
+template <class V, int Vectors, bool Masked>
+void channels(const Problem &p, int64_t b, int64_t t0, typename V::Mask tail) {
+    int64_t o = 0;
+    for (; o + V::kRows <= p.out; o += V::kRows) block<V, V::kRows, Vectors, Masked>(p, b, o, t0, tail);
+    for (; o < p.out; ++o) block<V, 1, Vectors, Masked>(p, b, o, t0, tail);
+}
+
+template <class V> void tile(const Problem &p, int64_t b, int64_t t_begin, int64_t t_end) {
+    const int64_t count = t_end - t_begin, vectors = (count + V::kLanes - 1) / V::kLanes;
+    const int64_t partial = count % V::kLanes;
+    const typename V::Mask tail = V::tail_mask(partial);
+    if (partial == 0) {
+        if (vectors == 3) channels<V, 3, false>(p, b, t_begin, tail);
+        if (vectors == 2) channels<V, 2, false>(p, b, t_begin, tail);
+        if (vectors == 1) channels<V, 1, false>(p, b, t_begin, tail);
+    } else {
+        if (vectors == 3) channels<V, 3, true>(p, b, t_begin, tail);
+        if (vectors == 2) channels<V, 2, true>(p, b, t_begin, tail);
+        if (vectors == 1) channels<V, 1, true>(p, b, t_begin, tail);
+    }
+}
+
+} // namespace
+} // namespace chatterbox::kernels::conv1d
