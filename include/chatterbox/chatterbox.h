@@ -165,6 +165,9 @@ typedef struct chatterbox_synthesis_params {
      * chatterbox_language_code ("fr", "ja", ...; any case). NULL or "" for the other variants, which take
      * none; otherwise CHATTERBOX_ERROR_INVALID_ARGUMENT with the supported codes in the message. */
     const char *language;
+    /* The flow solver's Euler steps, 0 .. 100; 0: the model's own (the official 10; Turbo's 2). Fewer is
+     * faster (the flow's cost is proportional) and further from the official output. */
+    int cfm_steps;
 } chatterbox_synthesis_params;
 
 /* The multilingual model's languages: code ("ar") and English name ("Arabic") of language `index`

@@ -140,6 +140,7 @@ constexpr CField kCFields[] = {
     {"split_text", nullptr, &P::split_text},
     {"ignore_eos", nullptr, &P::ignore_eos},
     {"speed", &P::speed, nullptr},
+    {"cfm_steps", nullptr, &P::cfm_steps},
     {"length_bound", nullptr, &P::length_bound},
     {"speech_per_text_token", &P::speech_per_text_token, nullptr},
     {"stop_guards", nullptr, &P::stop_guards},

@@ -3,7 +3,8 @@
 // threads give, per seed, exactly the audio of sequential runs; a session is cancelled from another
 // thread within one graph node and is usable afterwards; the engine-level calls stay safe when
 // called from several threads at once; `speed` stretches the streamed chunks and the returned audio
-// alike; an engine that batches T3 decode across its sessions gives the same audio. Runs on the tiny
+// alike; a request's cfm_steps changes its own flow only; an engine that batches T3 decode across
+// its sessions gives the same audio. Runs on the tiny
 // synthetic model, also under TSan and ASan.
 
 #include "chatterbox/chatterbox.h"
@@ -285,6 +286,34 @@ TEST_F(Sessions, SpeedStretchesTheChunksAndTheReturnedAudioAlike) {
     EXPECT_EQ(chunks, slow);
     // Streamed speech has the offline one's length (T3 does not depend on how audio is made).
     EXPECT_EQ(slow.size(), 2 * normal);
+}
+
+// A request's cfm_steps changes its own flow only: the model's count by number is the default
+// exactly, 4 steps give other audio of the same length (T3 is untouched), the next request on the
+// same session is back to the default, and an out-of-range count is refused by name.
+TEST_F(Sessions, CfmStepsChangeOnlyTheirOwnRequestsFlow) {
+    chatterbox_session *session = new_session();
+    const Request &r = kRequests[0];
+    const std::vector<float> normal = speak(session, r);
+    const auto speak_with_steps = [&](int steps, chatterbox_status expected) {
+        chatterbox_synthesis_params p = params_of(r);
+        p.cfm_steps = steps;
+        chatterbox_audio audio;
+        EXPECT_EQ(chatterbox_session_synthesize(session, r.text.c_str(), nullptr, &p, &audio), expected)
+            << chatterbox_last_error();
+        if (expected != CHATTERBOX_OK) return std::vector<float>{};
+        std::vector<float> out = samples_of(audio);
+        chatterbox_audio_free(&audio);
+        return out;
+    };
+    EXPECT_EQ(speak_with_steps(2, CHATTERBOX_OK), normal); // the tiny flow's own count
+    const std::vector<float> four = speak_with_steps(4, CHATTERBOX_OK);
+    EXPECT_EQ(four.size(), normal.size());
+    EXPECT_NE(four, normal);
+    EXPECT_EQ(speak(session, r), normal);
+    speak_with_steps(101, CHATTERBOX_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(test::contains(chatterbox_last_error(), "cfm_steps"));
+    chatterbox_session_free(session);
 }
 
 TEST_F(Sessions, BadSessionArguments) {

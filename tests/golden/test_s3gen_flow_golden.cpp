@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <utility>
 
 using namespace chatterbox;
 using namespace chatterbox::s3gen;
@@ -33,6 +34,12 @@ using namespace chatterbox::test;
 namespace {
 
 std::vector<float> read_f32(const std::string &name) { return read_npy(golden_path(name + ".npy")).f32(); }
+
+// How far flow_mel may be from the official 10-step one at fewer CFM steps (f32 products), each a
+// little above what FewerStepsStayWithinTheirMeasuredDistance measured.
+// (Measured 0.123, 0.186 and 0.154 on 2026-12-05: on these synthetic weights the distance does not
+// fall steadily with more steps; a trained velocity field is smoother.)
+constexpr std::pair<int, double> kFewerStepBounds[] = {{8, 0.15}, {6, 0.22}, {4, 0.19}};
 
 class S3GenFlowGolden : public test::GoldenComponent<FlowModel> {
   protected:
@@ -135,6 +142,25 @@ TEST_F(S3GenFlowGolden, Bf16ProductsStayWithinTheirBound) {
     const int64_t prompt_frames = int64_t(reference_.prompt_mel.size()) / model_->hparams().mel_bins;
     expect_close(generated_part(full, model_->hparams().mel_bins, encoding.frames, prompt_frames).values,
                  read_f32("flow_mel"), "flow_mel (bf16 products)", abs_tolerance(kFlowMelBf16Bound));
+}
+
+// --cfm-steps below the official 10 (f32 products): the generated mel moves away from the official
+// one, each count within the distance measured for it here and still far from the 10-step result
+// (bench/README.md "Fewer CFM steps" has the figures; the synthetic weights' velocity field is not a
+// trained one, so these bound this case, not the sound of a real voice).
+TEST_F(S3GenFlowGolden, FewerStepsStayWithinTheirMeasuredDistance) {
+    FlowSession session(*model_, *backend_);
+    const FlowEncoding encoding = session.encode(tokens_, reference_);
+    const std::vector<float> official = read_f32("flow_mel");
+    const int64_t prompt_frames = int64_t(reference_.prompt_mel.size()) / model_->hparams().mel_bins;
+    for (const auto &[steps, bound] : kFewerStepBounds) {
+        session.set_cfm_steps(steps);
+        const std::vector<float> full = session.solve(encoding, reference_, read_f32("flow_noise"));
+        const std::vector<float> mel =
+            generated_part(full, model_->hparams().mel_bins, encoding.frames, prompt_frames).values;
+        expect_close(mel, official, concat("flow_mel at ", steps, " CFM steps"), abs_tolerance(bound));
+        EXPECT_GT(compare(mel, official).max_abs, 0.05) << steps << " steps are not the official 10";
+    }
 }
 
 TEST_F(S3GenFlowGolden, InvalidInputsGiveClearErrors) {

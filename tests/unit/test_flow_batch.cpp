@@ -2,8 +2,9 @@
 // Flow batching (s3gen/flow_batch.h, EstimatorGraph over several requests) on the tiny English
 // (10 CFG steps, two rows a request) and Turbo (2 mean-flow steps, one row) flows: a batched
 // estimator run gives each request of a different length, at a different step, its velocity
-// alone; requests that join a running batch and leave it get the mel they get alone; a cancelled
-// request leaves at the next step, its caller gets Cancelled and the others go on unchanged.
+// alone; requests that join a running batch and leave it get the mel they get alone, whatever
+// their CFM step counts; a cancelled request leaves at the next step, its caller gets Cancelled and
+// the others go on unchanged.
 
 #include "core/backend.h"
 #include "core/error.h"
@@ -153,6 +154,50 @@ TEST_P(FlowBatch, RequestsJoiningAndLeavingARunningBatchGetTheirMelAlone) {
     EXPECT_EQ(stats.waiting, 0);
     EXPECT_EQ(stats.request_steps, uint64_t(3 * f.hp().cfm_steps));
     EXPECT_LT(stats.steps, stats.request_steps); // some steps ran two requests
+}
+
+// Each request solves with its own CFM step count (SynthesisParams::cfm_steps): alone, the model's
+// own count asked for by number is the default exactly, and in one batch requests of 3, the
+// model's and 5 steps each get their mel alone and take their own number of steps.
+TEST_P(FlowBatch, RequestsOfDifferentStepCountsShareABatch) {
+    TinyFlow &f = flow();
+    const int model_steps = f.hp().cfm_steps;
+    const std::vector<int> counts{3, 0, 5};
+    FlowSession session(f.model(), *f.backend);
+    EXPECT_THROW(session.set_cfm_steps(-1), Error);
+    EXPECT_THROW(session.set_cfm_steps(kMaxCfmSteps + 1), Error);
+    session.set_cfm_steps(model_steps);
+    EXPECT_EQ(session.solve(requests_[1].encoding, f.reference, requests_[1].noise), alone_[1]);
+    std::vector<std::vector<float>> alone;
+    for (size_t i = 0; i < requests_.size(); ++i) {
+        session.set_cfm_steps(counts[i]);
+        int steps_taken = 0;
+        alone.push_back(session.solve(requests_[i].encoding, f.reference, requests_[i].noise,
+                                      [&](int, const std::vector<float> &) { ++steps_taken; }));
+        EXPECT_EQ(steps_taken, cfm_steps(f.hp(), counts[i])) << "request " << i;
+    }
+    EXPECT_GT(max_difference(alone[0], alone_[0]), 1e-3f) << "3 steps are not the model's " << model_steps;
+
+    FlowBatchOptions options;
+    options.max_requests = 3;
+    FlowBatchScheduler batch(f.model(), test::test_backend_options(0), options);
+    std::vector<std::vector<float>> batched(requests_.size());
+    std::vector<std::thread> threads;
+    const auto solve = [&](size_t i, const CfmStepObserver &observer) {
+        batched[i] = batch.solve(requests_[i].encoding, requests_[i].prompt_condition, requests_[i].noise, nullptr,
+                                 observer, counts[i]);
+    };
+    solve(0, [&](int step, const std::vector<float> &) {
+        if (step != 0) return;
+        for (size_t i : {size_t(1), size_t(2)}) threads.emplace_back([&, i] { solve(i, {}); });
+        while (batch.counts().waiting < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    for (std::thread &t : threads) t.join();
+    for (size_t i = 0; i < requests_.size(); ++i)
+        EXPECT_LE(max_difference(batched[i], alone[i]), kTolerance) << "request " << i;
+    const BatchCounts stats = batch.counts();
+    EXPECT_EQ(stats.request_steps, uint64_t(3 + model_steps + 5));
+    EXPECT_LT(stats.steps, stats.request_steps); // the three shared steps
 }
 
 TEST_P(FlowBatch, ACancelledRequestLeavesAtTheNextStepAndTheOthersGoOn) {

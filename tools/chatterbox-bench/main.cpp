@@ -1,7 +1,7 @@
 // chatterbox-bench: per-stage timings on this machine, as a table and optionally JSON.
 //   chatterbox-bench t3 --weights DIR_OR_GGUF [--weights ...] [--threads N] [--tokens N] [--max-new-tokens N]
 //                       [--decode-bucket N] [--json FILE]
-//   chatterbox-bench s3gen --weights DIR_OR_GGUF [--weights ...] [--prompt-tokens N] [--tokens N] [--json FILE]
+//   chatterbox-bench s3gen --weights DIR_OR_GGUF [--weights ...] [--prompt-tokens N] [--tokens N] [--cfm-steps N ...] [--json FILE]
 //   chatterbox-bench pipeline --weights DIR_OR_GGUF [--weights ...] --voice REF.wav [--max-tokens N] [--ignore-eos]
 //                             [--no-split] [--json FILE]
 //   chatterbox-bench server --weights DIR_OR_GGUF [--clients N ...] [--requests N] [--max-tokens N] [--json FILE]
@@ -92,48 +92,53 @@ double probe_matmul(Backend &backend, int64_t columns, nlohmann::json &results) 
 void print_s3gen_row(const nlohmann::json &r, double best_matmul) {
     auto ms = [&](const char *key, const char *stat) { return r[key][stat].get<double>(); };
     const double rate = r["estimator_gflop_per_s"].get<double>();
-    std::printf("%-6s %-10s %-7s %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %7.0f %5.0f%%",
-                r["matrix_type"].get<std::string>().c_str(), r["f32_kernel"].get<std::string>().c_str(),
-                r["attention"].get<std::string>().c_str(), r["load_ms"].get<double>(), ms("encoder_ms", "min"),
+    std::printf("%-6s %-11s %-7s %5d %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %7.0f %5.0f%%",
+                r["matrix_type"].get<std::string>().c_str(), r["kernel"].get<std::string>().c_str(),
+                r["attention"].get<std::string>().c_str(), r["cfm_steps"].get<int>(), r["load_ms"].get<double>(),
+                ms("encoder_ms", "min"),
                 ms("encoder_ms", "median"), ms("cfm_step_ms", "min"), ms("cfm_step_ms", "median"), ms("cfm_ms", "min"),
                 ms("cfm_ms", "median"), ms("hift_ms", "min"), rate, 100.0 * rate / best_matmul);
     std::printf(" %8.0f %8.0f %8.0f", ms("encoder_cpu_ms", "min"), ms("cfm_cpu_ms", "min"), ms("hift_cpu_ms", "min"));
     if (r.contains("mel_max_diff"))
-        std::printf(" %9.2e %9.2e", r["mel_max_diff"].get<double>(), r["wave_max_diff"].get<double>());
+        std::printf(" %9.2e %9.2e %9.2e", r["mel_max_diff"].get<double>(), r["mel_rms_diff"].get<double>(),
+                    r["wave_max_diff"].get<double>());
     std::printf("  %s\n", r["weights"].get<std::string>().c_str());
 }
 
 void run_s3gen(Backend &backend, BackendOptions backend_options, const std::vector<std::string> &weights,
                const std::vector<std::string> &f32_kernels, const std::vector<nn::AttentionPath> &attentions,
-               bench::S3GenBenchOptions options, nlohmann::json &results) {
+               const std::vector<int> &cfm_steps, bench::S3GenBenchOptions options, nlohmann::json &results) {
     const int64_t frames = 2 * int64_t(options.prompt_tokens + options.generated_tokens);
     const double best_matmul = probe_matmul(backend, 2 * frames, results);
     std::printf("S3Gen on %s: %d prompt + %d generated tokens (%lld mel frames, %.1f s of audio), %d timed runs\n",
                 backend.description().c_str(), options.prompt_tokens, options.generated_tokens, (long long)frames,
                 options.generated_tokens / 25.0, options.repeats);
-    std::printf("%-6s %-10s %-7s %8s %8s %8s %8s %8s %8s %8s %8s %7s %6s %8s %8s %8s %9s %9s\n", "matrix", "f32_kernel",
-                "attn", "load_ms", "enc_min", "enc_med", "step_min", "step_med", "cfm_min", "cfm_med", "hift_min",
-                "GFLOP/s", "of_mm", "enc_cpu", "cfm_cpu", "hift_cpu", "mel_diff", "wave_diff");
+    std::printf("%-6s %-11s %-7s %5s %8s %8s %8s %8s %8s %8s %8s %8s %7s %6s %8s %8s %8s %9s %9s %9s\n", "matrix",
+                "flow_kernel", "attn", "steps", "load_ms", "enc_min", "enc_med", "step_min", "step_med", "cfm_min",
+                "cfm_med", "hift_min", "GFLOP/s", "of_mm", "enc_cpu", "cfm_cpu", "hift_cpu", "mel_diff", "mel_rms",
+                "wave_diff");
     bench::S3GenOutputs reference;
     bool first_row = true;
     // One row per combination; each loads its own engine, so the f32 kernel is that engine's backend option.
     const KernelSelection selection = backend_options.kernels;
     for (const std::string &w : weights)
         for (const std::string &f32_kernel : f32_kernels)
-            for (nn::AttentionPath attention : attentions) {
-                options.weights = w;
-                options.attention = attention;
-                backend_options.kernels = selection;
-                if (f32_kernel != "ggml") backend_options.kernels.enable.push_back(f32_kernel);
-                bench::S3GenOutputs outputs;
-                nlohmann::json row =
-                    bench::run_s3gen_bench(backend_options, options, first_row ? nullptr : &reference, outputs);
-                row["of_best_matmul"] = row["estimator_gflop_per_s"].get<double>() / best_matmul;
-                print_s3gen_row(row, best_matmul);
-                results["s3gen"].push_back(row);
-                if (first_row) reference = std::move(outputs);
-                first_row = false;
-            }
+            for (nn::AttentionPath attention : attentions)
+                for (int steps : cfm_steps) {
+                    options.weights = w;
+                    options.attention = attention;
+                    options.cfm_steps = steps;
+                    backend_options.kernels = selection;
+                    if (f32_kernel != "ggml") backend_options.kernels.enable.push_back(f32_kernel);
+                    bench::S3GenOutputs outputs;
+                    nlohmann::json row =
+                        bench::run_s3gen_bench(backend_options, options, first_row ? nullptr : &reference, outputs);
+                    row["of_best_matmul"] = row["estimator_gflop_per_s"].get<double>() / best_matmul;
+                    print_s3gen_row(row, best_matmul);
+                    results["s3gen"].push_back(row);
+                    if (first_row) reference = std::move(outputs);
+                    first_row = false;
+                }
     const nlohmann::json &first = results["s3gen"][0];
     std::printf("estimator FLOPs per step: %.1f G (matmul %.1f G + attention %.1f G); per second of audio: "
                 "encoder, step, CFM, HiFT = min_ms / %.1f s\n",
@@ -150,9 +155,10 @@ void run_pipeline(Backend &backend, const BackendOptions &backend_options, const
         options.bandwidth_gb_per_s = peak.read_bandwidth_gb.all_threads;
         options.f32_peak_gflop_per_s = peak.f32_fma_gflop.all_threads;
     }
-    std::printf("pipeline, %d threads: \"%s\", voice %.0f s, max_new_tokens %d%s%s\n", backend.threads(),
+    std::printf("pipeline, %d threads: \"%s\", voice %.0f s, max_new_tokens %d%s%s%s\n", backend.threads(),
                 options.text.c_str(), options.voice_seconds, options.max_new_tokens,
-                options.ignore_eos ? ", EOS ignored" : "", options.split_text ? "" : ", text not split");
+                options.ignore_eos ? ", EOS ignored" : "", options.split_text ? "" : ", text not split",
+                options.cfm_steps ? concat(", ", options.cfm_steps, " CFM steps").c_str() : "");
     std::printf("%-40s %8s %8s %8s %8s %8s %8s %6s %6s %5s %8s %8s %6s %7s %6s %8s %8s %8s\n", "weights", "load_ms",
                 "voice_ms", "t3_ms", "s3gen_ms", "hift_ms", "total_ms", "tokens", "steps", "eos", "t3_step", "t3_bound",
                 "ratio", "audio_s", "RTF", "ttfa_ms", "strm_ms", "peak_MiB");
@@ -350,6 +356,13 @@ int main(int argc, char **argv) {
     s3gen->add_option("--f32-kernel", f32_kernels, "f32 weight products: ggml, onednn_f32 (repeat to compare)")
         ->check(CLI::IsMember({"ggml", "onednn_f32"}))
         ->capture_default_str();
+    std::vector<int> cfm_steps{0};
+    s3gen
+        ->add_option("--cfm-steps", cfm_steps,
+                     "CFM Euler steps, 0: the model's own (repeat to compare: later rows' mel distance is from the "
+                     "first's)")
+        ->check(CLI::Range(0, s3gen::kMaxCfmSteps))
+        ->capture_default_str();
 
     CLI::App *pipeline = app.add_subcommand(
         "pipeline", "whole text-to-speech: per-stage times, real-time factor, time to first audio, peak RSS");
@@ -373,6 +386,9 @@ int main(int argc, char **argv) {
                        "T3 makes exactly --max-tokens tokens; the step it would have ended at is still reported");
     bool no_split = false;
     pipeline->add_flag("--no-split", no_split, "say the text in one T3 pass, even with several sentences");
+    pipeline->add_option("--cfm-steps", pipeline_options.cfm_steps, "the flow's Euler steps (0: the model's own)")
+        ->check(CLI::Range(0, s3gen::kMaxCfmSteps))
+        ->capture_default_str();
     pipeline->add_flag("--no-bandwidth", no_bandwidth,
                        "skip the machine probes (peak rates, bandwidth): no T3 bound, no share of peak");
     pipeline->add_option("--seed", pipeline_options.seed, "sampling and noise seed")->capture_default_str();
@@ -488,7 +504,8 @@ int main(int argc, char **argv) {
         nlohmann::json results{{"backend", backend.description()}};
         if (*t3) run_t3(backend, backend_options, t3_weights, t3_options, !no_bandwidth, results);
         if (*s3gen)
-            run_s3gen(backend, backend_options, s3gen_weights, f32_kernels, attentions, s3gen_options, results);
+            run_s3gen(backend, backend_options, s3gen_weights, f32_kernels, attentions, cfm_steps, s3gen_options,
+                      results);
         if (*pipeline)
             run_pipeline(backend, backend_options, pipeline_weights, pipeline_options, !no_bandwidth, results);
         if (*server) run_server(backend_options, server_options, results);

@@ -82,6 +82,7 @@ nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineB
     synthesis.params.sampling.max_new_tokens = options.max_new_tokens;
     synthesis.params.sampling.ignore_eos = options.ignore_eos;
     synthesis.params.split_text = options.split_text;
+    synthesis.params.cfm_steps = options.cfm_steps;
     if (engine.text().has_languages()) synthesis.params.language = options.language;
     StageClock stages;
     synthesis.on_progress = [&](const char *stage, float fraction) {
@@ -97,6 +98,8 @@ nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineB
                        {"text", options.text},
                        {"voice_seconds", options.voice_seconds},
                        {"max_new_tokens", options.max_new_tokens},
+                       {"cfm_steps", s3gen::cfm_steps(engine.flow().hparams(), options.cfm_steps)},
+                       {"flow_kernels", engine.flow().matmul_kernel_counts()},
                        {"load_ms", load_ms},
                        {"voice_ms", voice_ms},
                        {"t3_ms", stages.ms["t3"]},

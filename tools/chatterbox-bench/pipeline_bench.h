@@ -21,6 +21,7 @@ struct PipelineBenchOptions {
     int max_new_tokens = 250; // synthetic weights rarely sample EOS: this fixes the length (10 s at most)
     bool ignore_eos = false;  // T3 runs exactly max_new_tokens steps, whatever it samples
     bool split_text = true;   // false: the text is one T3 pass even when it has several sentences
+    int cfm_steps = 0;        // the flow's Euler steps (0: the model's own)
     uint64_t seed = 42;
     std::string language = "en"; // the text's language, for a model that takes one (multilingual)
     bool stream = true;          // also run once streaming, for the time to first audio

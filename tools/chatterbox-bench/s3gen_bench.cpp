@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 
 namespace chatterbox::bench {
@@ -43,10 +44,11 @@ EstimatorFlops count_estimator_flops(const s3gen::Estimator &estimator, const s3
     return flops;
 }
 
-// The f32 weight products' kernel a row ran with: "onednn_f32" where enabled, else ggml's.
-std::string f32_kernel_name(const KernelSelection &selection) {
-    const bool onednn = std::find(selection.enable.begin(), selection.enable.end(), "onednn_f32") != selection.enable.end();
-    return onednn ? "onednn_f32" : "ggml";
+// The kernel that took most of the flow's weights: the one its run is named by.
+std::string main_kernel(const std::map<std::string, int> &weights_per_kernel) {
+    const auto most = std::max_element(weights_per_kernel.begin(), weights_per_kernel.end(),
+                                       [](const auto &a, const auto &b) { return a.second < b.second; });
+    return most == weights_per_kernel.end() ? "none" : most->first;
 }
 
 // Inputs with the shapes of a real request (a 10 s voice prompt by default). Their values do not
@@ -82,6 +84,12 @@ double max_abs_diff(const std::vector<float> &a, const std::vector<float> &b) {
     return worst;
 }
 
+double rms_diff(const std::vector<float> &a, const std::vector<float> &b) {
+    double sum = 0;
+    for (size_t i = 0; i < a.size(); ++i) sum += double(a[i] - b[i]) * double(a[i] - b[i]);
+    return a.empty() ? 0.0 : std::sqrt(sum / double(a.size()));
+}
+
 double max_magnitude(const std::vector<float> &a) {
     double m = 0;
     for (float v : a) m = std::max(m, double(std::fabs(v)));
@@ -106,6 +114,7 @@ nlohmann::json run_s3gen_bench(const BackendOptions &backend, const S3GenBenchOp
     session_options.flow_attention = options.attention;
     Session engine_session(engine, session_options);
     s3gen::FlowSession &session = engine_session.flow();
+    session.set_cfm_steps(options.cfm_steps);
     hift::Vocoder &vocoder = engine_session.vocoder();
 
     const Request request = make_request(options, hp);
@@ -152,7 +161,9 @@ nlohmann::json run_s3gen_bench(const BackendOptions &backend, const S3GenBenchOp
                        {"matrix_type", ggml_type_name(matrix_type)},
                        {"backend", engine_session.backend().description()},
                        {"attention", nn::attention_path_name(options.attention)},
-                       {"f32_kernel", f32_kernel_name(backend.kernels)},
+                       {"kernel", main_kernel(flow.matmul_kernel_counts())},
+                       {"flow_kernels", flow.matmul_kernel_counts()},
+                       {"cfm_steps", s3gen::cfm_steps(hp, options.cfm_steps)},
                        {"prompt_tokens", options.prompt_tokens},
                        {"generated_tokens", options.generated_tokens},
                        {"mel_frames", frames},
@@ -173,6 +184,7 @@ nlohmann::json run_s3gen_bench(const BackendOptions &backend, const S3GenBenchOp
                        {"estimator_gflop_per_s", (flops.matmul + flops.attention) / (best_step_ms * 1e6)}};
     if (reference) {
         out["mel_max_diff"] = max_abs_diff(outputs.mel, reference->mel);
+        out["mel_rms_diff"] = rms_diff(outputs.mel, reference->mel);
         out["mel_max_magnitude"] = max_magnitude(reference->mel);
         out["wave_max_diff"] = max_abs_diff(outputs.wave, reference->wave);
         out["wave_max_magnitude"] = max_magnitude(reference->wave);

@@ -22,6 +22,7 @@ struct S3GenBenchOptions {
     int repeats = 2;            // timed runs; the first also builds the graphs
     uint64_t seed = 42;         // inputs, CFM noise and HiFT source noise
     nn::AttentionPath attention = s3gen::default_estimator_attention();
+    int cfm_steps = 0; // Euler steps (0: the model's own)
 };
 
 // What a run produced, for comparing weight types against each other.
@@ -32,8 +33,9 @@ struct S3GenOutputs {
 
 // Runs the benchmark and returns its results as JSON (times in milliseconds): "encoder_ms",
 // "cfm_step_ms", "cfm_ms", "hift_ms" as {min, median}, each also per second of audio, the
-// estimator FLOPs and GFLOP/s. When `reference` holds outputs, adds the largest absolute
-// differences from them ("mel_max_diff", "wave_max_diff"); `outputs` receives this run's.
+// estimator FLOPs and GFLOP/s, the flow's products' kernels ("flow_kernels": weights per kernel).
+// When `reference` holds outputs, adds the largest absolute and the RMS differences from them
+// ("mel_max_diff", "mel_rms_diff", "wave_max_diff"); `outputs` receives this run's.
 nlohmann::json run_s3gen_bench(const BackendOptions &backend, const S3GenBenchOptions &options,
                                const S3GenOutputs *reference, S3GenOutputs &outputs);
 

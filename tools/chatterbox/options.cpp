@@ -6,8 +6,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iostream>
 #include <sstream>
+#include <string_view>
 #include <unistd.h>
 
 namespace cli {
@@ -43,26 +45,33 @@ CLI::Validator in_range(const Range range) {
         range.text());
 }
 
-// Every synthesis parameter of the engine's table (chatterbox_synthesis_param_info): a ranged one
-// as an option with its range, meaning and default, an on/off one as a flag that turns its default
+// One synthesis parameter of the engine's table (chatterbox_synthesis_param_info): a ranged one as
+// an option with its range, meaning and default, an on/off one as a flag that turns its default
 // around; a given value goes into params through the C API's setter.
-void add_parameter_table(CLI::App &app, chatterbox_synthesis_params &params) {
+void add_parameter(CLI::App &app, chatterbox_synthesis_params &params, const chatterbox_param_info &info) {
+    const std::string name = info.name;
+    const auto set = [&params, name](const double &value) {
+        if (chatterbox_synthesis_params_set(&params, name.c_str(), value) != CHATTERBOX_OK)
+            throw UsageError(chatterbox_last_error());
+    };
+    if (info.is_flag) {
+        const double turned = info.default_value != 0 ? 0 : 1;
+        app.add_flag_callback(
+            concat("--", info.option), [set, turned] { set(turned); }, info.meaning);
+        return;
+    }
+    app.add_option_function<double>(concat("--", info.option), set, info.meaning)
+        ->check(in_range({info.min, info.max, info.min_excluded != 0, info.integer != 0}))
+        ->default_str(concat(info.default_value));
+}
+
+// Every parameter of the table, or only those named in `only`.
+void add_parameter_table(CLI::App &app, chatterbox_synthesis_params &params,
+                         std::initializer_list<std::string_view> only = {}) {
     for (size_t i = 0; i < chatterbox_synthesis_param_count(); ++i) {
         const chatterbox_param_info &info = *chatterbox_synthesis_param_info(i);
-        const std::string name = info.name;
-        const auto set = [&params, name](const double &value) {
-            if (chatterbox_synthesis_params_set(&params, name.c_str(), value) != CHATTERBOX_OK)
-                throw UsageError(chatterbox_last_error());
-        };
-        if (info.is_flag) {
-            const double turned = info.default_value != 0 ? 0 : 1;
-            app.add_flag_callback(
-                concat("--", info.option), [set, turned] { set(turned); }, info.meaning);
-            continue;
-        }
-        app.add_option_function<double>(concat("--", info.option), set, info.meaning)
-            ->check(in_range({info.min, info.max, info.min_excluded != 0, info.integer != 0}))
-            ->default_str(concat(info.default_value));
+        if (only.size() == 0 || std::find(only.begin(), only.end(), info.name) != only.end())
+            add_parameter(app, params, info);
     }
 }
 
@@ -181,6 +190,7 @@ void add_conversion_options(CLI::App &app, ConversionOptions &options) {
                    "voice)");
     add_output_options(app, options.output);
     add_engine_options(app, options.engine);
+    add_parameter_table(app, options.params, {"cfm_steps"}); // the flow is the conversion's own stage
     add_seed_option(app, options.params);
 }
 

@@ -204,8 +204,9 @@ hift::Vocoder &Session::vocoder() {
     return *vocoder_;
 }
 
-VocodingStages Session::vocoding() {
+VocodingStages Session::vocoding(const SynthesisParams &params) {
     const s3gen::FlowHParams &flow_hp = engine_.flow().hparams();
+    flow_->set_cfm_steps(params.cfm_steps);
     const hift::HiftHParams &hift_hp = vocoder().hparams();
     StageGeometry geometry;
     geometry.mel_bins = size_t(flow_hp.mel_bins);
@@ -249,7 +250,7 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
     const TextFrontEnd &front_end = engine_.text();
     const std::vector<text::TextPiece> pieces = check_synthesis(engine_, text, options);
     check_voice_fits(voice, engine_.files().hparams().variant);
-    const VocodingStages stages = vocoding();
+    const VocodingStages stages = vocoding(options.params);
 
     CancelScope cancel_scope(cancel_, options.cancel);
     Request request(options, cancel_, engine_.sample_rate());
@@ -324,7 +325,7 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
 SynthesisResult Session::convert(const audio::Audio &source, const Voice &target, const SynthesisOptions &options) {
     options.validate();
     check_voice_fits(target, engine_.files().hparams().variant);
-    const VocodingStages stages = vocoding();
+    const VocodingStages stages = vocoding(options.params);
     CancelScope cancel_scope(cancel_, options.cancel);
     Request request(options, cancel_, engine_.sample_rate());
     request.progress("s3tokenizer", 0.0f);

@@ -118,7 +118,8 @@ class Session {
     class Request;
     class FlowAdapter;
     class VocoderAdapter;
-    VocodingStages vocoding();
+    // The flow and vocoder stages of one request (the flow set to its CFM steps).
+    VocodingStages vocoding(const SynthesisParams &params);
 
     const Engine &engine_;
     Backend backend_;

@@ -1,6 +1,7 @@
 #include "models/chatterbox/synthesis_params.h"
 
 #include "core/error.h"
+#include "models/chatterbox/s3gen/flow_hparams.h"
 
 #include <cmath>
 
@@ -36,6 +37,9 @@ const std::vector<SynthesisParameter> &synthesis_parameters() {
          1, false, true, nullptr, nullptr, [](P &p) { return &p.sampling.ignore_eos; }},
         {"speed", "speed", "speaking rate: the audio time-stretched, pitch kept (SoundTouch); 1 leaves it untouched",
          0.25, 4, false, false, [](P &p) { return &p.speed; }, nullptr},
+        {"cfm_steps", "cfm-steps",
+         "flow solver steps, 0: the model's own (10; Turbo 2); fewer is faster and further from the official sound",
+         0, s3gen::kMaxCfmSteps, false, true, nullptr, [](P &p) { return &p.cfm_steps; }},
         // Speech guards (t3/speech_guards.h).
         {"length_bound", "no-length-bound",
          "1: cap each piece's speech tokens from its text (a floor + speech_per_text_token per text token); 0 "

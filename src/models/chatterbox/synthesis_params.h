@@ -27,6 +27,9 @@ struct SynthesisParams {
     // Speaking rate: the finished audio is time-stretched with its pitch kept (audio/time_stretch.h);
     // 1 leaves it untouched.
     float speed = 1.0f;
+    // The flow solver's Euler steps; 0 takes the model's own (the official 10; Turbo's mean flow 2).
+    // Fewer is cheaper and further from the official output (bench/README.md "Fewer CFM steps").
+    int cfm_steps = 0;
     // The language of the text: the multilingual model's code ("fr"; text/languages.h), required
     // there; the other variants take none (""). Like the seed, outside the numeric table.
     std::string language;

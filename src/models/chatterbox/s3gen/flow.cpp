@@ -145,6 +145,11 @@ EstimatorGraph &FlowSession::estimator_graph(int64_t frames) {
     return *estimator_graph_;
 }
 
+void FlowSession::set_cfm_steps(int steps) {
+    s3gen::cfm_steps(model_.hparams(), steps); // the range check
+    cfm_steps_ = steps;
+}
+
 std::vector<float> FlowSession::solve(const FlowEncoding &encoding, const FlowReference &reference,
                                       std::vector<float> noise, const CfmStepObserver &observer) {
     const FlowHParams &hp = model_.hparams();
@@ -154,10 +159,10 @@ std::vector<float> FlowSession::solve(const FlowEncoding &encoding, const FlowRe
     check_finite(noise, "the initial noise");
     if (batch_)
         return batch_->solve(encoding, prompt_condition(reference, encoding.frames), std::move(noise), batch_cancel_,
-                             observer);
+                             observer, cfm_steps_);
     EstimatorGraph &graph = estimator_graph(encoding.frames);
     graph.set_conditioning(encoding.mu, encoding.speaker, prompt_condition(reference, encoding.frames));
-    return solve_euler(graph, std::move(noise), hp, observer);
+    return solve_euler(graph, std::move(noise), hp, cfm_time_grid(hp, cfm_steps_), observer);
 }
 
 Mel FlowSession::generate(const std::vector<int32_t> &tokens, const FlowReference &reference,

@@ -25,8 +25,8 @@
 #include "modules/embedding.h"
 #include "modules/linear.h"
 
-#include <map>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -121,6 +121,11 @@ class FlowSession {
         batch_cancel_ = cancel;
     }
 
+    // Euler steps of solve() from now on: cfm_steps(hp, steps) (0, the default: the model's own).
+    // Throws Error outside [0, kMaxCfmSteps].
+    void set_cfm_steps(int steps);
+    int cfm_steps() const { return cfm_steps_; }
+
     // The full CFM result (80, frames) from the initial noise (80, frames), prompt region included.
     // In a batch the observer runs on the batch's thread.
     std::vector<float> solve(const FlowEncoding &encoding, const FlowReference &reference, std::vector<float> noise,
@@ -138,6 +143,7 @@ class FlowSession {
     std::unique_ptr<EstimatorGraph> estimator_graph_; // the last length used
     FlowBatchScheduler *batch_ = nullptr;
     const CancelFlag *batch_cancel_ = nullptr;
+    int cfm_steps_ = 0; // requested; 0: the model's own
 };
 
 } // namespace chatterbox::s3gen

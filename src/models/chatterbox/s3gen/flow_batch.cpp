@@ -6,22 +6,26 @@ namespace chatterbox::s3gen {
 
 struct FlowBatchRequest : BatchRequestEnd {
     FlowBatchRequest(const FlowEncoding &e, const std::vector<float> &prompt, const CancelFlag *c,
-                     const CfmStepObserver &o, std::vector<float> noise)
-        : encoding(e), prompt_condition(prompt), cancel(c), observer(o), x(std::move(noise)) {}
+                     const CfmStepObserver &o, std::vector<float> noise, std::vector<float> time_grid)
+        : encoding(e), prompt_condition(prompt), cancel(c), observer(o), x(std::move(noise)),
+          grid(std::move(time_grid)) {}
     uint64_t id = 0; // unique: a later request may live at the same address
     const FlowEncoding &encoding;
     const std::vector<float> &prompt_condition;
     const CancelFlag *cancel;
     const CfmStepObserver &observer;
-    std::vector<float> x; // the sample, (80, frames)
-    int step = 0;         // Euler steps taken
+    std::vector<float> x;    // the sample, (80, frames)
+    std::vector<float> grid; // its solver's time grid: one step per interval
+    int step = 0;            // Euler steps taken
+
+    bool solved() const { return size_t(step) + 1 >= grid.size(); }
 
     bool cancelled() const { return cancel && cancel->requested(); }
 };
 
 FlowBatchScheduler::FlowBatchScheduler(const FlowModel &model, const BackendOptions &backend,
                                        const FlowBatchOptions &options)
-    : model_(model), options_(options), backend_(backend), grid_(cfm_time_grid(model.hparams())) {
+    : model_(model), options_(options), backend_(backend) {
     if (options.max_requests < 1) fail("flow batch: max_requests is ", options.max_requests, ", expected >= 1");
     start();
 }
@@ -30,12 +34,13 @@ FlowBatchScheduler::~FlowBatchScheduler() { stop(); }
 
 std::vector<float> FlowBatchScheduler::solve(const FlowEncoding &encoding, const std::vector<float> &prompt_condition,
                                              std::vector<float> noise, const CancelFlag *cancel,
-                                             const CfmStepObserver &observer) {
+                                             const CfmStepObserver &observer, int cfm_steps) {
     const size_t n = size_t(model_.hparams().mel_bins * encoding.frames);
     if (noise.size() != n || prompt_condition.size() != n || encoding.mu.size() != n)
         fail("flow batch: a request of ", encoding.frames, " frames needs noise, mu and prompt condition of ", n,
              " values each, got ", noise.size(), ", ", encoding.mu.size(), " and ", prompt_condition.size());
-    FlowBatchRequest request(encoding, prompt_condition, cancel, observer, std::move(noise));
+    FlowBatchRequest request(encoding, prompt_condition, cancel, observer, std::move(noise),
+                             cfm_time_grid(model_.hparams(), cfm_steps));
     {
         std::lock_guard<std::mutex> lock(mutex_);
         request.id = next_id_++;
@@ -92,7 +97,7 @@ void FlowBatchScheduler::step_batch() {
         }
         std::vector<EstimatorGraph::RequestStep> steps;
         for (const FlowBatchRequest *r : active_)
-            steps.push_back({&r->x, grid_[size_t(r->step)], grid_[size_t(r->step) + 1]});
+            steps.push_back({&r->x, r->grid[size_t(r->step)], r->grid[size_t(r->step) + 1]});
         velocities = graph_->velocities(steps);
     } catch (...) {
         graph_.reset();
@@ -108,14 +113,15 @@ void FlowBatchScheduler::step_batch() {
     std::vector<std::pair<FlowBatchRequest *, std::exception_ptr>> ended;
     for (size_t i = 0; i < active_.size(); ++i) {
         FlowBatchRequest *r = active_[i];
-        euler_update(r->x, velocities[i], grid_[size_t(r->step) + 1] - grid_[size_t(r->step)], hp);
+        euler_update(r->x, velocities[i], r->grid[size_t(r->step) + 1] - r->grid[size_t(r->step)], hp);
         std::exception_ptr error;
         try {
             if (r->observer) r->observer(r->step, r->x);
         } catch (...) {
             error = std::current_exception();
         }
-        if (++r->step < hp.cfm_steps && !error) {
+        ++r->step;
+        if (!r->solved() && !error) {
             still.push_back(r);
         } else {
             ended.emplace_back(r, error);

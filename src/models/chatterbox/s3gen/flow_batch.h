@@ -41,10 +41,11 @@ class FlowBatchScheduler : private BatchLoop<FlowBatchRequest> {
     // its prompt condition (80, frames) and initial noise (80, frames). Thread-safe. cancel
     // (optional) is polled at every step boundary: a cancelled request leaves and this throws
     // Cancelled. observer (optional) sees each of the request's steps, on the batch's thread,
-    // before the batch admits newcomers for its next step.
+    // before the batch admits newcomers for its next step. cfm_steps: the request's Euler steps
+    // (cfm_steps(hp, cfm_steps)); requests of different counts share the batch.
     std::vector<float> solve(const FlowEncoding &encoding, const std::vector<float> &prompt_condition,
                              std::vector<float> noise, const CancelFlag *cancel = nullptr,
-                             const CfmStepObserver &observer = {});
+                             const CfmStepObserver &observer = {}, int cfm_steps = 0);
 
     using BatchLoop::counts; // steps: estimator runs; request_steps: the requests they stepped
     const FlowBatchOptions &options() const { return options_; }
@@ -57,7 +58,6 @@ class FlowBatchScheduler : private BatchLoop<FlowBatchRequest> {
     const FlowModel &model_;
     FlowBatchOptions options_;
     Backend backend_;
-    std::vector<float> grid_;
     std::unique_ptr<EstimatorGraph> graph_;
     std::vector<uint64_t> graph_members_; // the ids of the requests graph_ was built for, in its order
     uint64_t next_id_ = 0;                // under mutex_

@@ -30,8 +30,16 @@ std::vector<float> cosine_time_grid(int steps) {
     return grid;
 }
 
-std::vector<float> cfm_time_grid(const FlowHParams &hp) {
-    return hp.cfm_cosine_grid ? cosine_time_grid(hp.cfm_steps) : linear_time_grid(hp.cfm_steps);
+int cfm_steps(const FlowHParams &hp, int requested) {
+    if (requested < 0 || requested > kMaxCfmSteps)
+        fail("CFM steps: ", requested, " requested, expected 1 .. ", kMaxCfmSteps, " (0: the model's ", hp.cfm_steps,
+             ")");
+    return requested ? requested : hp.cfm_steps;
+}
+
+std::vector<float> cfm_time_grid(const FlowHParams &hp, int requested) {
+    const int steps = cfm_steps(hp, requested);
+    return hp.cfm_cosine_grid ? cosine_time_grid(steps) : linear_time_grid(steps);
 }
 
 std::vector<float> standard_normal(size_t n, std::mt19937_64 &rng) {
@@ -198,11 +206,11 @@ void euler_update(std::vector<float> &x, const std::vector<float> &v, float dt, 
 }
 
 std::vector<float> solve_euler(EstimatorGraph &graph, std::vector<float> x, const FlowHParams &hp,
-                               const CfmStepObserver &observer) {
+                               const std::vector<float> &grid, const CfmStepObserver &observer) {
     const size_t n = size_t(hp.mel_bins * graph.frames());
     if (x.size() != n) fail("solve_euler: initial noise has ", x.size(), " values, expected ", n);
-    const std::vector<float> grid = cfm_time_grid(hp);
-    for (int step = 0; step < hp.cfm_steps; ++step) {
+    if (grid.size() < 2) fail("solve_euler: a time grid of ", grid.size(), " points has no step");
+    for (int step = 0; step + 1 < int(grid.size()); ++step) {
         const float t = grid[size_t(step)], r = grid[size_t(step) + 1];
         euler_update(x, graph.velocity(x, t, r), r - t, hp);
         if (observer) observer(step, x);

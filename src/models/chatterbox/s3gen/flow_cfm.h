@@ -27,8 +27,12 @@ namespace chatterbox::s3gen {
 std::vector<float> linear_time_grid(int steps);
 // t_k = 1 − cos(π/2 · k/n), k = 0 … n, computed in f32 as torch.linspace + cos do.
 std::vector<float> cosine_time_grid(int steps);
-// The grid of hp.cfm_steps steps the solver uses (cosine or linear by hp.cfm_cosine_grid).
-std::vector<float> cfm_time_grid(const FlowHParams &hp);
+// Euler steps of a solve: `requested`, or the model's own hp.cfm_steps when it is 0 (the official
+// 10; the mean flow's 2). Fewer steps are proportionally cheaper and further from the official
+// output (bench/README.md "Fewer CFM steps"). Throws Error outside [0, kMaxCfmSteps].
+int cfm_steps(const FlowHParams &hp, int requested);
+// The solver's grid of cfm_steps(hp, requested) steps (cosine or linear by hp.cfm_cosine_grid).
+std::vector<float> cfm_time_grid(const FlowHParams &hp, int requested = 0);
 
 // n values from N(0, 1) drawn from rng (Box–Muller); the same rng state gives the same values.
 std::vector<float> standard_normal(size_t n, std::mt19937_64 &rng);
@@ -101,10 +105,10 @@ using CfmStepObserver = std::function<void(int step, const std::vector<float> &s
 // combined with CFG rate hp.cfg_rate when there are two.
 void euler_update(std::vector<float> &x, const std::vector<float> &v, float dt, const FlowHParams &hp);
 
-// Integrates from the initial noise (80, T) to t = 1 with hp.cfm_steps Euler steps on
-// cfm_time_grid(hp), combining the rows with CFG rate hp.cfg_rate when there are two; the graph
+// Integrates from the initial noise (80, T) to t = 1 with one Euler step per interval of `grid`
+// (cfm_time_grid), combining the rows with CFG rate hp.cfg_rate when there are two; the graph
 // must be conditioned. Returns the final sample (80, T).
 std::vector<float> solve_euler(EstimatorGraph &graph, std::vector<float> noise, const FlowHParams &hp,
-                               const CfmStepObserver &observer = {});
+                               const std::vector<float> &grid, const CfmStepObserver &observer = {});
 
 } // namespace chatterbox::s3gen

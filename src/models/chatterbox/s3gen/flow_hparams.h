@@ -16,6 +16,8 @@ class WeightStore;
 
 namespace chatterbox::s3gen {
 
+constexpr int kMaxCfmSteps = 100; // the most Euler steps a request may ask for
+
 struct FlowHParams {
     // Token embedding and speaker projection (flow.py CausalMaskedDiffWithXvec).
     int64_t vocab = 6561;
@@ -44,7 +46,8 @@ struct FlowHParams {
     int decoder_conv_kernel = 3;  // CausalConv1d kernel
     float decoder_norm_eps = 1e-5f;
 
-    // CFM solver (flow_matching.py, configs.py CFM_PARAMS).
+    // CFM solver (flow_matching.py, configs.py CFM_PARAMS); a request may ask for other step counts
+    // up to kMaxCfmSteps (flow_cfm.h cfm_steps).
     int cfm_steps = 10;
     int cfm_cosine_grid = 1; // 1: t_k = 1 - cos(pi/2 k/n) (t_scheduler "cosine"); 0: t_k = k/n (the mean flow's)
     // A Python float in the reference: 1 + rate and rate are rounded to f32 separately. 0: no CFG,
