@@ -300,7 +300,8 @@ int main(int argc, char **argv) {
     app.add_option("--enable-kernel", backend_options.kernels.enable,
                    "a matmul kernel that is off by default, on (kernels/matmul_kernel.h; repeat for more)");
     app.add_option("--disable-kernel", backend_options.kernels.disable,
-                   "a matmul kernel left out, e.g. q4k_avx512_vnni to compare with q4k_avx2 (repeat for more)");
+                   "a kernel left out, e.g. q4k_avx512_vnni to compare with q4k_avx2, onednn_bf16 for the f32 flow, "
+                   "conv1d_avx512 conv1d_avx2 for im2col convolutions (matmul_kernel.h, conv_kernel.h; repeat for more)");
     app.add_option("--q4k-rows", backend_options.kernels.q4k_rows_per_pass,
                    "rows per pass of the engine's q4_K kernels (1-8, at most the set's own; default: the CPU's)")
         ->check(CLI::Range(0, 8));
