@@ -8,17 +8,19 @@
 
 namespace chatterbox::kernels::conv1d {
 
-// One output tile: rows [t_begin, t_end) of every output channel of batch item b.
+// The convolution's kernel and output (its input is handed over tile by tile).
 struct Problem {
-    const float *x;      // [B][C_in][t_in]
     const float *kernel; // [C_out][C_in][K]
     const float *bias;   // [C_out] or nullptr
     float *y;            // [B][C_out][t_out]
-    int64_t t_in, t_out, in, out, taps, dilation;
+    int64_t t_out, in, out, taps, dilation;
 };
 
-// Outputs [t_begin, t_end) of batch item b, every channel; t_end - t_begin <= tile_samples().
-using TileFunction = void (*)(const Problem &p, int64_t b, int64_t t_begin, int64_t t_end);
+// Outputs [t_begin, t_end) of batch item b, every channel (t_end - t_begin <= tile_samples): x points
+// at the input of output t_begin's first tap in channel 0, the channels x_stride apart, every input
+// the tile reads present (zero padding included).
+using TileFunction = void (*)(const Problem &p, const float *x, int64_t x_stride, int64_t b, int64_t t_begin,
+                              int64_t t_end);
 
 struct Isa {
     int64_t tile_samples; // outputs of one tile (three vectors)

@@ -14,14 +14,14 @@ namespace chatterbox::kernels::conv1d {
 namespace {
 
 template <class V, int Rows, int Vectors, bool Masked>
-void block(const Problem &p, int64_t b, int64_t o, int64_t t0, typename V::Mask tail) {
+void block(const Problem &p, const float *x, int64_t x_stride, int64_t b, int64_t o, int64_t t0,
+           typename V::Mask tail) {
     typename V::Reg acc[Rows][Vectors];
     for (int r = 0; r < Rows; ++r)
         for (int j = 0; j < Vectors; ++j) acc[r][j] = V::zero();
-    const float *x = p.x + b * p.in * p.t_in + t0;
     const float *w = p.kernel + o * p.in * p.taps;
     const int64_t row_stride = p.in * p.taps;
-    for (int64_t i = 0; i < p.in; ++i, x += p.t_in, w += p.taps) {
+    for (int64_t i = 0; i < p.in; ++i, x += x_stride, w += p.taps) {
         for (int64_t k = 0; k < p.taps; ++k) {
             const float *xs = x + k * p.dilation;
             typename V::Reg xv[Vectors];
@@ -48,24 +48,25 @@ void block(const Problem &p, int64_t b, int64_t o, int64_t t0, typename V::Mask 
 
 // Every output channel of one tile: blocks of V::kRows channels, then single ones.
 template <class V, int Vectors, bool Masked>
-void channels(const Problem &p, int64_t b, int64_t t0, typename V::Mask tail) {
+void channels(const Problem &p, const float *x, int64_t x_stride, int64_t b, int64_t t0, typename V::Mask tail) {
     int64_t o = 0;
-    for (; o + V::kRows <= p.out; o += V::kRows) block<V, V::kRows, Vectors, Masked>(p, b, o, t0, tail);
-    for (; o < p.out; ++o) block<V, 1, Vectors, Masked>(p, b, o, t0, tail);
+    for (; o + V::kRows <= p.out; o += V::kRows) block<V, V::kRows, Vectors, Masked>(p, x, x_stride, b, o, t0, tail);
+    for (; o < p.out; ++o) block<V, 1, Vectors, Masked>(p, x, x_stride, b, o, t0, tail);
 }
 
-template <class V> void tile(const Problem &p, int64_t b, int64_t t_begin, int64_t t_end) {
+template <class V>
+void tile(const Problem &p, const float *x, int64_t x_stride, int64_t b, int64_t t_begin, int64_t t_end) {
     const int64_t count = t_end - t_begin, vectors = (count + V::kLanes - 1) / V::kLanes;
     const int64_t partial = count % V::kLanes;
     const typename V::Mask tail = V::tail_mask(partial);
     if (partial == 0) {
-        if (vectors == 3) channels<V, 3, false>(p, b, t_begin, tail);
-        if (vectors == 2) channels<V, 2, false>(p, b, t_begin, tail);
-        if (vectors == 1) channels<V, 1, false>(p, b, t_begin, tail);
+        if (vectors == 3) channels<V, 3, false>(p, x, x_stride, b, t_begin, tail);
+        if (vectors == 2) channels<V, 2, false>(p, x, x_stride, b, t_begin, tail);
+        if (vectors == 1) channels<V, 1, false>(p, x, x_stride, b, t_begin, tail);
     } else {
-        if (vectors == 3) channels<V, 3, true>(p, b, t_begin, tail);
-        if (vectors == 2) channels<V, 2, true>(p, b, t_begin, tail);
-        if (vectors == 1) channels<V, 1, true>(p, b, t_begin, tail);
+        if (vectors == 3) channels<V, 3, true>(p, x, x_stride, b, t_begin, tail);
+        if (vectors == 2) channels<V, 2, true>(p, x, x_stride, b, t_begin, tail);
+        if (vectors == 1) channels<V, 1, true>(p, x, x_stride, b, t_begin, tail);
     }
 }
 

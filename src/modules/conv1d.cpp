@@ -60,11 +60,9 @@ ggml_tensor *Conv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
     const int64_t batch = x->ne[2];
 
     if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
-    if (direct) {
-        if (options.pad_left || options.pad_right)
-            x = ggml_pad_ext(ctx, x, options.pad_left, options.pad_right, 0, 0, 0, 0, 0, 0);
-        return direct->conv1d(ctx, x, ggml_reshape_3d(ctx, weight, kernel, in, out), bias, options.dilation);
-    }
+    if (direct)
+        return direct->conv1d(ctx, x, ggml_reshape_3d(ctx, weight, kernel, in, out), bias, options.dilation,
+                               options.pad_left, options.pad_right);
     int pad = options.pad_left;
     if (options.pad_left != options.pad_right) {
         x = ggml_pad_ext(ctx, x, options.pad_left, options.pad_right, 0, 0, 0, 0, 0, 0);

@@ -1,6 +1,7 @@
 // The direct convolution kernels (kernels/conv_kernel.h), every one this CPU runs (an AVX-512
 // machine tests both forms): against a naive double-precision loop over kernel sizes, dilations,
-// channel counts that leave a partial block and lengths that end inside a vector; the same bits on
+// paddings (tiles that read zeros at either end, inputs shorter than a tile), channel counts that
+// leave a partial block and lengths that end inside a vector; the same bits on
 // 1 and 2 threads and for a batch item as alone; nn::Conv1d takes the first kernel the selection
 // leaves in, and the im2col product where none is left.
 
@@ -20,21 +21,27 @@ struct Case {
     int64_t batch, in, out, t_in;
     int taps, dilation;
     bool bias;
+    int pad_left = 0, pad_right = 0;
+    int64_t t_out() const { return padded() - int64_t(dilation) * (taps - 1); }
+    int64_t padded() const { return t_in + pad_left + pad_right; }
 };
 
-// x: (B, C_in, T_in), kernel: (C_out, C_in, K); result (B, C_out, T_in - d(K-1)), no padding.
+// x: (B, C_in, T_in), kernel: (C_out, C_in, K), zero padding; result (B, C_out, T_out).
 std::vector<double> naive(const Case &c, const std::vector<float> &x, const std::vector<float> &w,
                           const std::vector<float> &bias) {
-    const int64_t t_out = c.t_in - int64_t(c.dilation) * (c.taps - 1);
+    const int64_t t_out = c.t_out();
     std::vector<double> y(size_t(c.batch * c.out * t_out));
     for (int64_t b = 0; b < c.batch; ++b)
         for (int64_t o = 0; o < c.out; ++o)
             for (int64_t t = 0; t < t_out; ++t) {
                 double sum = c.bias ? bias[size_t(o)] : 0.0;
                 for (int64_t i = 0; i < c.in; ++i)
-                    for (int k = 0; k < c.taps; ++k)
-                        sum += double(w[size_t((o * c.in + i) * c.taps + k)]) *
-                               x[size_t((b * c.in + i) * c.t_in + t + int64_t(k) * c.dilation)];
+                    for (int k = 0; k < c.taps; ++k) {
+                        const int64_t source = t + int64_t(k) * c.dilation - c.pad_left;
+                        if (source >= 0 && source < c.t_in)
+                            sum += double(w[size_t((o * c.in + i) * c.taps + k)]) *
+                                   x[size_t((b * c.in + i) * c.t_in + source)];
+                    }
                 y[size_t((b * c.out + o) * t_out + t)] = sum;
             }
     return y;
@@ -50,14 +57,13 @@ std::vector<float> run_kernel(const kernels::ConvKernel &kernel, const Case &c, 
     ggml_tensor *in = graph.input("x", GGML_TYPE_F32, {c.batch, c.in, c.t_in});
     ggml_tensor *weights = graph.input("kernel", GGML_TYPE_F32, {c.out, c.in, int64_t(c.taps)});
     ggml_tensor *b = c.bias ? graph.input("bias", GGML_TYPE_F32, {c.out}) : nullptr;
-    ggml_tensor *y = kernel.conv1d(graph.ctx(), in, weights, b, c.dilation);
+    ggml_tensor *y = kernel.conv1d(graph.ctx(), in, weights, b, c.dilation, c.pad_left, c.pad_right);
     graph.build({y});
     graph.set_input(in, x);
     graph.set_input(weights, w);
     if (b) graph.set_input(b, bias);
     graph.compute();
-    EXPECT_EQ(NnHarness::torch_shape_of_4d(y),
-              (Shape{1, c.batch, c.out, c.t_in - int64_t(c.dilation) * (c.taps - 1)}));
+    EXPECT_EQ(NnHarness::torch_shape_of_4d(y), (Shape{1, c.batch, c.out, c.t_out()}));
     return graph.read_f32(y);
 }
 
@@ -76,11 +82,15 @@ TEST(ConvKernels, MatchNaiveAndDoNotDependOnThreadsOrBatch) {
         {2, 3, 4, 17, 1, 1, false},   // pointwise, no bias, one partial vector
         {1, 4, 9, 7, 7, 1, true},     // a single output
         {2, 16, 16, 113, 7, 3, true}, // several tiles and a partial last one
+        {2, 6, 10, 130, 11, 5, true, 25, 25},    // HiFT's padding: tiles at both ends read zeros
+        {1, 5, 9, 40, 3, 2, true, 4, 0},         // causal (left padding only)
+        {2, 3, 5, 5, 7, 1, false, 3, 3},         // input shorter than one tile and than the kernel
+        {1, 4, 8, 200, 3, 1, true, 1, 1},        // interior tiles read the input in place
     };
     for (const kernels::ConvKernel *kernel : kernels_here())
         for (const Case &c : cases) {
             const std::string what = concat(kernel->name(), ": ", c.batch, "x", c.in, "->", c.out, " T ", c.t_in,
-                                            " K ", c.taps, " d ", c.dilation);
+                                            " K ", c.taps, " d ", c.dilation, " pad ", c.pad_left, "/", c.pad_right);
             const std::vector<float> x = test::random_values(size_t(c.batch * c.in * c.t_in), 7, -1.0f, 1.0f);
             const std::vector<float> w = test::random_values(size_t(c.out * c.in * c.taps), 8, -0.5f, 0.5f);
             const std::vector<float> bias = test::random_values(size_t(c.out), 9, -1.0f, 1.0f);
@@ -106,10 +116,13 @@ TEST(ConvKernels, BadOperandsAreRefused) {
     ggml_tensor *x = graph.input("x", GGML_TYPE_F32, {1, 4, 10});
     ggml_tensor *w = graph.input("kernel", GGML_TYPE_F32, {3, 4, 5});
     const kernels::ConvKernel &kernel = *kernels_here().front();
-    EXPECT_THROW(kernel.conv1d(graph.ctx(), x, graph.input("other_in", GGML_TYPE_F32, {3, 5, 5}), nullptr, 1), Error);
-    EXPECT_THROW(kernel.conv1d(graph.ctx(), x, w, nullptr, 3), Error); // span 13 > 10
-    EXPECT_THROW(kernel.conv1d(graph.ctx(), x, w, graph.input("bias", GGML_TYPE_F32, {4}), 1), Error);
-    EXPECT_THROW(kernel.conv1d(graph.ctx(), x, graph.input("f16", GGML_TYPE_F16, {3, 4, 5}), nullptr, 1), Error);
+    EXPECT_THROW(kernel.conv1d(graph.ctx(), x, graph.input("other_in", GGML_TYPE_F32, {3, 5, 5}), nullptr, 1, 0, 0),
+                 Error);
+    EXPECT_THROW(kernel.conv1d(graph.ctx(), x, w, nullptr, 3, 1, 1), Error); // span 13 > 10 + 2
+    EXPECT_THROW(kernel.conv1d(graph.ctx(), x, w, nullptr, 1, -1, 0), Error);
+    EXPECT_THROW(kernel.conv1d(graph.ctx(), x, w, graph.input("bias", GGML_TYPE_F32, {4}), 1, 0, 0), Error);
+    EXPECT_THROW(kernel.conv1d(graph.ctx(), x, graph.input("f16", GGML_TYPE_F16, {3, 4, 5}), nullptr, 1, 0, 0),
+                 Error);
 }
 
 // nn::Conv1d: the first kernel left in computes a stride-1 convolution (the node is named after
