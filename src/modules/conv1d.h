@@ -1,8 +1,8 @@
 #pragma once
 // 1-D convolution, PyTorch nn.Conv1d (zero padding), exact in f32 and correct for any batch: on a
 // CPU with a direct convolution kernel (kernels/conv_kernel.h) a stride-1, ungrouped convolution is
-// computed from the padded input directly; otherwise im2col (f32) + one matrix multiplication. Never
-// ggml_conv_1d (wrong for batch > 1, rounds to f16).
+// computed directly from the input (the kernel pads it); otherwise im2col (f32) + one matrix
+// multiplication. Never ggml_conv_1d (wrong for batch > 1, rounds to f16).
 //
 //   nn::Conv1d conv(w, "flow.decoder.estimator.final_proj", 256, 80, 1);
 //   nn::Conv1d pre(w, "mel2wav.conv_pre", 80, 512, 7, nn::ConvOptions().with_padding(3).with_weight_norm());
@@ -30,7 +30,7 @@ struct Conv1d {
     int64_t out = 0;
     int kernel = 0;
     ConvOptions options; // with pad_left/pad_right resolved (causal padding applied)
-    const kernels::ConvKernel *direct = nullptr; // computes it from the padded input, or nullptr (im2col)
+    const kernels::ConvKernel *direct = nullptr; // computes it directly, or nullptr (im2col)
 
     Conv1d() = default;
     Conv1d(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, int kernel,

@@ -124,7 +124,6 @@ class FlowSession {
     // Euler steps of solve() from now on: cfm_steps(hp, steps) (0, the default: the model's own).
     // Throws Error outside [0, kMaxCfmSteps].
     void set_cfm_steps(int steps);
-    int cfm_steps() const { return cfm_steps_; }
 
     // The full CFM result (80, frames) from the initial noise (80, frames), prompt region included.
     // In a batch the observer runs on the batch's thread.
