@@ -1,6 +1,7 @@
 #include "kernels/onednn.h"
 
 #include "core/error.h"
+#include "core/tensor.h"
 
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -377,16 +378,11 @@ class OnednnBf16 final : public MatmulKernel {
                                        HugePageArena &) const override {
         check_in_host_memory(weight, name());
         const int64_t k = weight->ne[0], m = weight->ne[1];
-        std::vector<float> values;
-        const float *data = static_cast<const float *>(weight->data);
-        if (weight->type != GGML_TYPE_F32) {
-            values.resize(size_t(k * m));
-            const auto to_float = ggml_get_type_traits(weight->type)->to_float;
-            for (int64_t row = 0; row < m; ++row)
-                to_float(static_cast<const char *>(weight->data) + row * weight->nb[1], values.data() + row * k, k);
-            data = values.data();
-        }
-        return std::make_unique<Reordered>(data, k, m, dt::bf16);
+        if (weight->type == GGML_TYPE_F32)
+            return std::make_unique<Reordered>(static_cast<const float *>(weight->data), k, m, dt::bf16);
+        const std::vector<float> widened =
+            to_f32(TensorView{ggml_get_name(weight), weight->type, {m, k}, weight->data, ggml_nbytes(weight), nullptr});
+        return std::make_unique<Reordered>(widened.data(), k, m, dt::bf16);
     }
     double node_flops(const ggml_tensor *node) const override { return onednn_matmul_flops(node); }
 };
