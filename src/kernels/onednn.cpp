@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/tensor.h"
+#include "kernels/exponentiate.h"
 
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -15,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -67,20 +69,21 @@ Matmul make_matmul(const dnnl::memory::desc &src, const dnnl::memory::desc &weig
     return Matmul{dnnl::matmul(pd), pd.scratchpad_desc()};
 }
 
-// Process-wide cache of matmul primitives by their memory descriptors (shape, strides); the
-// descriptors are few per model (one per layer shape and slice width), so it is never pruned.
+// Process-wide cache of matmul primitives by their operands' type and memory descriptors (shape,
+// strides); the descriptors are few per model (one per layer shape and slice width), so it is never
+// pruned. Sources and weights are of one type (f32, or bf16 with f32 sums); results are f32.
 class MatmulCache {
   public:
-    using Key = std::array<int64_t, 9>; // rows, inner, cols, then the strides of src, weights, dst
+    using Key = std::array<int64_t, 10>; // type, rows, inner, cols, then the strides of src, weights, dst
 
-    const Matmul &get(const dims &src_dims, const dims &src_strides, const dims &wei_dims, const dims &wei_strides,
-                      const dims &dst_strides) {
-        const Key key{src_dims[0],    src_dims[1],    wei_dims[1],    src_strides[0], src_strides[1],
-                      wei_strides[0], wei_strides[1], dst_strides[0], dst_strides[1]};
+    const Matmul &get(dt type, const dims &src_dims, const dims &src_strides, const dims &wei_dims,
+                      const dims &wei_strides, const dims &dst_strides) {
+        const Key key{int64_t(type),  src_dims[0],    src_dims[1],    wei_dims[1],    src_strides[0],
+                      src_strides[1], wei_strides[0], wei_strides[1], dst_strides[0], dst_strides[1]};
         std::lock_guard<std::mutex> lock(mutex_);
         auto found = cache_.find(key);
         if (found != cache_.end()) return found->second;
-        const dnnl::memory::desc src(src_dims, dt::f32, src_strides), wei(wei_dims, dt::f32, wei_strides),
+        const dnnl::memory::desc src(src_dims, type, src_strides), wei(wei_dims, type, wei_strides),
             dst({src_dims[0], wei_dims[1]}, dt::f32, dst_strides);
         return cache_.emplace(key, make_matmul(src, wei, dst)).first->second;
     }
@@ -95,8 +98,8 @@ MatmulCache &matmul_cache() {
     return cache;
 }
 
-dnnl::memory plain(const dims &shape, const dims &strides, const float *data) {
-    return dnnl::memory(dnnl::memory::desc(shape, dt::f32, strides), cpu_engine(), const_cast<float *>(data));
+dnnl::memory plain(const dims &shape, const dims &strides, const void *data, dt type = dt::f32) {
+    return dnnl::memory(dnnl::memory::desc(shape, type, strides), cpu_engine(), const_cast<void *>(data));
 }
 
 void execute(ThreadContext &thread, const Matmul &m, const dnnl::memory &src, const dnnl::memory &weights,
@@ -107,12 +110,13 @@ void execute(ThreadContext &thread, const Matmul &m, const dnnl::memory &src, co
                                         {DNNL_ARG_SCRATCHPAD, thread.scratchpad(m.scratchpad)}});
 }
 
-// dst (rows × cols, dst_strides) = src (rows × inner, src_strides) · weights (inner × cols, wei_strides)
-void multiply(ThreadContext &thread, const float *src, const dims &src_dims, const dims &src_strides,
-              const float *weights, const dims &wei_dims, const dims &wei_strides, float *dst,
+// dst (rows × cols, dst_strides, f32) = src (rows × inner, src_strides) · weights (inner × cols,
+// wei_strides), both operands of `type` (f32 or bf16)
+void multiply(ThreadContext &thread, dt type, const void *src, const dims &src_dims, const dims &src_strides,
+              const void *weights, const dims &wei_dims, const dims &wei_strides, float *dst,
               const dims &dst_strides) {
-    const Matmul &m = matmul_cache().get(src_dims, src_strides, wei_dims, wei_strides, dst_strides);
-    execute(thread, m, plain(src_dims, src_strides, src), plain(wei_dims, wei_strides, weights),
+    const Matmul &m = matmul_cache().get(type, src_dims, src_strides, wei_dims, wei_strides, dst_strides);
+    execute(thread, m, plain(src_dims, src_strides, src, type), plain(wei_dims, wei_strides, weights, type),
             plain({src_dims[0], wei_dims[1]}, dst_strides, dst));
 }
 
@@ -203,103 +207,91 @@ void matmul_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
         static_cast<const Reordered *>(userdata)->multiply(this_thread(), rows, count, out);
         return;
     }
-    multiply(this_thread(), rows, {count, k}, {k, 1}, static_cast<const float *>(weight->data), {k, m}, {1, k}, out,
-             {m, 1});
+    multiply(this_thread(), dt::f32, rows, {count, k}, {k, 1}, weight->data, {k, m}, {1, k}, out, {m, 1});
 }
 
 // ---------------------------------------------------------------------------- attention
 
 constexpr int64_t kQueryBlock = 64; // measured best of 32 / 64 / 128 at n_kv = 1000 (bench/README.md)
 
-// s[0..n) -> exp(scale·(s − max)) in place; returns Σ.
-float exponentiate_scalar(float *s, int64_t n, float scale) {
-    const float top = *std::max_element(s, s + n);
-    double sum = 0;
-    for (int64_t i = 0; i < n; ++i) sum += s[i] = std::exp(scale * (s[i] - top));
-    return float(sum);
+// `count` rows of `width` floats, `stride` floats apart -> contiguous bf16 rows.
+void rows_to_bf16(const float *x, int64_t count, int64_t width, int64_t stride, uint16_t *out) {
+    for (int64_t r = 0; r < count; ++r) to_bf16(x + r * stride, width, out + r * width);
 }
 
-// exp(x) for x in [-87, 0]: 2^j · p(r), r = x − j·ln 2, p the Cephes expf polynomial (rel. error ~1e-7).
-__attribute__((target("avx2,fma"))) inline __m256 exp_avx2(__m256 x) {
-    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-    const __m256 j = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(j, _mm256_set1_ps(0.693359375f), x); // ln 2 in two parts
-    r = _mm256_fnmadd_ps(j, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    const __m256i two_j = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(j), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(two_j));
+// What an attention node carries to its op (interned, so that the address stays valid).
+struct AttentionParams {
+    float scale;
+    ProductPrecision precision;
+    bool operator<(const AttentionParams &o) const { return std::tie(scale, precision) < std::tie(o.scale, o.precision); }
+};
+
+const AttentionParams *interned(AttentionParams params) {
+    static std::mutex mutex;
+    static std::set<AttentionParams> values;
+    std::lock_guard<std::mutex> lock(mutex);
+    return &*values.insert(params).first;
 }
 
-__attribute__((target("avx2,fma"))) float exponentiate_avx2(float *s, int64_t n, float scale) {
-    const int64_t whole = n / 8 * 8;
-    __m256 top8 = _mm256_set1_ps(-INFINITY);
-    for (int64_t i = 0; i < whole; i += 8) top8 = _mm256_max_ps(top8, _mm256_loadu_ps(s + i));
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, top8);
-    float top = *std::max_element(lanes, lanes + 8);
-    for (int64_t i = whole; i < n; ++i) top = std::max(top, s[i]);
-    const __m256 scale8 = _mm256_set1_ps(scale), shift8 = _mm256_set1_ps(-scale * top);
-    __m256 sum8 = _mm256_setzero_ps();
-    for (int64_t i = 0; i < whole; i += 8) {
-        const __m256 e = exp_avx2(_mm256_fmadd_ps(_mm256_loadu_ps(s + i), scale8, shift8));
-        _mm256_storeu_ps(s + i, e);
-        sum8 = _mm256_add_ps(sum8, e);
-    }
-    _mm256_store_ps(lanes, sum8);
-    double sum = 0;
-    for (float lane : lanes) sum += lane;
-    for (int64_t i = whole; i < n; ++i) sum += s[i] = std::exp(scale * (s[i] - top));
-    return float(sum);
-}
-
-// Chosen at run time: the project's own code is built for any x86-64 (only ggml gets -march=native).
-float exponentiate(float *s, int64_t n, float scale) {
-    static const auto kernel =
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? exponentiate_avx2 : exponentiate_scalar;
-    return kernel(s, n, scale);
-}
-
+// One task is a (batch row, head, query block). At bf16 the operands are rounded into contiguous
+// copies first: the query block's rows, the head's keys and values (once per run of tasks on the
+// same key/value head), and the probabilities after the exponentiation; sums stay f32.
 void attention_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
     const ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2];
-    const float scale = *static_cast<const float *>(userdata);
+    const AttentionParams &params = *static_cast<const AttentionParams *>(userdata);
+    const bool bf16 = params.precision == ProductPrecision::bf16;
+    const dt type = bf16 ? dt::bf16 : dt::f32;
     const int64_t head_dim = q->ne[0], heads = q->ne[1], n_q = q->ne[2], batch = q->ne[3], n_kv = k->ne[2];
-    const int64_t group = heads / k->ne[1], blocks = (n_q + kQueryBlock - 1) / kQueryBlock;
+    const int64_t kv_heads = k->ne[1], group = heads / kv_heads, blocks = (n_q + kQueryBlock - 1) / kQueryBlock;
     const int64_t tasks = batch * heads * blocks;
-    const int64_t f = sizeof(float);
-    const dims q_strides{int64_t(q->nb[2]) / f, 1}, kt_strides{1, int64_t(k->nb[2]) / f},
-        v_strides{int64_t(v->nb[2]) / f, 1}, o_strides{head_dim * heads, 1}, s_strides{n_kv, 1};
+    const int64_t f = sizeof(float), q_row = int64_t(q->nb[2]) / f, k_row = int64_t(k->nb[2]) / f,
+                  v_row = int64_t(v->nb[2]) / f;
+    // Operand row strides: in ggml's tensors, or in the contiguous bf16 copies.
+    const dims q_strides{bf16 ? head_dim : q_row, 1}, kt_strides{1, bf16 ? head_dim : k_row},
+        v_strides{bf16 ? head_dim : v_row, 1}, o_strides{head_dim * heads, 1}, s_strides{n_kv, 1};
     ThreadContext &thread = this_thread();
     thread_local std::vector<float> scores, inverse_sums;
+    thread_local std::vector<uint16_t> q16, k16, v16, p16;
     scores.resize(size_t(kQueryBlock * n_kv));
     inverse_sums.resize(size_t(kQueryBlock));
+    if (bf16) {
+        q16.resize(size_t(kQueryBlock * head_dim));
+        k16.resize(size_t(n_kv * head_dim));
+        v16.resize(size_t(n_kv * head_dim));
+        p16.resize(size_t(kQueryBlock * n_kv));
+    }
+    int64_t rounded_kv = -1; // the (batch row, key/value head) whose copies k16 and v16 hold
     for (int64_t task = tasks * ith / nth; task < tasks * (ith + 1) / nth; ++task) {
         const int64_t block = task % blocks, h = task / blocks % heads, b = task / (blocks * heads);
-        const int64_t first = block * kQueryBlock, rows = std::min(kQueryBlock, n_q - first);
+        const int64_t first = block * kQueryBlock, rows = std::min(kQueryBlock, n_q - first), kv_head = h / group;
         auto at = [](const ggml_tensor *t, int64_t head, int64_t position, int64_t row) {
             return reinterpret_cast<const float *>(static_cast<const char *>(t->data) + head * t->nb[1] +
                                                    position * t->nb[2] + row * t->nb[3]);
         };
+        const void *queries = at(q, h, first, b), *keys = at(k, kv_head, 0, b), *values = at(v, kv_head, 0, b);
+        if (bf16) {
+            rows_to_bf16(at(q, h, first, b), rows, head_dim, q_row, q16.data());
+            if (b * kv_heads + kv_head != rounded_kv) {
+                rows_to_bf16(at(k, kv_head, 0, b), n_kv, head_dim, k_row, k16.data());
+                rows_to_bf16(at(v, kv_head, 0, b), n_kv, head_dim, v_row, v16.data());
+                rounded_kv = b * kv_heads + kv_head;
+            }
+            queries = q16.data(), keys = k16.data(), values = v16.data();
+        }
         float *out = static_cast<float *>(dst->data) + ((b * n_q + first) * heads + h) * head_dim;
-        multiply(thread, at(q, h, first, b), {rows, head_dim}, q_strides, at(k, h / group, 0, b), {head_dim, n_kv},
-                 kt_strides, scores.data(), s_strides);
-        for (int64_t r = 0; r < rows; ++r) inverse_sums[r] = 1.0f / exponentiate(scores.data() + r * n_kv, n_kv, scale);
-        multiply(thread, scores.data(), {rows, n_kv}, s_strides, at(v, h / group, 0, b), {n_kv, head_dim}, v_strides,
-                 out, o_strides);
+        multiply(thread, type, queries, {rows, head_dim}, q_strides, keys, {head_dim, n_kv}, kt_strides, scores.data(),
+                 s_strides);
+        for (int64_t r = 0; r < rows; ++r) {
+            float *row = scores.data() + r * n_kv;
+            inverse_sums[r] = 1.0f / exponentiate(row, n_kv, params.scale);
+            if (bf16) to_bf16(row, n_kv, p16.data() + r * n_kv); // while the row is in L1
+        }
+        const void *probabilities = bf16 ? static_cast<const void *>(p16.data()) : scores.data();
+        multiply(thread, type, probabilities, {rows, n_kv}, s_strides, values, {n_kv, head_dim}, v_strides, out,
+                 o_strides);
         for (int64_t r = 0; r < rows; ++r)
             for (int64_t d = 0; d < head_dim; ++d) out[r * head_dim * heads + d] *= inverse_sums[r];
     }
-}
-
-// The scale travels to the op by address; values are interned so that the address stays valid.
-const float *interned(float scale) {
-    static std::mutex mutex;
-    static std::map<float, float> values;
-    std::lock_guard<std::mutex> lock(mutex);
-    return &values.emplace(scale, scale).first->second;
 }
 
 constexpr const char *kMatmulNode = "onednn.matmul";
@@ -403,14 +395,18 @@ const MatmulKernel &onednn_bf16_kernel() {
     return kernel;
 }
 
-ggml_tensor *blocked_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v, float scale) {
+ggml_tensor *blocked_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v, float scale,
+                               ProductPrecision precision) {
     for (const ggml_tensor *t : {q, k, v})
         if (t->type != GGML_TYPE_F32 || t->nb[0] != sizeof(float) || t->nb[2] % sizeof(float) != 0)
             fail("blocked attention: q, k and v must be f32 with contiguous rows (", ggml_get_name(t), " is ",
                  ggml_type_name(t->type), ")");
+    if (precision == ProductPrecision::bf16 && !onednn_bf16_kernel().runs_here())
+        fail("blocked attention: no bf16 products here: ", onednn_bf16_kernel().why_not_here());
     ggml_tensor *args[] = {q, k, v};
-    ggml_tensor *out = ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0] * q->ne[1], q->ne[2], q->ne[3], 1, args, 3,
-                                      attention_op, GGML_N_TASKS_MAX, const_cast<float *>(interned(scale)));
+    ggml_tensor *out =
+        ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0] * q->ne[1], q->ne[2], q->ne[3], 1, args, 3, attention_op,
+                       GGML_N_TASKS_MAX, const_cast<AttentionParams *>(interned(AttentionParams{scale, precision})));
     return ggml_set_name(out, kAttentionNode);
 }
 

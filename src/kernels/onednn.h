@@ -40,10 +40,13 @@ ggml_tensor *onednn_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *
 
 // Softmax attention without a mask: q f32 ggml [D, H, n_q, B], k and v f32 ggml [D, H_kv, n_kv, B]
 // (H a multiple of H_kv; rows contiguous, other strides free, e.g. views of a fused projection)
-// -> ggml [D*H, n_q, B]. Queries go in blocks: S = scale·Q·Kᵀ for the block (oneDNN f32), an
-// exponentiation pass in place, P·V (oneDNN f32) and 1/Σ applied to the output rows; no n_q × n_kv
+// -> ggml [D*H, n_q, B]. Queries go in blocks: S = scale·Q·Kᵀ for the block (oneDNN), an
+// exponentiation pass in place, P·V (oneDNN) and 1/Σ applied to the output rows; no n_q × n_kv
 // tensor is ever stored and nothing is rescaled per key block (unlike flash attention).
-ggml_tensor *blocked_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v, float scale);
+// precision bf16 (only where onednn_bf16 runs): Q, K, V and P are rounded to bf16 for the products,
+// which sum in f32; the exponentiation and the sums stay f32.
+ggml_tensor *blocked_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v, float scale,
+                               ProductPrecision precision = ProductPrecision::f32);
 
 // The FLOPs of a node made by blocked_attention (2·D·n_q·n_kv·H·B for the scores and as much for
 // P·V); 0 for any other node.

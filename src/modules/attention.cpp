@@ -93,7 +93,7 @@ ggml_tensor *attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_t
     if (options.path == AttentionPath::blocked) {
         if (options.mask || options.causal || k->type != GGML_TYPE_F32)
             fail("attention: the blocked path takes f32 keys and values without a mask and not causal (use flash)");
-        return kernels::blocked_attention(ctx, q, k, v, scale);
+        return kernels::blocked_attention(ctx, q, k, v, scale, options.precision);
     }
     if (options.path == AttentionPath::single_query) {
         if (options.causal) fail("attention: the single_query path takes its causality from the mask");

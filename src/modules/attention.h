@@ -20,6 +20,7 @@
 //   ggml_tensor *z = attn(ctx, queries, memory, o);     // cross-attention
 //   // models with RoPE / KV caches project themselves and call nn::attention(ctx, q, k, v, o).
 
+#include "kernels/matmul_kernel.h"
 #include "modules/linear.h"
 
 #include "ggml.h"
@@ -30,9 +31,9 @@ namespace chatterbox::nn {
 enum class AttentionPath {
     plain, // mul_mat + soft_max + mul_mat: the reference for checking
     flash, // ggml_flash_attn_ext: fast, skips fully masked key blocks
-    // Query blocks through oneDNN f32 matrix products (kernels::blocked_attention): 1.3-1.7x flash
-    // on AVX2 (bench/README.md). f32 q/k/v, no mask, not causal (the flow estimator's attention);
-    // needs a build with oneDNN.
+    // Query blocks through oneDNN matrix products (kernels::blocked_attention), f32 or bf16 (see
+    // AttentionOptions::precision): 1.3-1.7x flash on AVX2 in f32 (bench/README.md). f32 q/k/v, no
+    // mask, not causal (the flow estimator's attention); needs a build with oneDNN.
     blocked,
     // Each query on its own over a KV cache (a decode step's one per sequence, or a prefill's):
     // kernels::single_query_attention, a CPU custom op that streams a query's keys and values once,
@@ -53,6 +54,9 @@ struct AttentionOptions {
     bool causal = false;
     float scale = 0.0f; // 0: 1 / sqrt(head_dim)
     AttentionPath path = AttentionPath::plain;
+    // The coarsest arithmetic the products may use (ModuleWeights::product_precision() of the
+    // component): the blocked path multiplies in bf16 at bf16; the other paths compute as they do.
+    kernels::ProductPrecision precision = kernels::ProductPrecision::f32;
 };
 
 // q: ggml [D, H, n_q, B]; k, v: ggml [D, H_kv, n_kv, B] with H a multiple of H_kv (grouped

@@ -111,8 +111,13 @@ ggml_tensor *ModuleWeights::get(const std::string &name, const Shape &shape, Wei
 }
 
 const kernels::ConvKernel *ModuleWeights::conv_kernel() const {
-    if (!backend_.is_cpu() || kernels::rounding_kernel_runs(backend_.kernels(), coarsest_)) return nullptr;
+    if (!backend_.is_cpu() || product_precision() != kernels::ProductPrecision::f32) return nullptr;
     return kernels::choose_conv_kernel(backend_.kernels());
+}
+
+kernels::ProductPrecision ModuleWeights::product_precision() const {
+    const bool rounds = backend_.is_cpu() && kernels::rounding_kernel_runs(backend_.kernels(), coarsest_);
+    return rounds ? coarsest_ : kernels::ProductPrecision::f32;
 }
 
 ggml_tensor *ModuleWeights::get_matrix(const std::string &name, const Shape &kernel_shape) {

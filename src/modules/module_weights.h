@@ -91,6 +91,10 @@ class ModuleWeights {
     // round and a kernel that does runs here (bf16 products are faster than f32 direct ones); else
     // nullptr (im2col + product).
     const kernels::ConvKernel *conv_kernel() const;
+    // The coarsest arithmetic products bound here use: bf16 where this component allows it and a
+    // kernel that rounds to it runs on this (CPU) backend and is selected, else f32. For ops that
+    // choose their own precision (the blocked attention) so that they round where the weights do.
+    kernels::ProductPrecision product_precision() const;
 
   private:
     struct Upload {

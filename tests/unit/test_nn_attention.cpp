@@ -317,6 +317,40 @@ TEST(NnAttention, BlockedPathOverSeveralQueryBlocks) {
     }
 }
 
+// The blocked path at bf16 (the flow's, where onednn_bf16 runs): within bf16 rounding of the naive
+// result (Q, K, V and P rounded: ~2^-8 relative each, over sums of 64 products), visibly not the f32
+// path's bits, and the same bits on one and two threads (the query blocks do not depend on them).
+TEST(NnAttention, BlockedPathInBf16) {
+    if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
+    if (!kernels::onednn_bf16_kernel().runs_here())
+        GTEST_SKIP() << "no bf16 products here: " << kernels::onednn_bf16_kernel().why_not_here();
+    for (const AttnCase &c : {AttnCase{2, 150, 131, 4, 4, 64}, AttnCase{1, 70, 33, 4, 2, 16}}) {
+        NnHarness h(BackendOptions{"cpu", 1});
+        const auto q = h.input(size_t(c.batch * c.n_q * c.heads * c.head_dim), -2.0f, 2.0f);
+        const auto k = h.input(size_t(c.batch * c.n_kv * c.kv_heads * c.head_dim), -2.0f, 2.0f);
+        const auto v = h.input(size_t(c.batch * c.n_kv * c.kv_heads * c.head_dim));
+        const auto expected = naive_attention(c, q, k, v, {}, 1, 1.0 / std::sqrt(double(c.head_dim)));
+        auto run = [&](int threads, kernels::ProductPrecision precision) {
+            Backend backend(BackendOptions{"cpu", threads});
+            MultiInputRun r(backend);
+            nn::AttentionOptions o;
+            o.path = nn::AttentionPath::blocked;
+            o.precision = precision;
+            return r.run(nn::attention(r.ctx(), r.input("q", {c.batch, c.n_q, c.heads, c.head_dim}, q),
+                                       r.input("k", {c.batch, c.n_kv, c.kv_heads, c.head_dim}, k),
+                                       r.input("v", {c.batch, c.n_kv, c.kv_heads, c.head_dim}, v), o));
+        };
+        const std::string what = concat(c.n_q, " queries, ", c.n_kv, " keys, ", c.head_dim, "-wide heads");
+        const std::vector<float> rounded = run(1, kernels::ProductPrecision::bf16);
+        test::expect_close(rounded, expected, 2e-2, what + " (blocked, bf16)");
+        EXPECT_EQ(run(2, kernels::ProductPrecision::bf16), rounded) << what << ": two threads";
+        const std::vector<float> exact = run(1, kernels::ProductPrecision::f32);
+        double largest = 0;
+        for (size_t i = 0; i < exact.size(); ++i) largest = std::max(largest, double(std::abs(exact[i] - rounded[i])));
+        EXPECT_GT(largest, 1e-4) << what << ": the bf16 path gives the f32 path's result";
+    }
+}
+
 TEST(NnAttention, BlockedAndSingleQueryPathsRejectWhatTheyDoNotCompute) {
     NnHarness h;
     GraphRunner g(h.backend());

@@ -61,7 +61,7 @@ TransformerBlock::TransformerBlock(ModuleWeights &w, const std::string &prefix, 
           nn::Linear(w, prefix + ".ff.net.0.proj", hp.decoder_channels, hp.decoder_ffn_mult * hp.decoder_channels),
           nn::Linear(w, prefix + ".ff.net.2", hp.decoder_ffn_mult * hp.decoder_channels, hp.decoder_channels),
           nn::Activation::gelu_erf, w.on_cpu()),
-      n_heads(hp.decoder_heads), head_dim(hp.decoder_head_dim) {}
+      n_heads(hp.decoder_heads), head_dim(hp.decoder_head_dim), attention_precision(w.product_precision()) {}
 
 ggml_tensor *TransformerBlock::operator()(ggml_context *ctx, ggml_tensor *x, nn::AttentionPath attention,
                                           const AttentionSegments &segments) const {
@@ -73,6 +73,7 @@ ggml_tensor *TransformerBlock::operator()(ggml_context *ctx, ggml_tensor *x, nn:
     ggml_tensor *q = heads(to_q), *k = heads(to_k), *v = heads(to_v);
     nn::AttentionOptions options;
     options.path = attention;
+    options.precision = attention_precision;
     ggml_tensor *mixed = nullptr; // ggml [H*D, T, R]
     if (segments.empty()) {
         mixed = nn::attention(ctx, q, k, v, options);

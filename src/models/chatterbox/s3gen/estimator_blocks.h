@@ -69,6 +69,8 @@ struct TransformerBlock {
     nn::FeedForward feed_forward;
     int n_heads = 0;
     int64_t head_dim = 0;
+    // The attention's products round as the block's weights' do (ModuleWeights::product_precision).
+    kernels::ProductPrecision attention_precision = kernels::ProductPrecision::f32;
 
     TransformerBlock() = default;
     TransformerBlock(ModuleWeights &w, const std::string &prefix, const FlowHParams &hp);
