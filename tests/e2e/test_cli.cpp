@@ -1,7 +1,7 @@
 // needs: tiny-model
 // The chatterbox CLI end to end on the tiny synthetic model: short syntheses (--max-tokens 10) to .wav
 // and .flac, --stream to stdout, --save-voice then reuse, voice conversion, --no-split,
-// --ignore-eos and --speed. The voice comes from 1.5 s of the reference and is made once, and the .flac output
+// --ignore-eos and --speed, global flags before a subcommand. The voice comes from 1.5 s of the reference and is made once, and the .flac output
 // is the saved voice's run.
 
 #include "audio/audio_file.h"
@@ -116,6 +116,34 @@ TEST_F(Cli, VoiceConversion) {
     EXPECT_EQ(converted.sample_rate, kSampleRate);
     // Speech tokens at 25 per second give back about the source's duration.
     EXPECT_NEAR(converted.seconds(), source.seconds(), 0.25 * source.seconds());
+}
+
+// Flags the main command and a subcommand share work on either side of its name: "chatterbox -q -m
+// M vc ..." converts as "chatterbox vc -q -m M ..." does (the same bytes); a flag only the main
+// command has is refused before the name too, and a word "vc" inside the text stays text.
+TEST_F(Cli, GlobalFlagsWorkBeforeASubcommand) {
+    write_head_of_reference(path("short_source.wav"), 0.5);
+    const std::vector<std::string> conversion{"--source", path("short_source.wav"), "--voice", voice_file(), "-o"};
+    auto with = [](std::vector<std::string> head, const std::vector<std::string> &tail, const std::string &out) {
+        head.insert(head.end(), tail.begin(), tail.end());
+        head.push_back(out);
+        return head;
+    };
+    const ToolRun after =
+        test::run_tool("chatterbox", with({"vc", "-q", "-m", test::tiny_model_path()}, conversion, path("after.wav")));
+    ASSERT_EQ(after.exit_code, 0) << after.err;
+    const ToolRun before = test::run_tool(
+        "chatterbox", with({"-q", "--model=" + test::tiny_model_path(), "vc"}, conversion, path("before.wav")));
+    ASSERT_EQ(before.exit_code, 0) << before.err;
+    EXPECT_EQ(audio::read_audio(path("before.wav")).samples, audio::read_audio(path("after.wav")).samples);
+
+    const ToolRun refused = test::run_tool("chatterbox", {"--exaggeration", "0.3", "vc", "--source", "x.wav"});
+    EXPECT_EQ(refused.exit_code, 2);
+    EXPECT_TRUE(contains(refused.err, "--exaggeration")) << refused.err;
+
+    const ToolRun text = chatterbox_cli({"-q", "-o", path("vc_text.wav"), "say", "vc", "now"});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    expect_plausible_speech(audio::read_audio(path("vc_text.wav")).samples);
 }
 
 TEST_F(Cli, NoSplitSaysTwoSentencesAsOnePiece) {

@@ -9,6 +9,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -43,29 +45,29 @@ int run_command(CLI::App &app, Options &options, int (*run)(const Options &), in
     }
 }
 
+// Where a subcommand's name stands: the first argument that is neither an option of the main
+// command nor an option's value, when it is "vc" or "download"; 0 when there is none (then the
+// arguments are the main command's, its text included). So global flags may come before the name
+// as well as after it.
+int subcommand_position(int argc, char **argv, const CLI::App &main_command) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--") return 0;
+        if (arg.size() > 1 && arg[0] == '-') {
+            // "--name value" or "-n value" (not "--name=value" or "-nvalue"): skip the value too.
+            const CLI::Option *option = main_command.get_option_no_throw(arg.substr(0, arg.find('=')));
+            const bool value_follows = arg.rfind("--", 0) == 0 ? arg.find('=') == std::string::npos : arg.size() == 2;
+            if (option && option->get_expected_min() > 0 && value_follows) ++i;
+            continue;
+        }
+        return arg == "vc" || arg == "download" ? i : 0;
+    }
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-    const char *command = argc > 1 ? argv[1] : "";
-    if (std::strcmp(command, "vc") == 0) {
-        CLI::App app{"Voice conversion: the speech of --source said in another voice.\n"
-                     "  chatterbox vc --source in.wav [--voice target.wav|target.voice] [-o out.wav]",
-                     "chatterbox vc"};
-        app.footer(kFooter);
-        cli::ConversionOptions options;
-        cli::add_conversion_options(app, options);
-        return run_command(app, options, cli::run_conversion, argc - 1, argv + 1);
-    }
-    if (std::strcmp(command, "download") == 0) {
-        CLI::App app{"Download the official Chatterbox model (about 3.2 GB) from huggingface.co/ResembleAI/chatterbox "
-                     "into the model folder, resuming partial files.\n"
-                     "  chatterbox download [-m DIR]",
-                     "chatterbox download"};
-        app.footer(kFooter);
-        cli::DownloadOptions options;
-        cli::add_download_options(app, options);
-        return run_command(app, options, cli::run_download, argc - 1, argv + 1);
-    }
     CLI::App app{"Chatterbox text-to-speech: text in, 24 kHz speech out, in the model's voice or one cloned from a "
                  "few seconds of a recording.\n"
                  "  chatterbox [options] \"text\"               speak the text into out.wav (or -o FILE)\n"
@@ -77,5 +79,28 @@ int main(int argc, char **argv) {
     app.footer(kFooter);
     cli::SynthesisOptions options;
     cli::add_synthesis_options(app, options);
-    return run_command(app, options, cli::run_synthesis, argc, argv);
+    const int at = subcommand_position(argc, argv, app);
+    if (at == 0) return run_command(app, options, cli::run_synthesis, argc, argv);
+    // The subcommand parses its name (as its program name), then the flags given before it, then the rest.
+    std::vector<char *> args{argv[at]};
+    args.insert(args.end(), argv + 1, argv + at);
+    args.insert(args.end(), argv + at + 1, argv + argc);
+    const int count = int(args.size());
+    if (std::strcmp(argv[at], "vc") == 0) {
+        CLI::App vc{"Voice conversion: the speech of --source said in another voice.\n"
+                    "  chatterbox vc --source in.wav [--voice target.wav|target.voice] [-o out.wav]",
+                    "chatterbox vc"};
+        vc.footer(kFooter);
+        cli::ConversionOptions conversion;
+        cli::add_conversion_options(vc, conversion);
+        return run_command(vc, conversion, cli::run_conversion, count, args.data());
+    }
+    CLI::App download{"Download the official Chatterbox model (about 3.2 GB) from huggingface.co/ResembleAI/chatterbox "
+                      "into the model folder, resuming partial files.\n"
+                      "  chatterbox download [-m DIR]",
+                      "chatterbox download"};
+    download.footer(kFooter);
+    cli::DownloadOptions download_options;
+    cli::add_download_options(download, download_options);
+    return run_command(download, download_options, cli::run_download, count, args.data());
 }

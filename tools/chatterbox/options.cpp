@@ -61,6 +61,7 @@ void add_parameter(CLI::App &app, chatterbox_synthesis_params &params, const cha
         return;
     }
     app.add_option_function<double>(concat("--", info.option), set, info.meaning)
+        ->type_name(info.integer ? "INT" : "FLOAT")
         ->check(in_range({info.min, info.max, info.min_excluded != 0, info.integer != 0}))
         ->default_str(concat(info.default_value));
 }
