@@ -174,6 +174,27 @@ bool is_number(char32_t c) {
     return category == UTF8PROC_CATEGORY_ND || category == UTF8PROC_CATEGORY_NL || category == UTF8PROC_CATEGORY_NO;
 }
 
+bool is_symbol(char32_t c) {
+    if (c > kMaxCodePoint) return false;
+    const auto category = properties(c).category;
+    return category == UTF8PROC_CATEGORY_SM || category == UTF8PROC_CATEGORY_SC || category == UTF8PROC_CATEGORY_SK ||
+           category == UTF8PROC_CATEGORY_SO;
+}
+
+bool has_something_to_say(std::string_view text) {
+    for (size_t at = 0; at < text.size();) {
+        CodePoint c;
+        try {
+            c = decode_utf8_at(text, at, "text");
+        } catch (const Error &) {
+            return true;
+        }
+        if (is_letter(c.value) || is_number(c.value) || is_symbol(c.value)) return true;
+        at += c.size;
+    }
+    return false;
+}
+
 bool is_regex_space(char32_t c) {
     return std::find(std::begin(kWhiteSpace), std::end(kWhiteSpace), c) != std::end(kWhiteSpace);
 }

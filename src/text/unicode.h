@@ -45,5 +45,16 @@ bool is_regex_space(char32_t c);
 // Unicode general categories L* (\p{L}) and N* (\p{N}), as GPT-2's pre-tokenizer pattern uses them.
 bool is_letter(char32_t c);
 bool is_number(char32_t c);
+// Unicode general category S* (math, currency, modifier and other symbols: "+", "$", "©", emoji).
+bool is_symbol(char32_t c);
+
+// Whether text holds a letter, digit or symbol: spaces, control and format characters (zero-width,
+// bidi marks) and punctuation alone have nothing to say, and the model would only babble. Invalid
+// UTF-8 is not judged here (true): the callers' decoding reports it.
+bool has_something_to_say(std::string_view text);
+// What front ends say when it is false.
+constexpr const char *kNothingToSay =
+    "the text has nothing to say: no letter, digit or symbol (only spaces, control or format characters, or "
+    "punctuation)";
 
 } // namespace chatterbox::text

@@ -85,6 +85,7 @@ TEST(CliErrors, TextMissingOrEmpty) {
     expect_exit(chatterbox_cli({}), kUsage, "the text is empty"); // stdin is /dev/null: empty
     std::ofstream(dir / "blank.txt") << "\n \t\n";
     expect_exit(chatterbox_cli({"-f", (dir / "blank.txt").string()}), kUsage, "the text is empty");
+    expect_exit(chatterbox_cli({"\xe2\x80\x8b\x07\xe2\x80\x8e"}), kUsage, "nothing to say"); // ZWSP, BEL, LRM
     expect_exit(chatterbox_cli({"-f", (dir / "absent.txt").string()}), kFailure, "cannot read the text file");
     expect_exit(chatterbox_cli({"-f", (dir / "blank.txt").string(), "Hello."}), kUsage, "not both");
 }

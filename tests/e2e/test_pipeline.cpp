@@ -329,9 +329,18 @@ TEST_F(Pipeline, BadArgumentsGiveTheirStatusAndMessage) {
                    "empty");
     expect_failure(chatterbox_synthesize(engine, "Bad \xff byte.", voice, &p, &audio),
                    CHATTERBOX_ERROR_INVALID_ARGUMENT, "UTF-8");
+    // Control and format characters (a bell, zero-width space and joiner, word joiner, a bidi mark)
+    // and punctuation alone: nothing to say either.
+    const char *nothing_to_say[] = {"\a\x01 \xe2\x80\x8b\xe2\x80\x8d\xe2\x81\xa0\xe2\x80\x8f", "?! ... --"};
+    for (const char *text : nothing_to_say)
+        expect_failure(chatterbox_synthesize(engine, text, voice, &p, &audio), CHATTERBOX_ERROR_INVALID_ARGUMENT,
+                       "nothing to say");
     p.split_text = 0; // the text in one piece is checked the same way
     expect_failure(chatterbox_synthesize(engine, " \n\t ", voice, &p, &audio), CHATTERBOX_ERROR_INVALID_ARGUMENT,
                    "empty");
+    for (const char *text : nothing_to_say)
+        expect_failure(chatterbox_synthesize(engine, text, voice, &p, &audio), CHATTERBOX_ERROR_INVALID_ARGUMENT,
+                       "nothing to say");
     expect_failure(chatterbox_synthesize(engine, "Bad \xff byte.", voice, &p, &audio),
                    CHATTERBOX_ERROR_INVALID_ARGUMENT, "UTF-8");
     std::string too_long;

@@ -187,6 +187,7 @@ TEST_F(Server, BadRequestsAreOpenAIShapedErrorsNamingTheField) {
         {with("input", 5), 400, "input", "must be a string"},
         {with("input", ""), 400, "input", "empty"},
         {with("input", " \n\t "), 400, "", "nothing to say"},
+        {with("input", "\u200b\u2060\x07\u200f"), 400, "", "nothing to say"}, // format and control only
         {with("input", std::string(4097, 'a')), 413, "input", "limit is 4096"},
         {no_voice.dump(), 400, "voice", "required"},
         {with("voice", "nobody"), 400, "voice", "unknown"},

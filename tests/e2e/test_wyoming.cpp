@@ -326,6 +326,8 @@ TEST_F(WyomingTest, MalformedAndOversizedEventsAreRefused) {
     expect_refused(port, header_line({{"type", "synthesize"}, {"data_length", 2}}) + "[]", "bad_data");
     // Well framed, but refused requests.
     expect_refused(port, header_line({{"type", "synthesize"}, {"data", {{"text", 42}}}}), "invalid_request");
+    expect_refused(port, header_line({{"type", "synthesize"}, {"data", {{"text", "\u200b\x07\u200d"}}}}),
+                   "invalid_request"); // format and control characters only: nothing to say
     expect_refused(port,
                    header_line({{"type", "synthesize"}, {"data", {{"text", "Hi."}, {"voice", {{"name", "nobody"}}}}}}),
                    "invalid_request");

@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include "text/unicode.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -247,6 +249,7 @@ std::string gather_text(const SynthesisOptions &options) {
         throw UsageError("no text: chatterbox \"Hello there.\", -f FILE, or text on stdin (see --help)");
     }
     if (is_blank(text)) throw UsageError("the text is empty: there is nothing to say");
+    if (!chatterbox::text::has_something_to_say(text)) throw UsageError(chatterbox::text::kNothingToSay);
     return text;
 }
 

@@ -240,6 +240,7 @@ std::vector<text::TextPiece> check_synthesis(const Engine &engine, std::string_v
     std::vector<text::TextPiece> pieces =
         options.params.split_text ? engine.split_text(text, options.params.language) : whole_text(text);
     if (pieces.empty()) throw InvalidArgument("the text is empty (nothing to say)");
+    if (!text::has_something_to_say(text)) throw InvalidArgument(text::kNothingToSay);
     return pieces;
 }
 
