@@ -81,6 +81,14 @@ if(CMAKE_C_COMPILER_ID STREQUAL "GNU" AND CMAKE_C_COMPILER_VERSION VERSION_LESS 
   target_include_directories(ggml-cpu BEFORE PRIVATE "${CMAKE_SOURCE_DIR}/cmake/gcc12-amx")
 endif()
 
+# GCC 12's AVX-512 headers pass _mm512_undefined_*() as the merge source of unmasked operations,
+# which -W(maybe-)uninitialized reports at every use: ~800 lines from ggml's CPU kernels per build
+# that say nothing about either project's code (GCC 13 no longer warns). The project's own AVX-512
+# files get the same two flags (CMakeLists.txt).
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+  target_compile_options(ggml-cpu PRIVATE -Wno-maybe-uninitialized -Wno-uninitialized)
+endif()
+
 # ThreadSanitizer: ggml's thread pool, graph scheduling and backend code are instrumented (the
 # synchronisation a race in this project would go through); its math kernels are not. Each kernel
 # thread works on its own rows between the pool's barriers, and instrumenting those loops slows the

@@ -250,7 +250,8 @@ json read_added_tokens(const std::string &folder, const json *config) {
         for (const auto &[content, id] : tokens.items()) added.push_back({{"content", content}, {"id", id}});
     }
     if (const std::string path = folder + "/special_tokens_map.json"; is_file(path)) {
-        for (const auto &[role, token] : read_json_file(path).items()) {
+        const json map = read_json_file(path); // items() of a temporary would outlive it in the loop
+        for (const auto &[role, token] : map.items()) {
             const json content = token.is_object() ? token.value("content", json()) : token;
             if (content.is_string()) added.push_back({{"content", content}, {"special", true}});
         }
