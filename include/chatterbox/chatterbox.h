@@ -168,6 +168,10 @@ typedef struct chatterbox_synthesis_params {
     /* The flow solver's Euler steps, 0 .. 100; 0: the model's own (the official 10; Turbo's 2). Fewer is
      * faster (the flow's cost is proportional) and further from the official output. */
     int cfm_steps;
+    /* Nonzero: the samples go only to on_chunk (in chunks when streaming, else each text piece and pause
+     * as it is done: the same samples as the result would hold) and the result's samples stay NULL
+     * (n_samples 0), so memory stays flat however long the text; e.g. a writer of long files. */
+    int discard_samples;
 } chatterbox_synthesis_params;
 
 /* The multilingual model's languages: code ("ar") and English name ("Arabic") of language `index`
@@ -205,7 +209,7 @@ typedef struct chatterbox_audio {
     float *samples; /* mono, in [-1, 1] */
     size_t n_samples;
     int sample_rate;
-    double seconds_to_first_audio; /* from the call to the first chunk (streaming) or to the end */
+    double seconds_to_first_audio; /* from the call to the first chunk (streaming, discard_samples) or to the end */
     double seconds_total;
     int speech_tokens; /* speech tokens vocoded (25 per second of speech), all text pieces together */
     /* Per text piece, why its speech ended: a chatterbox_piece_end (malloc'd, freed by chatterbox_audio_free). */

@@ -181,6 +181,7 @@ chatterbox::SynthesisOptions synthesis_options(const chatterbox_synthesis_params
     chatterbox::SynthesisOptions o;
     o.params = synthesis_params(p);
     o.stream = p.stream != 0;
+    o.keep_wave = p.discard_samples == 0;
     o.cancel = p.cancel;
     if (p.on_chunk) {
         const chatterbox_chunk_callback callback = p.on_chunk;

@@ -2,11 +2,16 @@
 
 #include "core/error.h"
 
+#include <fcntl.h>
 #include <sndfile.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iterator>
 #include <memory>
@@ -110,41 +115,91 @@ Audio read_audio(const std::string &path, const ReadOptions &options) {
     return audio;
 }
 
-void write_audio(const std::string &path, const std::vector<float> &samples, int sample_rate,
-                 const WriteOptions &options) {
-    if (sample_rate <= 0) fail("write_audio: '", path, "': sample rate must be positive, got ", sample_rate);
-    if (samples.empty()) fail("write_audio: '", path, "': no samples to write");
-    for (size_t i = 0; i < samples.size(); ++i)
-        if (!std::isfinite(samples[i]))
-            fail("write_audio: '", path, "': sample ", i, " is not finite (", samples[i], ")");
+struct AudioFileWriter::File {
+    SndfilePtr handle;
+};
 
+namespace {
+
+// A name beside `path` that no other writer in this or another process uses at the same time.
+std::string partial_name(const std::string &path) {
+    static std::atomic<unsigned> counter{0};
+    return concat(path, ".partial-", ::getpid(), "-", counter++);
+}
+
+} // namespace
+
+AudioFileWriter::AudioFileWriter(std::string path, int sample_rate, const WriteOptions &options)
+    : path_(std::move(path)), file_(std::make_unique<File>()) {
+    if (sample_rate <= 0) fail("write_audio: '", path_, "': sample rate must be positive, got ", sample_rate);
     SF_INFO info{};
     info.samplerate = sample_rate;
     info.channels = 1;
-    info.format = output_format(path, options);
+    info.format = output_format(path_, options);
     // libsndfile leaks its LAME encoder when it refuses an MPEG sample rate, so check the rate first.
     constexpr int mpeg_rates[] = {8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000};
     if ((info.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_MPEG &&
         std::find(std::begin(mpeg_rates), std::end(mpeg_rates), sample_rate) == std::end(mpeg_rates))
-        fail("write_audio: '", path,
+        fail("write_audio: '", path_,
              "': MP3 only supports sample rates of 8000, 11025, 12000, 16000, 22050, 24000, "
              "32000, 44100 and 48000 Hz, got ",
              sample_rate);
     if (!sf_format_check(&info))
-        fail("write_audio: '", path, "': libsndfile cannot encode this format at ", sample_rate, " Hz");
+        fail("write_audio: '", path_, "': libsndfile cannot encode this format at ", sample_rate, " Hz");
 
-    SndfilePtr file(sf_open(path.c_str(), SFM_WRITE, &info));
-    if (!file) fail("write_audio: cannot create '", path, "': ", sf_strerror(nullptr));
+    partial_ = partial_name(path_);
+    const int fd = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) fail("write_audio: cannot create '", path_, "' (", partial_, "): ", std::strerror(errno));
+    file_->handle.reset(sf_open_fd(fd, SFM_WRITE, &info, SF_TRUE));
+    if (!file_->handle) {
+        ::close(fd);
+        std::remove(partial_.c_str());
+        fail("write_audio: cannot create '", path_, "': ", sf_strerror(nullptr));
+    }
     // Integer encoders wrap out-of-range floats unless clipping is switched on.
-    sf_command(file.get(), SFC_SET_CLIPPING, nullptr, SF_TRUE);
+    sf_command(file_->handle.get(), SFC_SET_CLIPPING, nullptr, SF_TRUE);
+}
 
-    const sf_count_t frames = sf_count_t(samples.size());
-    const sf_count_t written = sf_writef_float(file.get(), samples.data(), frames);
-    if (written != frames)
-        fail("write_audio: writing '", path, "' stopped after ", written, " of ", frames,
-             " frames: ", sf_strerror(file.get()));
-    SNDFILE *raw = file.release();
-    if (sf_close(raw) != 0) fail("write_audio: finishing '", path, "' failed");
+AudioFileWriter::~AudioFileWriter() {
+    if (!file_->handle) return; // finished
+    file_->handle.reset();
+    std::remove(partial_.c_str());
+}
+
+void AudioFileWriter::write(const float *samples, size_t n) {
+    if (!file_->handle) fail("write_audio: '", path_, "' is already finished");
+    for (size_t i = 0; i < n; ++i)
+        if (!std::isfinite(samples[i]))
+            fail("write_audio: '", path_, "': sample ", samples_ + i, " is not finite (", samples[i], ")");
+    const sf_count_t written = sf_writef_float(file_->handle.get(), samples, sf_count_t(n));
+    if (written != sf_count_t(n))
+        fail("write_audio: writing '", path_, "' stopped after ", samples_ + size_t(std::max<sf_count_t>(written, 0)),
+             " frames: ", sf_strerror(file_->handle.get()));
+    samples_ += n;
+}
+
+void AudioFileWriter::finish() {
+    if (!file_->handle) fail("write_audio: '", path_, "' is already finished");
+    if (samples_ == 0) fail("write_audio: '", path_, "': no samples to write");
+    SNDFILE *raw = file_->handle.release();
+    if (sf_close(raw) != 0) {
+        std::remove(partial_.c_str());
+        fail("write_audio: finishing '", path_, "' failed");
+    }
+    std::error_code ec;
+    std::filesystem::rename(partial_, path_, ec);
+    if (ec) {
+        std::remove(partial_.c_str());
+        fail("write_audio: cannot put the audio at '", path_, "': ", ec.message());
+    }
+}
+
+void write_audio(const std::string &path, const std::vector<float> &samples, int sample_rate,
+                 const WriteOptions &options) {
+    if (samples.empty()) fail("write_audio: '", path, "': no samples to write");
+    AudioFileWriter writer(path, sample_rate, options);
+    writer.write(samples.data(), samples.size());
+    writer.finish();
 }
 
 } // namespace chatterbox::audio

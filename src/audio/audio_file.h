@@ -3,6 +3,7 @@
 // mono float32, and write wav/flac/ogg/mp3 chosen by the file extension.
 
 #include <string>
+#include <memory>
 #include <vector>
 
 namespace chatterbox::audio {
@@ -31,10 +32,36 @@ struct WriteOptions {
     WavEncoding wav_encoding = WavEncoding::pcm16; // used for .wav only
 };
 
-// Writes mono audio; the container and codec follow the extension (case-insensitive): .wav (PCM16
-// or float32), .flac (PCM16), .ogg (Vorbis), .mp3 (MPEG layer III). Samples beyond [-1, 1] are
-// clipped by integer encoders. Throws Error for an unknown extension, an empty or non-finite
-// signal, a sample rate the codec refuses, or a failed write.
+// Mono audio written to a file as it comes; the container and codec follow the extension
+// (case-insensitive): .wav (PCM16 or float32), .flac (PCM16), .ogg (Vorbis), .mp3 (MPEG layer III).
+// Samples beyond [-1, 1] are clipped by integer encoders. The bytes go to a new file beside `path`
+// (path.partial-PID-N) that finish() completes (the container's header) and renames over `path`, so
+// `path` holds either what it held before or the whole new audio: a failed, interrupted or abandoned
+// write (the destructor) removes the partial file and leaves `path` alone.
+class AudioFileWriter {
+  public:
+    // Throws Error for an unknown extension, a sample rate the codec refuses or a file that cannot be
+    // created.
+    AudioFileWriter(std::string path, int sample_rate, const WriteOptions &options = {});
+    ~AudioFileWriter();
+    AudioFileWriter(const AudioFileWriter &) = delete;
+    AudioFileWriter &operator=(const AudioFileWriter &) = delete;
+
+    // Throws Error for a non-finite sample (nothing of the call is written) or a failed write.
+    void write(const float *samples, size_t n);
+    size_t samples() const { return samples_; }
+    // Completes the file and puts it at `path`; throws Error when no sample was written or the file
+    // cannot be completed. Once only.
+    void finish();
+
+  private:
+    struct File;
+    std::string path_, partial_;
+    std::unique_ptr<File> file_;
+    size_t samples_ = 0;
+};
+
+// The whole signal through an AudioFileWriter. Throws Error as it does, also for an empty signal.
 void write_audio(const std::string &path, const std::vector<float> &samples, int sample_rate,
                  const WriteOptions &options = {});
 

@@ -1,6 +1,7 @@
 #include "core/backend.h"
 
 #include "core/error.h"
+#include "core/heap_policy.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -165,6 +166,7 @@ int resolved_threads(int requested) {
 Backend::Backend(const BackendOptions &options)
     : threads_(resolved_threads(options.threads)), adapt_threads_(options.adapt_threads), kernels_(options.kernels),
       contention_(threads_) {
+    keep_large_buffers_off_the_heap();
     const Devices &found = devices();
     cpu_.reset(ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, nullptr));
     if (!cpu_) fail("cannot initialise the ggml CPU backend");

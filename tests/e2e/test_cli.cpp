@@ -11,7 +11,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 using namespace chatterbox;
@@ -144,6 +151,68 @@ TEST_F(Cli, GlobalFlagsWorkBeforeASubcommand) {
     const ToolRun text = chatterbox_cli({"-q", "-o", path("vc_text.wav"), "say", "vc", "now"});
     ASSERT_EQ(text.exit_code, 0) << text.err;
     expect_plausible_speech(audio::read_audio(path("vc_text.wav")).samples);
+}
+
+// A long text is written as it is made: every piece goes to the file when it is done and nothing
+// of the audio stays in memory, so the peak memory for 16 times the text (2.8 min of audio, 16 MB
+// as f32, which the result and its copies had held two or three times over) stays within a few MB
+// of the short one's (core/heap_policy.h has the rest of the story).
+TEST_F(Cli, LongTextIsWrittenAsItIsMadeInFlatMemory) {
+    auto speak = [&](int sentences, const std::string &out) {
+        std::ofstream text(path("long.txt"));
+        for (int i = 0; i < sentences; ++i) text << "This is a sentence. ";
+        text.close();
+        // 25 tokens (1 s of speech) for every sentence, the end of speech ignored.
+        return test::run_tool("chatterbox", {"-m", test::tiny_model_path(), "-q", "--max-tokens", "25",
+                                             "--ignore-eos", "-f", path("long.txt"), "-o", out});
+    };
+    const ToolRun short_run = speak(10, path("ten.wav")), long_run = speak(160, path("many.wav"));
+    ASSERT_EQ(short_run.exit_code, 0) << short_run.err;
+    ASSERT_EQ(long_run.exit_code, 0) << long_run.err;
+    const double pause = 0.25, ten = audio::read_audio(path("ten.wav")).seconds();
+    const audio::Audio many = audio::read_audio(path("many.wav"), {.max_seconds = 3600});
+    EXPECT_NEAR(many.seconds(), (ten + pause) * 16 - pause, 0.05 * many.seconds()); // pieces trim differently
+    std::printf("peak memory: 10 sentences %ld KiB, 160 sentences %ld KiB (%.0f s of audio)\n", short_run.max_rss_kb,
+                long_run.max_rss_kb, many.seconds());
+    EXPECT_LT(long_run.max_rss_kb - short_run.max_rss_kb, 10 * 1024) << "memory grew with the text";
+}
+
+// Ctrl-C during a long text: the audio made so far is completed into the output file (exit 130);
+// until then the file held what it held before, and no partial file stays behind.
+TEST_F(Cli, InterruptKeepsTheAudioMadeSoFar) {
+    std::ofstream text(path("endless.txt"));
+    for (int i = 0; i < 500; ++i) text << "This is a sentence. ";
+    text.close();
+    const std::string out = path("interrupted.wav");
+    audio::write_audio(out, std::vector<float>(2400, 0.1f), kSampleRate); // an earlier file, 0.1 s
+    const pid_t pid = fork();
+    if (pid == 0) {
+        std::freopen("/dev/null", "w", stderr);
+        execl(test::tool_path("chatterbox").c_str(), "chatterbox", "-m", test::tiny_model_path().c_str(), "-q",
+              "--max-tokens", "25", "--ignore-eos", "-f", path("endless.txt").c_str(), "-o", out.c_str(),
+              static_cast<char *>(nullptr));
+        _exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    auto partial_bytes = [&] {
+        for (const auto &entry : fs::directory_iterator(*dir_))
+            if (entry.path().filename().string().rfind("interrupted.wav.partial", 0) == 0) return entry.file_size();
+        return std::uintmax_t(0);
+    };
+    // A few pieces written (48 kB a second of 16-bit audio), then Ctrl-C.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (partial_bytes() < 150000 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_NEAR(audio::read_audio(out).seconds(), 0.1, 1e-6) << "replaced before the end";
+    kill(pid, SIGINT);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 130);
+    const double seconds = audio::read_audio(out, {.max_seconds = 3600}).seconds();
+    EXPECT_GT(seconds, 3.0);
+    EXPECT_LT(seconds, 400.0) << "the whole text was said";
+    EXPECT_EQ(partial_bytes(), 0u) << "a partial file stayed";
 }
 
 TEST_F(Cli, NoSplitSaysTwoSentencesAsOnePiece) {

@@ -287,6 +287,36 @@ TEST_F(Pipeline, StreamedChunksAreTheReturnedWave) {
     chatterbox_audio_free(&audio);
 }
 
+// discard_samples: the offline run's samples reach on_chunk a piece (and a pause) at a time, and the
+// result holds none; streaming, the chunks are the streamed wave.
+TEST_F(Pipeline, DiscardedSamplesGoOnlyToTheChunkCallback) {
+    const char *text = "The first sentence. The second one!";
+    chatterbox_synthesis_params p = short_params(5, 8);
+    for (int stream : {0, 1}) {
+        p.stream = stream;
+        p.discard_samples = 0;
+        chatterbox_audio kept;
+        const std::vector<float> wave = speak(text, voice, p, &kept);
+        Collected collected;
+        p.discard_samples = 1;
+        p.on_chunk = collect_chunk;
+        p.user_data = &collected;
+        chatterbox_audio discarded;
+        ASSERT_EQ(chatterbox_synthesize(engine, text, voice, &p, &discarded), CHATTERBOX_OK) << chatterbox_last_error();
+        EXPECT_EQ(discarded.samples, nullptr) << "stream " << stream;
+        EXPECT_EQ(discarded.n_samples, 0u) << "stream " << stream;
+        EXPECT_EQ(discarded.speech_tokens, kept.speech_tokens) << "stream " << stream;
+        EXPECT_EQ(collected.samples, wave) << "stream " << stream;
+        if (!stream) {
+            EXPECT_EQ(collected.joins.size(), 2u) << "piece, pause, piece";
+        }
+        chatterbox_audio_free(&discarded);
+        chatterbox_audio_free(&kept);
+        p.on_chunk = nullptr;
+        p.user_data = nullptr;
+    }
+}
+
 // Raises the cancel flag once T3 has taken its first step.
 void cancel_during_t3(const char *stage, float fraction, void *user) {
     if (std::string(stage) == "t3" && fraction > 0) *static_cast<volatile int *>(user) = 1;

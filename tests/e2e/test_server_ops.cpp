@@ -361,6 +361,22 @@ TEST(ServerProcessOps, ABatchingServerDecodesConcurrentRequestsTogether) {
 
 // --batch alone batches T3 decode only: on a CPU the flow's and HiFT's batches cost more than they
 // save (bench/README.md), so each takes its own flag.
+// --max-input-chars: text over the limit is answered 413 before any synthesis, text within it is
+// spoken; 0 is a bad command line.
+TEST(ServerProcessOps, TheInputLimitIsConfigurable) {
+    test::ServerProcess process({"--max-input-chars", "12"});
+    ASSERT_GT(process.port(), 0);
+    httplib::Client client = process.client();
+    auto speak = [&](const std::string &text) {
+        const auto response = post(client, speech(text, 1, 5));
+        return response ? response->status : -1;
+    };
+    EXPECT_EQ(speak("Hello there."), 200) << "12 characters";
+    EXPECT_EQ(speak("Hello there!!"), 413) << "13 characters";
+    const test::ToolRun refused = test::run_tool("chatterbox-server", {"--max-input-chars", "0"});
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+}
+
 TEST(ServerProcessOps, BatchAloneBatchesT3Only) {
     test::ServerProcess process({"--batch", "3"});
     ASSERT_GT(process.port(), 0);

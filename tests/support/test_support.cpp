@@ -17,6 +17,8 @@
 #include <mutex>
 #include <random>
 #include <stdexcept>
+#include <sys/resource.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -164,9 +166,19 @@ ToolRun run_tool(const std::string &tool, const std::vector<std::string> &args, 
     for (const std::string &arg : args) command += " " + shell_quoted(arg);
     command += " < " + shell_quoted(input.stdin_path) + " > " + shell_quoted((capture / "out").string()) + " 2> " +
                shell_quoted((capture / "err").string());
-    const int status = std::system(command.c_str());
+    // A shell of its own (not std::system) so that wait4 reports the peak memory of this run alone:
+    // the shell's usage includes the tool's, which it waits for (or which it becomes).
     ToolRun run;
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char *>(nullptr));
+        ::_exit(127);
+    }
+    int status = 0;
+    struct rusage usage {};
+    if (pid < 0 || ::wait4(pid, &status, 0, &usage) != pid) return run;
     run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    run.max_rss_kb = usage.ru_maxrss;
     run.out = read_file_bytes(capture / "out");
     run.err = read_file_bytes(capture / "err");
     return run;

@@ -57,6 +57,7 @@ std::string test_device_missing();
 struct ToolRun {
     int exit_code = -1;
     std::string out, err; // stdout (bytes as written) and stderr
+    long max_rss_kb = 0;  // the tool's peak resident memory (getrusage's ru_maxrss)
 };
 struct ToolInput {
     std::string stdin_path = "/dev/null";

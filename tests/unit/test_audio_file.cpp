@@ -246,3 +246,47 @@ TEST(AudioFile, WriteClipsAndRejectsBadRequests) {
                  "MP3 only supports sample rates");
     expect_error([&] { write_audio(dir + "/no/such/dir/x.wav", {0.1f}, 16000); }, "cannot create");
 }
+
+// AudioFileWriter: samples written in pieces give the bytes write_audio gives at once; the file
+// appears at its path only when finished; an abandoned or failed writer leaves what was there and no
+// partial file behind.
+TEST(AudioFile, WriterPutsTheFileInPlaceOnlyWhenFinished) {
+    namespace fs = std::filesystem;
+    const std::string dir = temp_dir("audio");
+    auto bytes = [](const std::string &path) {
+        std::ifstream in(path, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    };
+    const std::vector<float> wave = sine(24000, 24000, 440.0, 0.5);
+    for (const std::string ext : {".wav", ".flac"}) {
+        const std::string whole = dir + "/whole" + ext, pieces = dir + "/pieces" + ext;
+        write_audio(whole, wave, 24000);
+        AudioFileWriter writer(pieces, 24000);
+        for (size_t at = 0; at < wave.size(); at += 7001)
+            writer.write(wave.data() + at, std::min<size_t>(7001, wave.size() - at));
+        EXPECT_EQ(writer.samples(), wave.size());
+        EXPECT_FALSE(fs::exists(pieces)) << "in place before finish()";
+        writer.finish();
+        EXPECT_EQ(bytes(pieces), bytes(whole)) << ext;
+    }
+
+    const std::string kept = dir + "/kept.wav";
+    write_audio(kept, {0.25f, -0.25f}, 16000);
+    const std::string before = bytes(kept);
+    {
+        AudioFileWriter abandoned(kept, 16000);
+        abandoned.write(wave.data(), 100);
+    }
+    const float bad[] = {0.1f, std::nanf("")};
+    expect_error(
+        [&] {
+            AudioFileWriter failing(kept, 16000);
+            failing.write(wave.data(), 10);
+            failing.write(bad, 2);
+        },
+        "sample 11 is not finite");
+    expect_error([&] { AudioFileWriter(kept, 16000).finish(); }, "no samples");
+    EXPECT_EQ(bytes(kept), before) << "the file that was there";
+    for (const auto &entry : fs::directory_iterator(dir))
+        EXPECT_EQ(entry.path().filename().string().find(".partial"), std::string::npos) << entry.path();
+}

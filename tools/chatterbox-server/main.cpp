@@ -3,7 +3,7 @@
 //   chatterbox-server [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--sessions N] [--queue N] [-t N]
 //                     [--batch N] [--flow-batch N] [--vocoder-batch N] [--batch-threads N] [--voice-prefixes N]
 //                     [--kv-cache f16|q8_0]
-//                     [--voices DIR] [--max-upload-mb N] [--deadline-seconds S] [--drain-seconds S]
+//                     [--voices DIR] [--max-upload-mb N] [--max-input-chars N] [--deadline-seconds S] [--drain-seconds S]
 //                     [--wyoming HOST:PORT [--no-http] [--wyoming-connections N]]
 //
 // --wyoming also serves the Wyoming protocol (Home Assistant's local voice services;
@@ -128,6 +128,11 @@ int main(int argc, char **argv) {
     app.add_option("--max-upload-mb", max_upload_mb, "largest multipart upload (voices, voice conversion), in MiB")
         ->capture_default_str()
         ->check(CLI::Range(1, 4096));
+    app.add_option("--max-input-chars", options.limits.max_input_chars,
+                   "longest text of one request (Unicode characters; OpenAI's own limit by default): longer is "
+                   "answered 413, and a streamed Wyoming sentence longer is refused")
+        ->capture_default_str()
+        ->check(CLI::Range(size_t(1), size_t(1) << 24));
     app.add_option("--deadline-seconds", options.deadline_seconds,
                    "a synthesis running longer is cancelled and answered 504, 0 = no deadline")
         ->capture_default_str()

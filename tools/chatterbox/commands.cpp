@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <type_traits>
 
 namespace cli {
@@ -98,16 +99,34 @@ std::string piece_summary(const api::Audio &audio) {
 }
 
 // Runs one synthesis or conversion with progress, Ctrl-C and the output (stream or file), then
-// prints the summary line. Returns the exit code.
-int produce(const OutputOptions &output, chatterbox_synthesis_params params, Progress &progress,
+// prints the summary line. Returns the exit code. A file is written as the audio is made (each
+// text piece when it is done), so memory stays flat however long the text; it replaces `path` only
+// when complete, or with what was made so far when interrupted by Ctrl-C.
+int produce(const OutputOptions &output, chatterbox_synthesis_params params, int sample_rate, Progress &progress,
             const std::function<api::Audio(const api::Options &)> &run) {
     PcmWriter pcm;
+    std::optional<chatterbox::audio::AudioFileWriter> file;
+    size_t samples = 0;
     api::Options options;
     options.params = params;
     options.params.stream = output.stream ? 1 : 0;
+    options.params.discard_samples = 1;
     options.params.cancel = &interrupted;
     options.on_progress = [&](const char *stage, float fraction) { progress.update(stage, fraction); };
-    if (output.stream) options.on_chunk = [&](const float *samples, size_t n) { return pcm.write(samples, n); };
+    if (output.stream) {
+        options.on_chunk = [&](const float *chunk, size_t n) {
+            samples += n;
+            return pcm.write(chunk, n);
+        };
+    } else {
+        file.emplace(output.path, sample_rate);
+        options.on_chunk = [&](const float *chunk, size_t n) {
+            file->write(chunk, n);
+            samples += n;
+            return true;
+        };
+    }
+    auto seconds = [&] { return double(samples) / sample_rate; };
 
     std::signal(SIGINT, on_interrupt);
     std::signal(SIGPIPE, SIG_IGN); // a closed pipe on stdout becomes a write error, reported below
@@ -118,19 +137,24 @@ int produce(const OutputOptions &output, chatterbox_synthesis_params params, Pro
         progress.clear();
         if (pcm.error() != 0) fail("cannot write the audio to stdout: ", std::strerror(pcm.error()));
         if (e.status() == CHATTERBOX_ERROR_CANCELLED && interrupted) {
-            std::fprintf(stderr, "chatterbox: interrupted\n");
+            if (file && samples > 0) {
+                file->finish();
+                std::fprintf(stderr, "chatterbox: interrupted; wrote the %s s made so far to %s\n",
+                             fixed(seconds(), 2).c_str(), output.path.c_str());
+            } else {
+                std::fprintf(stderr, "chatterbox: interrupted\n");
+            }
             return kExitInterrupted;
         }
         throw;
     }
     progress.clear();
-    if (!output.stream) chatterbox::audio::write_audio(output.path, audio.samples, audio.sample_rate);
+    if (file) file->finish();
 
-    const double audio_seconds = audio.sample_rate > 0 ? double(audio.samples.size()) / audio.sample_rate : 0.0;
     const std::string where = output.stream ? concat("streamed (", kStreamFormat, ")") : "wrote " + output.path;
-    progress.note(concat(where, ": ", fixed(audio_seconds, 2), " s of audio in ", fixed(audio.seconds_total, 2),
+    progress.note(concat(where, ": ", fixed(seconds(), 2), " s of audio in ", fixed(audio.seconds_total, 2),
                          " s (real-time factor ",
-                         audio_seconds > 0 ? fixed(audio.seconds_total / audio_seconds, 2) : std::string("-"),
+                         samples > 0 ? fixed(audio.seconds_total / seconds(), 2) : std::string("-"),
                          ", first audio after ", fixed(audio.seconds_to_first_audio, 2), " s)"));
     if (!audio.piece_ends.empty()) progress.note(piece_summary(audio));
     return kExitOk;
@@ -154,7 +178,7 @@ int run_synthesis(const SynthesisOptions &options) {
     if (text.empty()) return kExitOk;
     chatterbox_synthesis_params params = options.params;
     params.language = options.language.empty() ? nullptr : options.language.c_str();
-    return produce(options.output, params, progress,
+    return produce(options.output, params, engine.sample_rate(), progress,
                    [&](const api::Options &run_options) { return engine.synthesize(text, &voice, run_options); });
 }
 
@@ -166,7 +190,7 @@ int run_conversion(const ConversionOptions &options) {
     Progress progress(options.engine.quiet);
     api::Engine engine = load_engine(options.engine, progress);
     const api::Voice voice = open_voice(engine, options.voice, options.params.exaggeration);
-    return produce(options.output, options.params, progress, [&](const api::Options &run_options) {
+    return produce(options.output, options.params, engine.sample_rate(), progress, [&](const api::Options &run_options) {
         return engine.convert_voice(options.source, &voice, run_options);
     });
 }

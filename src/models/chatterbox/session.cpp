@@ -117,8 +117,9 @@ class Session::Request : public AudioSink {
             deliver(rest.data(), rest.size());
         }
         result_.seconds_total = seconds_since(start_);
-        result_.seconds_to_first_audio =
-            options_.stream ? first_audio_.value_or(result_.seconds_total) : result_.seconds_total;
+        result_.seconds_to_first_audio = options_.stream || !options_.keep_wave
+                                             ? first_audio_.value_or(result_.seconds_total)
+                                             : result_.seconds_total;
         return std::move(result_);
     }
 
@@ -127,8 +128,9 @@ class Session::Request : public AudioSink {
     void deliver(const float *samples, size_t n) {
         if (n == 0) return;
         if (!first_audio_) first_audio_ = seconds_since(start_);
-        result_.wave.insert(result_.wave.end(), samples, samples + n);
-        if (options_.stream && options_.on_chunk && !options_.on_chunk(samples, n))
+        if (options_.keep_wave) result_.wave.insert(result_.wave.end(), samples, samples + n);
+        const bool to_callback = options_.stream || !options_.keep_wave;
+        if (to_callback && options_.on_chunk && !options_.on_chunk(samples, n))
             throw Cancelled("synthesis cancelled by the chunk callback");
     }
 

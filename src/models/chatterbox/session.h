@@ -39,6 +39,10 @@ struct SynthesisOptions {
     bool stream = false;
     ChunkPlan chunks;                                    // used when streaming
     std::function<bool(const float *, size_t)> on_chunk; // false: cancel
+    // false: the final audio goes only to on_chunk (in chunks when streaming, else each text piece
+    // and pause as it is done, the same samples) and SynthesisResult::wave stays empty, so memory
+    // stays flat however long the text.
+    bool keep_wave = true;
     std::function<void(const char *stage, float fraction)> on_progress;
     const volatile int *cancel = nullptr; // the C API's flag: nonzero stops the request soon
 
@@ -56,7 +60,7 @@ std::vector<text::TextPiece> check_synthesis(const Engine &engine, std::string_v
 struct SynthesisResult {
     std::vector<float> wave; // 24 kHz mono in [-1, 1]
     int sample_rate = 24000;
-    double seconds_to_first_audio = 0; // to the first chunk (streaming) or to the end
+    double seconds_to_first_audio = 0; // to the first chunk (streaming, keep_wave false) or to the end
     double seconds_total = 0;
     int pieces = 0;        // text pieces synthesised
     int speech_tokens = 0; // after drop_invalid_tokens, all pieces
