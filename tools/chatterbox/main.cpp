@@ -45,6 +45,17 @@ int run_command(CLI::App &app, Options &options, int (*run)(const Options &), in
     }
 }
 
+// A subcommand (vc, download): its own command line, footer, options and run.
+template <class Options>
+int run_subcommand(const char *description, const char *name, void (*add_options)(CLI::App &, Options &),
+                   int (*run)(const Options &), int argc, char **argv) {
+    CLI::App app{description, name};
+    app.footer(kFooter);
+    Options options;
+    add_options(app, options);
+    return run_command(app, options, run, argc, argv);
+}
+
 // Where a subcommand's name stands: the first argument that is neither an option of the main
 // command nor an option's value, when it is "vc" or "download"; 0 when there is none (then the
 // arguments are the main command's, its text included). So global flags may come before the name
@@ -86,21 +97,12 @@ int main(int argc, char **argv) {
     args.insert(args.end(), argv + 1, argv + at);
     args.insert(args.end(), argv + at + 1, argv + argc);
     const int count = int(args.size());
-    if (std::strcmp(argv[at], "vc") == 0) {
-        CLI::App vc{"Voice conversion: the speech of --source said in another voice.\n"
-                    "  chatterbox vc --source in.wav [--voice target.wav|target.voice] [-o out.wav]",
-                    "chatterbox vc"};
-        vc.footer(kFooter);
-        cli::ConversionOptions conversion;
-        cli::add_conversion_options(vc, conversion);
-        return run_command(vc, conversion, cli::run_conversion, count, args.data());
-    }
-    CLI::App download{"Download the official Chatterbox model (about 3.2 GB) from huggingface.co/ResembleAI/chatterbox "
-                      "into the model folder, resuming partial files.\n"
-                      "  chatterbox download [-m DIR]",
-                      "chatterbox download"};
-    download.footer(kFooter);
-    cli::DownloadOptions download_options;
-    cli::add_download_options(download, download_options);
-    return run_command(download, download_options, cli::run_download, count, args.data());
+    if (std::strcmp(argv[at], "vc") == 0)
+        return run_subcommand("Voice conversion: the speech of --source said in another voice.\n"
+                              "  chatterbox vc --source in.wav [--voice target.wav|target.voice] [-o out.wav]",
+                              "chatterbox vc", cli::add_conversion_options, cli::run_conversion, count, args.data());
+    return run_subcommand("Download the official Chatterbox model (about 3.2 GB) from "
+                          "huggingface.co/ResembleAI/chatterbox into the model folder, resuming partial files.\n"
+                          "  chatterbox download [-m DIR]",
+                          "chatterbox download", cli::add_download_options, cli::run_download, count, args.data());
 }
