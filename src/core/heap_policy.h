@@ -7,12 +7,14 @@
 // from the heap, where blocks of ever-different sizes leave holes it never returns: the chatterbox
 // tool's peak memory grew ~66 KB per sentence of a long text (640 sentences: +42 MB, tiny model)
 // and started 110 MB higher. With the threshold fixed at 1 MiB, blocks of 1 MiB and more are mapped
-// and unmapped every time: flat (+6 MB over 320 sentences, bench/README.md "Long text").
+// and unmapped every time, and the heaps keep at most 64 MiB of free pages each (the trim threshold
+// glibc's adjustment would reach; at its default 128 KiB the pages' return and refaulting doubled
+// the flow's time): bounded, no longer growing with the text (bench/README.md "Long text").
 
 namespace chatterbox {
 
-// Fixes glibc's mmap threshold at 1 MiB (mallopt M_MMAP_THRESHOLD), once per process, unless the
-// user set MALLOC_MMAP_THRESHOLD_ in the environment. Called when a Backend is made.
+// Fixes glibc's mmap threshold at 1 MiB and its trim threshold at 64 MiB (mallopt), once per
+// process, unless the user set either in the environment. Called when a Backend is made.
 void keep_large_buffers_off_the_heap();
 
 } // namespace chatterbox
