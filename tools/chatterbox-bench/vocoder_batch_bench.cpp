@@ -80,7 +80,10 @@ nlohmann::json run_vocoder_batch_bench(const BackendOptions &backend, const Voco
                 // clock starts when the opener is done.
                 const MelRequest opener = make_requests(hp, 1, kOpenerFrames, false).front();
                 std::thread opening([&] { batch.vocode(opener.mel, opener.noise); });
-                while (batch.counts().active < 1) std::this_thread::yield();
+                // Until the opener is in the batch, or already done (a short opener can come and go
+                // between two looks at `active`: waiting for active alone had hung 3 runs in 40 on a
+                // busy machine).
+                while (batch.counts().active < 1 && batch.counts().steps == 0) std::this_thread::yield();
                 std::vector<std::thread> threads;
                 for (size_t i = 0; i < requests.size(); ++i)
                     threads.emplace_back(
