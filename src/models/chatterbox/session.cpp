@@ -117,20 +117,21 @@ class Session::Request : public AudioSink {
             deliver(rest.data(), rest.size());
         }
         result_.seconds_total = seconds_since(start_);
-        result_.seconds_to_first_audio = options_.stream || !options_.keep_wave
-                                             ? first_audio_.value_or(result_.seconds_total)
-                                             : result_.seconds_total;
+        result_.seconds_to_first_audio =
+            audio_goes_out() ? first_audio_.value_or(result_.seconds_total) : result_.seconds_total;
         return std::move(result_);
     }
 
   private:
+    // Whether the final audio goes to on_chunk as it is made (streaming, or not kept in the result).
+    bool audio_goes_out() const { return options_.stream || !options_.keep_wave; }
+
     // Final audio: into the result, and to the chunk callback when streaming.
     void deliver(const float *samples, size_t n) {
         if (n == 0) return;
         if (!first_audio_) first_audio_ = seconds_since(start_);
         if (options_.keep_wave) result_.wave.insert(result_.wave.end(), samples, samples + n);
-        const bool to_callback = options_.stream || !options_.keep_wave;
-        if (to_callback && options_.on_chunk && !options_.on_chunk(samples, n))
+        if (audio_goes_out() && options_.on_chunk && !options_.on_chunk(samples, n))
             throw Cancelled("synthesis cancelled by the chunk callback");
     }
 
