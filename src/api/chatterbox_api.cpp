@@ -24,6 +24,7 @@
 
 struct chatterbox_engine {
     std::unique_ptr<chatterbox::Engine> engine;
+    std::unique_ptr<chatterbox::Runtime> runtime; // the engine's sessions share its batches
     std::string description;
     std::mutex internal_mutex; // serialises the engine-level calls on `internal`
     std::unique_ptr<chatterbox::Session> internal;
@@ -344,36 +345,25 @@ chatterbox_status chatterbox_engine_load(const chatterbox_engine_params *params,
         options.model_path = params->model_path;
         options.backend.device = backend_device(params->backend);
         options.backend.threads = params->threads;
-        if (params->batch < 0)
-            throw argument_error(chatterbox::concat("batch is ", params->batch, ", expected 0 (off) or more"));
-        options.batch = params->batch;
-        if (params->voice_prefixes < 0)
-            throw argument_error(
-                chatterbox::concat("voice_prefixes is ", params->voice_prefixes, ", expected 0 (off) or more"));
-        options.voice_prefixes = params->voice_prefixes;
-        if (params->flow_batch < 0)
-            throw argument_error(
-                chatterbox::concat("flow_batch is ", params->flow_batch, ", expected 0 (off) or more"));
-        options.flow_batch = params->flow_batch;
-        if (params->vocoder_batch < 0)
-            throw argument_error(
-                chatterbox::concat("vocoder_batch is ", params->vocoder_batch, ", expected 0 (off) or more"));
-        options.vocoder_batch = params->vocoder_batch;
-        if (params->batch_threads < 0)
-            throw argument_error(
-                chatterbox::concat("batch_threads is ", params->batch_threads, ", expected 0 (all cores) or more"));
-        options.batch_threads = params->batch_threads;
         if (params->t3_model) options.open.t3_model = params->t3_model;
+        chatterbox::RuntimeOptions runtime;
+        runtime.batch = params->batch;
+        runtime.voice_prefixes = params->voice_prefixes;
+        runtime.flow_batch = params->flow_batch;
+        runtime.vocoder_batch = params->vocoder_batch;
+        runtime.batch_threads = params->batch_threads;
         if (params->kv_cache && *params->kv_cache) {
             try {
-                options.kv_cache = chatterbox::t3::kv_cache_type(params->kv_cache);
+                runtime.kv_cache = chatterbox::t3::kv_cache_type(params->kv_cache);
             } catch (const chatterbox::InvalidArgument &e) {
                 throw argument_error(chatterbox::concat("kv_cache: ", e.what()));
             }
         }
+        runtime.validate(options.backend); // before the weights load
         auto created = std::make_unique<chatterbox_engine>();
         created->engine = std::make_unique<chatterbox::Engine>(options);
-        created->internal = std::make_unique<chatterbox::Session>(*created->engine);
+        created->runtime = std::make_unique<chatterbox::Runtime>(*created->engine, runtime);
+        created->internal = std::make_unique<chatterbox::Session>(*created->runtime);
         created->description = created->engine->description();
         *engine = created.release();
     });
@@ -556,9 +546,9 @@ chatterbox_status chatterbox_session_new(chatterbox_engine *engine, int threads,
         require(session, "chatterbox_session_new", "session");
         if (threads < 0)
             throw argument_error(chatterbox::concat("threads is ", threads, ", expected 0 (the engine's) or more"));
-        chatterbox::SessionOptions options = chatterbox::engine_session_options(*engine->engine);
+        chatterbox::SessionOptions options = engine->runtime->session_options();
         options.threads = threads;
-        *session = new chatterbox_session{std::make_unique<chatterbox::Session>(*engine->engine, options)};
+        *session = new chatterbox_session{std::make_unique<chatterbox::Session>(*engine->runtime, options)};
     });
 }
 

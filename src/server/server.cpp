@@ -55,8 +55,8 @@ ApiError protocol_error(int status) {
 // the same thread once the response is written. {} : not routed (an unreadable request).
 thread_local std::chrono::steady_clock::time_point t_request_started;
 
-SessionOptions session_options(const Engine &engine, const ServerOptions &options) {
-    SessionOptions session = engine_session_options(engine);
+SessionOptions session_options(const Runtime &runtime, const ServerOptions &options) {
+    SessionOptions session = runtime.session_options();
     session.threads = options.threads;
     return session;
 }
@@ -70,9 +70,9 @@ bool constant_time_equal(const std::string &a, const std::string &b) {
     return difference == 0;
 }
 
-Server::Server(const Engine &engine, const ServerOptions &options)
-    : engine_(engine), options_(options),
-      pool_(engine, options.sessions, options.queue, session_options(engine, options)),
+Server::Server(Runtime &runtime, const ServerOptions &options)
+    : runtime_(runtime), engine_(runtime.engine()), options_(options),
+      pool_(runtime, options.sessions, options.queue, session_options(runtime, options)),
       voices_(options.voices_dir.empty() ? default_voices_dir() : options.voices_dir), watch_(options.deadline_seconds),
       http_(std::make_unique<httplib::Server>()) {
     if (options.deadline_seconds < 0)
@@ -149,13 +149,13 @@ void Server::add_routes() {
     });
     http_->Get("/metrics", [this](const httplib::Request &, httplib::Response &response) {
         ServerGauges gauges{pool_.size(), pool_.busy(), pool_.waiting(), watch_.in_flight(), watch_.draining()};
-        if (const t3::BatchScheduler *batch = engine_.t3_batch())
+        if (const t3::BatchScheduler *batch = runtime_.t3_batch())
             gauges.t3_batch = {batch->options().max_sequences, batch->counts()};
-        if (const s3gen::FlowBatchScheduler *batch = engine_.flow_batch())
+        if (const s3gen::FlowBatchScheduler *batch = runtime_.flow_batch())
             gauges.flow_batch = {batch->options().max_requests, batch->counts()};
-        if (const hift::VocoderBatchScheduler *batch = engine_.vocoder_batch())
+        if (const hift::VocoderBatchScheduler *batch = runtime_.vocoder_batch())
             gauges.vocoder_batch = {batch->options().max_requests, batch->counts()};
-        if (const t3::PrefixCache *prefixes = engine_.t3_prefixes()) {
+        if (const t3::PrefixCache *prefixes = runtime_.t3_prefixes()) {
             gauges.voice_prefix_hits = prefixes->hits();
             gauges.voice_prefix_misses = prefixes->misses();
         }

@@ -52,7 +52,7 @@ class Server {
   public:
     // Creates the sessions and opens the voice library; throws InvalidArgument for options out of
     // range, Error when the voice folder cannot be read.
-    Server(const Engine &engine, const ServerOptions &options);
+    Server(Runtime &runtime, const ServerOptions &options);
     ~Server();
     Server(const Server &) = delete;
     Server &operator=(const Server &) = delete;
@@ -75,13 +75,14 @@ class Server {
     const VoiceLibrary &voices() const { return voices_; }
 
     // What the Wyoming side (wyoming_server.h) shares with the HTTP side.
-    const Engine &engine() const { return engine_; }
+    const Engine &engine() const { return runtime_.engine(); }
     SessionPool &pool() { return pool_; }
     const ServerOptions &options() const { return options_; }
 
   private:
     void add_routes();
 
+    Runtime &runtime_;
     const Engine &engine_;
     ServerOptions options_;
     SessionPool pool_;

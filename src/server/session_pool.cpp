@@ -4,12 +4,12 @@
 
 namespace chatterbox::server {
 
-SessionPool::SessionPool(const Engine &engine, int sessions, int queue_limit, const SessionOptions &options)
+SessionPool::SessionPool(Runtime &runtime, int sessions, int queue_limit, const SessionOptions &options)
     : queue_limit_(queue_limit) {
     if (sessions < 1) throw InvalidArgument(concat("sessions is ", sessions, ", expected 1 or more"));
     if (queue_limit < 0) throw InvalidArgument(concat("queue is ", queue_limit, ", expected 0 or more"));
     for (int i = 0; i < sessions; ++i) {
-        sessions_.push_back(std::make_unique<Session>(engine, options));
+        sessions_.push_back(std::make_unique<Session>(runtime, options));
         free_.push_back(sessions_.back().get());
     }
 }

@@ -1,5 +1,5 @@
 #pragma once
-// N Sessions over one Engine and a bounded queue in front of them: a request takes a free session,
+// N Sessions over one Runtime and a bounded queue in front of them: a request takes a free session,
 // or waits for one while fewer than `queue_limit` requests are already waiting, or is turned away
 // (the server answers 503 with Retry-After).
 
@@ -15,7 +15,7 @@ namespace chatterbox::server {
 class SessionPool {
   public:
     // Throws InvalidArgument for sessions < 1 or queue_limit < 0.
-    SessionPool(const Engine &engine, int sessions, int queue_limit, const SessionOptions &options);
+    SessionPool(Runtime &runtime, int sessions, int queue_limit, const SessionOptions &options);
     ~SessionPool();
     SessionPool(const SessionPool &) = delete;
     SessionPool &operator=(const SessionPool &) = delete;

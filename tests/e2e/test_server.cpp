@@ -261,7 +261,8 @@ TEST_F(Server, APortInUseIsAnError) {
     RunningServer first(*engine_, small_server());
     server::ServerOptions options = small_server();
     options.port = first.port();
-    server::Server second(*engine_, options);
+    Runtime runtime(*engine_, RuntimeOptions{});
+    server::Server second(runtime, options);
     test::expect_error([&] { second.bind(); }, "cannot listen on 127.0.0.1:");
 }
 

@@ -199,7 +199,8 @@ TEST_F(ServerOps, AClientThatHangsUpDuringAWholeSynthesisCancelsIt) {
 // connection waits in the listen queue and is served. With a short queue (httplib's 5) the kernel
 // drops the connections beyond it and their clients fail to read an answer.
 TEST_F(ServerOps, ClientsConnectingBeforeTheAcceptLoopRunsAreAllServed) {
-    server::Server server(*engine_, test::small_server());
+    Runtime runtime(*engine_, RuntimeOptions{});
+    server::Server server(runtime, test::small_server());
     const int port = server.bind();
     constexpr int kClients = 32;
     std::vector<std::future<int>> statuses;

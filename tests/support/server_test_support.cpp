@@ -40,7 +40,7 @@ std::string read_text(const std::string &path) {
 } // namespace
 
 RunningServer::RunningServer(const Engine &engine, server::ServerOptions options)
-    : server_(engine, with_free_port(options)) {
+    : runtime_(engine, RuntimeOptions{}), server_(runtime_, with_free_port(options)) {
     port_ = server_.bind();
     thread_ = std::thread([this] { server_.run(); });
 }

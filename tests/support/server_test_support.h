@@ -26,7 +26,8 @@
 
 namespace chatterbox::test {
 
-// A server on a free loopback port, serving on its own thread until destroyed.
+// A server on a free loopback port, serving on its own thread until destroyed; its sessions share
+// no batch.
 class RunningServer {
   public:
     RunningServer(const Engine &engine, server::ServerOptions options);
@@ -39,6 +40,7 @@ class RunningServer {
     server::Server &server() { return server_; } // for a Wyoming side on the same sessions
 
   private:
+    Runtime runtime_;
     server::Server server_;
     int port_ = 0;
     std::thread thread_;

@@ -84,9 +84,7 @@ class CollectingSink : public AudioSink {
         EXPECT_GE(fraction, 0.0f);
         EXPECT_LE(fraction, 1.0f);
     }
-    void check_cancel() const override {
-        if (cancel) throw Cancelled("cancelled");
-    }
+    bool cancel_requested() const override { return cancel; }
     std::vector<std::vector<float>> blocks;
     std::vector<float> wave;
     bool cancel = false;

@@ -249,6 +249,22 @@ TEST(T3Tokens, DropInvalidTokens) {
     EXPECT_EQ(drop_invalid_tokens({1, 8000, 2, 6562}, multilingual), (std::vector<int32_t>{1, 2}));
 }
 
+TEST(T3Tokens, TheFilterDecidesTokenByTokenWhatDropInvalidTokensKeeps) {
+    using Verdict = SpeechTokenFilter::Verdict;
+    const HParams english = HParams::english();
+    SpeechTokenFilter filter(english);
+    EXPECT_EQ(filter.push(5), Verdict::speak);
+    EXPECT_EQ(filter.push(6563), Verdict::skip); // outside the speech units
+    EXPECT_EQ(filter.push(6561), Verdict::restart);
+    EXPECT_EQ(filter.push(6561), Verdict::skip); // only the first start-of-speech token counts
+    EXPECT_EQ(filter.push(7), Verdict::speak);
+    EXPECT_EQ(filter.push(6562), Verdict::end);
+    EXPECT_EQ(filter.push(8), Verdict::end);
+    // A start-of-speech token after the end empties the span, as tts.py's x[s:e] with s > e does.
+    EXPECT_EQ(drop_invalid_tokens({1, 2, 6562, 6561, 3}, english), (std::vector<int32_t>{}));
+    EXPECT_EQ(drop_invalid_tokens({1, 6561, 2, 6561, 3, 6562, 6561}, english), (std::vector<int32_t>{2, 3}));
+}
+
 TEST(T3Rope, Llama3FrequencyFactors) {
     const std::vector<float> f = llama3_rope_freq_factors(HParams::english());
     ASSERT_EQ(f.size(), 32u);

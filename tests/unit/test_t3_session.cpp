@@ -9,6 +9,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "models/chatterbox/engine.h"
+#include "models/chatterbox/runtime.h"
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
 #include "support/test_support.h"
@@ -78,8 +79,8 @@ class T3Session : public ::testing::Test {
         return raw;
     }
 
-    static RuntimeOptions options(nn::AttentionPath attention, ggml_type kv_type, int decode_bucket) {
-        RuntimeOptions o;
+    static t3::RuntimeOptions options(nn::AttentionPath attention, ggml_type kv_type, int decode_bucket) {
+        t3::RuntimeOptions o;
         o.attention = attention;
         o.kv_type = kv_type;
         o.decode_bucket = decode_bucket;
@@ -140,9 +141,16 @@ TEST_F(T3Session, An8BitCacheNeedsTheSingleQueryPath) {
     EXPECT_EQ(kv_cache_type("q8_0"), GGML_TYPE_Q8_0);
     EXPECT_EQ(kv_cache_type("f16"), GGML_TYPE_F16);
     EXPECT_THROW(kv_cache_type("q4_0"), InvalidArgument);
-    EngineOptions q4_cache = engine_->options();
+    chatterbox::RuntimeOptions q4_cache;
     q4_cache.kv_cache = GGML_TYPE_Q4_0;
-    EXPECT_THROW(Engine{q4_cache}, InvalidArgument);
+    EXPECT_THROW(q4_cache.validate(engine_->options().backend), InvalidArgument);
+    EXPECT_THROW(Runtime(*engine_, q4_cache), InvalidArgument);
+    chatterbox::RuntimeOptions q8_cache;
+    q8_cache.kv_cache = GGML_TYPE_Q8_0;
+    EXPECT_NO_THROW(q8_cache.validate(engine_->options().backend));
+    BackendOptions gpu;
+    gpu.device = "cuda";
+    test::expect_error([&] { q8_cache.validate(gpu); }, "q8_0 on the CPU");
 }
 
 TEST_F(T3Session, EachBucketIsBuiltOncePerSession) {

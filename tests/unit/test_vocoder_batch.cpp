@@ -218,8 +218,7 @@ TEST_F(VocoderBatch, BadRequestsAreRefusedWithoutHarmingTheBatch) {
 // A session's Vocoder in a batch: synthesize gives its wave alone, trim_fade and taps included.
 TEST_F(VocoderBatch, AVocoderInABatchSynthesizesAsAlone) {
     VocoderBatchScheduler batch(tiny().model(), test::test_backend_options(0), VocoderBatchOptions{});
-    Vocoder alone(tiny().model(), *tiny().backend), batched(tiny().model(), *tiny().backend);
-    batched.use_batch(&batch);
+    Vocoder alone(tiny().model(), *tiny().backend), batched(tiny().model(), *tiny().backend, &batch);
     const std::vector<float> want = alone.synthesize(requests_[2].mel, nullptr, 7);
     VocoderTaps taps;
     EXPECT_LE(max_difference(batched.synthesize(requests_[2].mel, nullptr, 7, &taps), want), kTolerance);

@@ -48,13 +48,13 @@ void send_request(httplib::Client &client, const std::string &body, ClientTally 
     }
 }
 
-nlohmann::json run_level(const Engine &engine, const ServerBenchOptions &options, int clients) {
+nlohmann::json run_level(Runtime &runtime, const ServerBenchOptions &options, int clients) {
     server::ServerOptions server_options;
     server_options.port = 0;
     server_options.sessions = options.sessions > 0 ? options.sessions : clients;
     server_options.queue = clients; // every client waits rather than being turned away
     server_options.threads = options.session_threads;
-    server::Server server(engine, server_options);
+    server::Server server(runtime, server_options);
     const int port = server.bind();
     std::thread serving([&] { server.run(); });
 
@@ -90,7 +90,7 @@ nlohmann::json run_level(const Engine &engine, const ServerBenchOptions &options
         all.audio_bytes += t.audio_bytes;
         all.failed += t.failed;
     }
-    const double audio_s = double(all.audio_bytes) / 2 / engine.sample_rate();
+    const double audio_s = double(all.audio_bytes) / 2 / runtime.engine().sample_rate();
     const int requests = clients * options.requests_per_client;
     nlohmann::json row{{"clients", clients},
                        {"sessions", server_options.sessions},
@@ -125,16 +125,19 @@ nlohmann::json run_server_bench(const BackendOptions &backend, const ServerBench
     engine_options.model_path = options.weights;
     engine_options.backend = backend;
     engine_options.backend.threads = options.session_threads;
-    engine_options.batch = options.batch;
-    engine_options.flow_batch = options.flow_batch;
-    engine_options.vocoder_batch = options.vocoder_batch;
-    engine_options.batch_threads = options.batch_threads;
-    engine_options.kv_cache = t3::kv_cache_type(options.kv_cache);
+    RuntimeOptions runtime_options;
+    runtime_options.batch = options.batch;
+    runtime_options.flow_batch = options.flow_batch;
+    runtime_options.vocoder_batch = options.vocoder_batch;
+    runtime_options.batch_threads = options.batch_threads;
+    runtime_options.kv_cache = t3::kv_cache_type(options.kv_cache);
+    runtime_options.validate(engine_options.backend);
     const Engine engine(engine_options);
+    Runtime runtime(engine, runtime_options);
     nlohmann::json rows = nlohmann::json::array();
     for (int clients : options.clients) {
         if (clients < 1) fail("server bench: --clients ", clients, ", expected 1 or more");
-        rows.push_back(run_level(engine, options, clients));
+        rows.push_back(run_level(runtime, options, clients));
     }
     return rows;
 }

@@ -71,10 +71,8 @@ nlohmann::json run_vocoder_batch_bench(const BackendOptions &backend, const Voco
                 hift::VocoderBatchScheduler batch(engine.vocoder(), backend, batch_options);
                 std::vector<std::vector<float>> batched(requests.size());
                 std::vector<std::unique_ptr<hift::Vocoder>> sessions;
-                for (size_t i = 0; i < requests.size(); ++i) {
-                    sessions.push_back(std::make_unique<hift::Vocoder>(engine.vocoder(), session_backend));
-                    sessions.back()->use_batch(&batch);
-                }
+                for (size_t i = 0; i < requests.size(); ++i)
+                    sessions.push_back(std::make_unique<hift::Vocoder>(engine.vocoder(), session_backend, &batch));
                 // The requests arrive while a short opener runs, so they all wait for the next run
                 // and make one batch (alone, the first would start before the others arrive); the
                 // clock starts when the opener is done.

@@ -93,12 +93,13 @@ json run_wyoming_bench(const BackendOptions &backend, const WyomingBenchOptions 
     engine_options.backend = backend;
     engine_options.backend.threads = options.session_threads;
     const Engine engine(engine_options);
+    Runtime runtime(engine, RuntimeOptions{});
 
     server::ServerOptions server_options;
     server_options.port = 0;
     server_options.threads = options.session_threads;
     server_options.voices_dir = "/nonexistent-chatterbox-bench-voices"; // an empty library, never written
-    server::Server server(engine, server_options);
+    server::Server server(runtime, server_options);
     server::WyomingOptions wyoming_options;
     wyoming_options.port = 0;
     server::WyomingServer wyoming(server, wyoming_options);

@@ -177,18 +177,21 @@ int main(int argc, char **argv) {
         chatterbox::EngineOptions engine_options;
         engine_options.model_path = model_path(model);
         engine_options.backend.threads = options.threads;
-        engine_options.batch = batch;
-        engine_options.flow_batch = flow_batch;
-        engine_options.vocoder_batch = vocoder_batch;
-        engine_options.batch_threads = batch_threads;
-        engine_options.voice_prefixes = voice_prefixes;
-        engine_options.kv_cache = chatterbox::t3::kv_cache_type(kv_cache);
+        chatterbox::RuntimeOptions runtime_options;
+        runtime_options.batch = batch;
+        runtime_options.flow_batch = flow_batch;
+        runtime_options.vocoder_batch = vocoder_batch;
+        runtime_options.batch_threads = batch_threads;
+        runtime_options.voice_prefixes = voice_prefixes;
+        runtime_options.kv_cache = chatterbox::t3::kv_cache_type(kv_cache);
+        runtime_options.validate(engine_options.backend); // before the weights load
         // Requests share the batch only if as many run at once.
         const int widest_batch = std::max({batch, flow_batch, vocoder_batch});
         if (widest_batch > 0 && app.count("--sessions") == 0) options.sessions = widest_batch;
         engine_options.open.t3_model = t3_model;
         const chatterbox::Engine engine(engine_options);
-        chatterbox::server::Server server(engine, options);
+        chatterbox::Runtime runtime(engine, runtime_options);
+        chatterbox::server::Server server(runtime, options);
         std::optional<chatterbox::server::WyomingServer> wyoming;
         if (!wyoming_address.empty()) wyoming.emplace(server, wyoming_options);
         const int port = no_http ? -1 : server.bind();

@@ -48,49 +48,15 @@ ModelFiles open_model(const EngineOptions &options) {
 
 Engine::Engine(const EngineOptions &options)
     : options_(options), files_(open_model(options)), weights_backend_(std::make_unique<Backend>(options.backend)) {
-    // Options first: a bad one must not cost the weights' load.
-    if (options.batch < 0) throw InvalidArgument(concat("batch is ", options.batch, ", expected 0 (off) or more"));
-    if (options.voice_prefixes < 0)
-        throw InvalidArgument(concat("voice_prefixes is ", options.voice_prefixes, ", expected 0 (off) or more"));
-    if (options.flow_batch < 0)
-        throw InvalidArgument(concat("flow_batch is ", options.flow_batch, ", expected 0 (off) or more"));
-    if (options.vocoder_batch < 0)
-        throw InvalidArgument(concat("vocoder_batch is ", options.vocoder_batch, ", expected 0 (off) or more"));
-    if (options.batch_threads < 0)
-        throw InvalidArgument(concat("batch_threads is ", options.batch_threads, ", expected 0 (all cores) or more"));
-    if (options.kv_cache != GGML_TYPE_F16 && options.kv_cache != GGML_TYPE_F32 &&
-        !(options.kv_cache == GGML_TYPE_Q8_0 && weights_backend_->is_cpu()))
-        throw InvalidArgument(concat("kv_cache is ", ggml_type_name(options.kv_cache), " on ",
-                                     weights_backend_->description(), ", expected f16, f32, or q8_0 on the CPU"));
-    BackendOptions batch_backend = options.backend;
-    batch_backend.threads = options.batch_threads;
     const WeightStore &store = files_.weights();
     if (has(Component::text))
         text_ = std::make_unique<TextFrontEnd>(files_.tokenizer_json(), files_.path() + " tokenizer",
                                                files_.hparams().t3, files_.cangjie_json());
     if (has(Component::t3)) t3_ = std::make_unique<t3::Model>(store, *weights_backend_, files_.hparams().t3);
-    if (options.batch > 0 && t3_) {
-        t3::BatchOptions batch;
-        batch.max_sequences = options.batch;
-        batch.capacity = options.batch_capacity;
-        batch.runtime.kv_type = options.kv_cache;
-        t3_batch_ = std::make_unique<t3::BatchScheduler>(*t3_, batch_backend, batch);
-    }
-    if (options.voice_prefixes > 0) t3_prefixes_ = std::make_unique<t3::PrefixCache>(size_t(options.voice_prefixes));
     if (has(Component::flow))
         flow_ = std::make_unique<s3gen::FlowModel>(store, *weights_backend_, files_.hparams().flow);
-    if (options.flow_batch > 0 && flow_) {
-        s3gen::FlowBatchOptions batch;
-        batch.max_requests = options.flow_batch;
-        flow_batch_ = std::make_unique<s3gen::FlowBatchScheduler>(*flow_, batch_backend, batch);
-    }
     if (has(Component::vocoder))
         vocoder_ = std::make_unique<hift::VocoderModel>(store, *weights_backend_, files_.hparams().hift);
-    if (options.vocoder_batch > 0 && vocoder_) {
-        hift::VocoderBatchOptions batch;
-        batch.max_requests = options.vocoder_batch;
-        vocoder_batch_ = std::make_unique<hift::VocoderBatchScheduler>(*vocoder_, batch_backend, batch);
-    }
 }
 
 Engine::~Engine() = default;

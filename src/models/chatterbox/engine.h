@@ -2,7 +2,9 @@
 // The engine (spec overview.md §2.3): one model loaded once and immutable afterwards — model files,
 // text front end, component weights, and the voice models (bound on first use under call_once) —
 // shared by any number of Sessions (session.h) on any threads. Everything a request changes lives in
-// its Session: its own compute backend and thread pool, T3 cache, flow and vocoder graphs.
+// its Session: its own compute backend and thread pool, T3 cache, flow and vocoder graphs. What the
+// sessions share and change (batches, kept voice prefixes) is a Runtime's (runtime.h), not the
+// engine's.
 //
 //   Engine engine({"models/chatterbox", BackendOptions{}});
 //   Session session(engine);                         // one per concurrent request stream
@@ -12,13 +14,9 @@
 
 #include "core/backend.h"
 #include "models/chatterbox/hift/vocoder.h"
-#include "models/chatterbox/hift/vocoder_batch.h"
 #include "models/chatterbox/model_files.h"
 #include "models/chatterbox/s3gen/flow.h"
-#include "models/chatterbox/s3gen/flow_batch.h"
-#include "models/chatterbox/t3/batch_scheduler.h"
 #include "models/chatterbox/t3/model.h"
-#include "models/chatterbox/t3/prefix_cache.h"
 #include "models/chatterbox/text_frontend.h"
 #include "models/chatterbox/voice.h"
 #include "text/sentence_splitter.h"
@@ -48,27 +46,6 @@ struct EngineOptions {
     std::string model_path; // official folder or GGUF
     BackendOptions backend; // the device of the weights; sessions compute on their own backend of it
     Components components = kAllComponents;
-    // T3 decode batched across the sessions' requests (t3/batch_scheduler.h): up to this many
-    // requests share each step; 0 (default): each session decodes alone.
-    int batch = 0;
-    int batch_capacity = 1536; // cache positions per batched request (longer ones decode alone)
-    // The flow's CFM steps batched across the sessions' requests (s3gen/flow_batch.h): up to this
-    // many requests share each estimator run; 0 (default): each session solves alone.
-    int flow_batch = 0;
-    // The vocoder batched across the sessions' requests (hift/vocoder_batch.h): up to this many
-    // mels share each HiFT run; 0 (default): each session vocodes alone.
-    int vocoder_batch = 0;
-    // CPU threads of each batch's own backend (T3, flow, vocoder); 0 (default): all cores. Not
-    // backend.threads, which is what each session gets: a batch computes for many sessions at once,
-    // and gives threads back while sessions keep CPUs busy (BackendOptions::adapt_threads).
-    int batch_threads = 0;
-    // Voices whose T3 conditioning prefix (its keys/values) is kept, so that a request in a kept
-    // voice prefills only its text (t3/prefix_cache.h); 0 (default): every prefill computes it.
-    int voice_prefixes = 0;
-    // The T3 KV cache type of the batch (t3::RuntimeOptions::kv_type): f16, or q8_0 on the CPU (half the
-    // bytes a batched step reads; lossy). A session's requests join the batch only with the same type:
-    // sessions take this one unless their options say otherwise (engine_session_options).
-    ggml_type kv_cache = GGML_TYPE_F16;
     ModelOpenOptions open; // which T3 of a folder with several (multilingual v2 / v3)
 };
 
@@ -99,15 +76,6 @@ class Engine {
     // TextFrontEnd); throws InvalidArgument for invalid UTF-8 or a language the model does not take.
     std::vector<text::TextPiece> split_text(std::string_view text, std::string_view language = {}) const;
 
-    // The T3 batch the sessions decode in, or nullptr (EngineOptions::batch 0).
-    t3::BatchScheduler *t3_batch() const { return t3_batch_.get(); }
-    // The flow batch the sessions solve in, or nullptr (EngineOptions::flow_batch 0).
-    s3gen::FlowBatchScheduler *flow_batch() const { return flow_batch_.get(); }
-    // The vocoder batch the sessions vocode in, or nullptr (EngineOptions::vocoder_batch 0).
-    hift::VocoderBatchScheduler *vocoder_batch() const { return vocoder_batch_.get(); }
-    // The kept voice prefixes, or nullptr (EngineOptions::voice_prefixes 0).
-    t3::PrefixCache *t3_prefixes() const { return t3_prefixes_.get(); }
-
     int sample_rate() const;
     std::string description() const; // variant, weight type, backend
 
@@ -121,10 +89,6 @@ class Engine {
     std::unique_ptr<t3::Model> t3_;
     std::unique_ptr<s3gen::FlowModel> flow_;
     std::unique_ptr<hift::VocoderModel> vocoder_;
-    std::unique_ptr<t3::BatchScheduler> t3_batch_;               // a service with its own thread, not model state
-    std::unique_ptr<s3gen::FlowBatchScheduler> flow_batch_;      // likewise
-    std::unique_ptr<hift::VocoderBatchScheduler> vocoder_batch_; // likewise
-    std::unique_ptr<t3::PrefixCache> t3_prefixes_;               // filled by the sessions' requests
     mutable std::once_flag voice_builder_once_;
     mutable std::unique_ptr<VoiceBuilder> voice_builder_;
 };

@@ -2,7 +2,7 @@
 
 #include "audio/time_stretch.h"
 #include "core/error.h"
-#include "models/chatterbox/t3/generate.h"
+#include "models/chatterbox/piece_synthesis.h"
 #include "text/unicode.h"
 
 #include <algorithm>
@@ -91,10 +91,7 @@ class Session::Request : public AudioSink {
         if (options.params.speed != 1.0f) stretch_.emplace(sample_rate, options.params.speed);
     }
 
-    void check_cancel() const override {
-        if (cancel_.requested()) throw Cancelled("synthesis cancelled");
-    }
-    bool cancel_requested() const { return cancel_.requested(); }
+    bool cancel_requested() const override { return cancel_.requested(); }
 
     void progress(const char *stage, float fraction) override {
         if (options_.on_progress) options_.on_progress(stage, std::clamp(fraction, 0.0f, 1.0f));
@@ -166,26 +163,28 @@ class Session::VocoderAdapter : public VocoderStage {
     hift::Vocoder &vocoder_;
 };
 
-SessionOptions engine_session_options(const Engine &engine) {
-    SessionOptions options;
-    options.t3.kv_type = engine.options().kv_cache;
-    return options;
-}
+Session::Session(const Engine &engine, const SessionOptions &options) : Session(engine, nullptr, options) {}
 
-Session::Session(const Engine &engine) : Session(engine, engine_session_options(engine)) {}
+Session::Session(Runtime &runtime) : Session(runtime, runtime.session_options()) {}
 
-Session::Session(const Engine &engine, const SessionOptions &options)
-    : engine_(engine), backend_(session_backend(engine, options.threads)) {
+Session::Session(Runtime &runtime, const SessionOptions &options) : Session(runtime.engine(), &runtime, options) {}
+
+Session::Session(const Engine &engine, Runtime *runtime, const SessionOptions &options)
+    : engine_(engine), t3_prefixes_(runtime ? runtime->t3_prefixes() : nullptr),
+      backend_(session_backend(engine, options.threads)) {
     backend_.set_cancel_flag(&cancel_);
-    if (engine.has(Component::t3)) t3_ = std::make_unique<t3::Session>(engine.t3(), backend_, options.t3);
+    if (engine.has(Component::t3)) {
+        t3_ = std::make_unique<t3::Session>(engine.t3(), backend_, options.t3);
+        t3_executor_ = std::make_unique<t3::Executor>(*t3_, runtime ? runtime->t3_batch() : nullptr, &cancel_);
+    }
     if (engine.has(Component::flow)) {
-        flow_ = std::make_unique<s3gen::FlowSession>(engine.flow(), backend_, options.flow_attention);
-        flow_->use_batch(engine.flow_batch(), &cancel_);
+        flow_ = std::make_unique<s3gen::FlowSession>(engine.flow(), backend_, options.flow_attention,
+                                                     runtime ? runtime->flow_batch() : nullptr, &cancel_);
         flow_stage_ = std::make_unique<FlowAdapter>(*flow_);
     }
     if (engine.has(Component::vocoder)) {
-        vocoder_ = std::make_unique<hift::Vocoder>(engine.vocoder(), backend_);
-        vocoder_->use_batch(engine.vocoder_batch(), &cancel_);
+        vocoder_ = std::make_unique<hift::Vocoder>(engine.vocoder(), backend_,
+                                                   runtime ? runtime->vocoder_batch() : nullptr, &cancel_);
         vocoder_stage_ = std::make_unique<VocoderAdapter>(*vocoder_);
     }
 }
@@ -250,7 +249,6 @@ std::vector<text::TextPiece> check_synthesis(const Engine &engine, std::string_v
 SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, const SynthesisOptions &options) {
     const t3::Model &model = engine_.t3();
     const t3::HParams &hp = model.hparams();
-    const s3gen::FlowHParams &flow_hp = engine_.flow().hparams();
     const TextFrontEnd &front_end = engine_.text();
     const std::vector<text::TextPiece> pieces = check_synthesis(engine_, text, options);
     check_voice_fits(voice, engine_.files().hparams().variant);
@@ -261,67 +259,38 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
     request.progress("t3", 0.0f);
     const t3::CondEmbeddings cond = t3::encode_conditioning(model, backend_, voice.t3);
     std::shared_ptr<const t3::KvPrefix> prefix;
-    if (engine_.t3_prefixes() && !options.params.sampling.guards.alignment)
-        prefix = engine_.t3_prefixes()->get(*t3_, cond);
-    const ChunkPlan plan = options.stream ? options.chunks : ChunkPlan::offline();
-    const int n = int(pieces.size());
-    for (int i = 0; i < n; ++i) {
+    if (t3_prefixes_ && !options.params.sampling.guards.alignment) prefix = t3_prefixes_->get(*t3_, cond);
+    PieceRequest piece;
+    piece.cond = &cond;
+    piece.prefix = prefix.get();
+    piece.reference = &voice.s3gen;
+    piece.plan = options.stream ? options.chunks : ChunkPlan::offline();
+    piece.stream = options.stream;
+    piece.trailing_tokens = s3gen::flow_input_tokens({}, engine_.flow().hparams());
+    piece.count = int(pieces.size());
+    for (piece.index = 0; piece.index < piece.count; ++piece.index) {
         request.check_cancel();
-        const std::vector<int32_t> framed = front_end.t3_tokens(pieces[size_t(i)].text, options.params.language);
-        if (int(framed.size()) > hp.max_framed_text())
-            throw InvalidArgument(concat("the text is ", framed.size() - size_t(front_end.framing_tokens()),
+        const text::TextPiece &text_piece = pieces[size_t(piece.index)];
+        piece.framed_text = front_end.t3_tokens(text_piece.text, options.params.language);
+        if (int(piece.framed_text.size()) > hp.max_framed_text())
+            throw InvalidArgument(concat("the text is ", piece.framed_text.size() - size_t(front_end.framing_tokens()),
                                          " tokens, more than T3 reads in one pass (",
                                          hp.max_framed_text() - front_end.framing_tokens(),
                                          "): let it be split into sentences"));
-        t3::SamplingParams sampling = options.params.sampling;
+        piece.sampling = options.params.sampling;
         // The first piece uses the seed itself, so a one-sentence request is the plain seeded run.
-        if (i > 0) sampling.seed = mix_seed(sampling.seed, uint64_t(i) << 32);
-
-        const int piece_steps = t3::step_limit(hp, framed, sampling); // max_new_tokens or the length bound
-        PieceVocalizer vocalizer(stages, request, voice.s3gen, plan, sampling.seed, i, n);
-        // With the stop rules, trailing silence is trimmed to a natural pause, streaming or not.
-        std::optional<t3::TailSilenceTrimmer> trimmer;
-        if (sampling.guards.stops && !sampling.ignore_eos)
-            trimmer.emplace(hp.guards.silence_token, hp.guards.natural_pause);
-        const auto speak = [&](int32_t token) {
-            if (!trimmer) return vocalizer.add_token(token);
-            for (int32_t kept : trimmer->push(token)) vocalizer.add_token(kept);
-        };
-        t3::GenerationHooks hooks;
-        bool speech_ended = false;
-        hooks.on_step = [&](const t3::StepRecord &step) {
-            request.progress("t3", (float(i) + float(step.step + 1) / float(piece_steps)) / float(n));
-            // Streaming feeds the span drop_invalid_tokens keeps as it grows: speech units up to EOS.
-            if (options.stream && !speech_ended) {
-                if (step.token == hp.stop_speech_token)
-                    speech_ended = true;
-                else if (step.token < hp.speech_token_limit)
-                    speak(step.token);
-            }
-            return !request.cancel_requested();
-        };
-        hooks.step_logits = false;
-        const t3::GenerationResult generated =
-            engine_.t3_batch()
-                ? engine_.t3_batch()->generate(*t3_, cond, framed, sampling, hooks, prefix.get(), &cancel_)
-                : t3::generate(*t3_, cond, framed, sampling, hooks, prefix.get());
-        request.check_cancel();
-        request.result().t3_steps += int(generated.tokens.size());
-        request.result().eos_steps.push_back(generated.eos_step);
-        request.result().piece_ends.push_back(generated.end);
-        if (!options.stream)
-            for (int32_t token : t3::drop_invalid_tokens(generated.tokens, hp)) speak(token);
-        if (trimmer)
-            for (int32_t kept : trimmer->finish()) vocalizer.add_token(kept);
-        // The flow's trailing silence (Turbo's three S3GEN_SIL tokens) follows the speech.
-        for (int32_t token : s3gen::flow_input_tokens({}, flow_hp)) vocalizer.add_token(token);
-        vocalizer.finish();
-        request.result().speech_tokens += int(vocalizer.tokens()) - flow_hp.trailing_silence_tokens;
-        if (i + 1 < n)
-            request.emit_silence(pieces[size_t(i)].after == text::Boundary::sentence ? options.params.sentence_pause
-                                                                                     : options.params.clause_pause);
+        if (piece.index > 0) piece.sampling.seed = mix_seed(piece.sampling.seed, uint64_t(piece.index) << 32);
+        const PieceResult spoken = synthesize_piece(*t3_executor_, stages, request, piece);
+        SynthesisResult &result = request.result();
+        result.t3_steps += int(spoken.generated.tokens.size());
+        result.eos_steps.push_back(spoken.generated.eos_step);
+        result.piece_ends.push_back(spoken.generated.end);
+        result.speech_tokens += spoken.speech_tokens;
+        if (piece.index + 1 < piece.count)
+            request.emit_silence(text_piece.after == text::Boundary::sentence ? options.params.sentence_pause
+                                                                              : options.params.clause_pause);
     }
-    request.result().pieces = n;
+    request.result().pieces = piece.count;
     request.progress("done", 1.0f);
     return request.finish();
 }

@@ -2,10 +2,11 @@
 // One request stream on an Engine: everything a synthesis changes — its own compute backend and
 // thread pool, the T3 session (KV cache, graphs), the flow session, the vocoder's graphs, and a
 // cancel flag. Sessions of one engine run at the same time on different threads; one Session runs
-// one request at a time.
+// one request at a time. A session made from a Runtime (runtime.h) takes the runtime's batches and
+// kept voice prefixes once, when it is made; one made from the Engine alone computes on its own.
 //
-//   text -> split into pieces (sentences, clauses) -> per piece:
-//       punc_norm -> EnTokenizer -> T3 generate (sampling, seed) -> drop_invalid_tokens
+//   text -> split into pieces (sentences, clauses) -> per piece (piece_synthesis.h):
+//       punc_norm -> EnTokenizer -> T3 generate (sampling, seed) -> the speech-token filter
 //       -> S3Gen flow (noise from the seed) -> HiFT (seeded) -> wave
 //   pieces joined with short pauses, each piece faded out at its end so the joins do not click
 //   (S3Gen already fades every piece in); then, when params.speed is not 1, time-stretched as it
@@ -19,8 +20,10 @@
 #include "core/backend.h"
 #include "core/cancel.h"
 #include "models/chatterbox/engine.h"
+#include "models/chatterbox/runtime.h"
 #include "models/chatterbox/streaming.h"
 #include "models/chatterbox/synthesis_params.h"
+#include "models/chatterbox/t3/executor.h"
 #include "models/chatterbox/t3/session.h"
 
 #include <algorithm>
@@ -63,7 +66,7 @@ struct SynthesisResult {
     double seconds_to_first_audio = 0; // to the first chunk (streaming, keep_wave false) or to the end
     double seconds_total = 0;
     int pieces = 0;        // text pieces synthesised
-    int speech_tokens = 0; // after drop_invalid_tokens, all pieces
+    int speech_tokens = 0; // spoken (after the speech-token filter and the silence trim), all pieces
     int t3_steps = 0;      // tokens T3 generated (its prefill gives the first of each piece), all pieces
     // Per text piece: the T3 step that took end-of-speech, -1 when none did; with ignore_eos, the step
     // at which the piece would have ended (t3::GenerationResult::eos_step).
@@ -81,15 +84,14 @@ struct SessionOptions {
     nn::AttentionPath flow_attention = s3gen::default_estimator_attention();
 };
 
-// The options of a session that can join `engine`'s T3 batch: its KV cache type is the engine's
-// (EngineOptions::kv_cache; a request of another type decodes alone); the rest as SessionOptions.
-SessionOptions engine_session_options(const Engine &engine);
-
 class Session {
   public:
-    // With engine_session_options(engine).
-    explicit Session(const Engine &engine);
-    Session(const Engine &engine, const SessionOptions &options);
+    // Alone: no batch, no kept voice prefixes.
+    explicit Session(const Engine &engine, const SessionOptions &options = {});
+    // With the runtime's services; by default with runtime.session_options(), so that its requests
+    // join the T3 batch.
+    explicit Session(Runtime &runtime);
+    Session(Runtime &runtime, const SessionOptions &options);
     ~Session();
     Session(const Session &) = delete;
     Session &operator=(const Session &) = delete;
@@ -122,13 +124,16 @@ class Session {
     class Request;
     class FlowAdapter;
     class VocoderAdapter;
+    Session(const Engine &engine, Runtime *runtime, const SessionOptions &options);
     // The flow and vocoder stages of one request (the flow set to its CFM steps).
     VocodingStages vocoding(const SynthesisParams &params);
 
     const Engine &engine_;
+    t3::PrefixCache *const t3_prefixes_; // the runtime's, or nullptr
     Backend backend_;
     CancelFlag cancel_;
     std::unique_ptr<t3::Session> t3_;
+    std::unique_ptr<t3::Executor> t3_executor_; // alone on t3_, or in the runtime's batch
     std::unique_ptr<s3gen::FlowSession> flow_;
     std::unique_ptr<hift::Vocoder> vocoder_;
     std::unique_ptr<FlowAdapter> flow_stage_;

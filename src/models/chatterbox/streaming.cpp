@@ -70,6 +70,10 @@ uint64_t mix_seed(uint64_t seed, uint64_t stream) {
     return z ^ (z >> 31);
 }
 
+void AudioSink::check_cancel() const {
+    if (cancel_requested()) throw Cancelled("synthesis cancelled");
+}
+
 PieceVocalizer::PieceVocalizer(const VocodingStages &stages, AudioSink &sink, const s3gen::FlowReference &reference,
                                const ChunkPlan &plan, uint64_t seed, int piece, int pieces)
     : stages_(stages), geometry_(stages.geometry), sink_(sink), plan_(plan),

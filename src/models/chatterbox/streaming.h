@@ -83,7 +83,8 @@ class AudioSink {
     virtual ~AudioSink() = default;
     virtual void emit(const float *samples, size_t n) = 0;
     virtual void progress(const char *stage, float fraction) = 0;
-    virtual void check_cancel() const = 0; // throws Cancelled
+    virtual bool cancel_requested() const = 0;
+    void check_cancel() const; // throws Cancelled once cancel_requested()
 };
 
 // One piece: tokens arrive with add_token (while T3 generates, when streaming) and finish() flushes

@@ -49,7 +49,8 @@ int64_t VocoderModel::validate(const std::vector<float> &mel) const {
     return frames;
 }
 
-Vocoder::Vocoder(const VocoderModel &model, Backend &backend) : model_(model), backend_(backend) {}
+Vocoder::Vocoder(const VocoderModel &model, Backend &backend, VocoderBatchScheduler *batch, const CancelFlag *cancel)
+    : model_(model), backend_(backend), batch_(batch), batch_cancel_(cancel) {}
 
 Vocoder::~Vocoder() = default;
 

@@ -75,22 +75,16 @@ class VocoderBatchScheduler;
 
 class Vocoder {
   public:
-    // backend: where this session's graphs run.
-    Vocoder(const VocoderModel &model, Backend &backend);
+    // backend: where this session's graphs run. batch: where synthesize() vocodes (vocoder_batch.h),
+    // which drops the request when cancel (optional) is set while it waits; nullptr: alone, on backend.
+    Vocoder(const VocoderModel &model, Backend &backend, VocoderBatchScheduler *batch = nullptr,
+            const CancelFlag *cancel = nullptr);
     ~Vocoder();
     Vocoder(const Vocoder &) = delete;
     Vocoder &operator=(const Vocoder &) = delete;
 
     const HiftHParams &hparams() const { return model_.hparams(); }
     int64_t validate(const std::vector<float> &mel) const { return model_.validate(mel); }
-
-    // From now on synthesize() vocodes in this batch (vocoder_batch.h), which drops the request
-    // when cancel (optional) is set while it waits; nullptr: alone, on this session's backend (the
-    // default).
-    void use_batch(VocoderBatchScheduler *batch, const CancelFlag *cancel = nullptr) {
-        batch_ = batch;
-        batch_cancel_ = cancel;
-    }
 
     // The whole vocoder with trim_fade: 480 T samples in [-0.99, 0.99]. The source noise is the
     // injected one (golden runs; it must cover 480 T samples), or drawn from std::mt19937_64(seed)
@@ -110,8 +104,8 @@ class Vocoder {
     const VocoderModel &model_;
     Backend &backend_;
     std::unique_ptr<VocoderGraphs> graphs_; // for the last mel length used
-    VocoderBatchScheduler *batch_ = nullptr;
-    const CancelFlag *batch_cancel_ = nullptr;
+    VocoderBatchScheduler *const batch_;
+    const CancelFlag *const batch_cancel_;
 };
 
 } // namespace chatterbox::hift

@@ -9,7 +9,7 @@
 // Streaming windows of one plan have one length, so they batch without padding.
 //
 //   VocoderBatchScheduler batch(model, backend_options, {.max_requests = 4});
-//   vocoder.use_batch(&batch, &cancel);   // Vocoder::synthesize then vocodes in the batch
+//   Vocoder vocoder(model, backend, &batch, &cancel);   // its synthesize() vocodes in the batch
 
 #include "core/backend.h"
 #include "core/batch_loop.h"

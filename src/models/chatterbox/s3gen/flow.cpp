@@ -65,8 +65,9 @@ FlowModel::FlowModel(const WeightStore &store, Backend &backend, const FlowHPara
     weights_.load();
 }
 
-FlowSession::FlowSession(const FlowModel &model, Backend &backend, nn::AttentionPath attention)
-    : model_(model), backend_(backend), attention_(attention) {}
+FlowSession::FlowSession(const FlowModel &model, Backend &backend, nn::AttentionPath attention,
+                         FlowBatchScheduler *batch, const CancelFlag *cancel)
+    : model_(model), backend_(backend), attention_(attention), batch_(batch), batch_cancel_(cancel) {}
 
 void FlowSession::validate(const std::vector<int32_t> &tokens, const FlowReference &reference) const {
     const FlowHParams &hp = model_.hparams();

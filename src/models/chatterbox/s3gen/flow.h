@@ -99,8 +99,10 @@ class FlowModel {
 
 class FlowSession {
   public:
-    // backend: where this session's graphs run (one per session).
-    FlowSession(const FlowModel &model, Backend &backend, nn::AttentionPath attention = default_estimator_attention());
+    // backend: where this session's graphs run (one per session). batch: where solve() steps
+    // (flow_batch.h), polling cancel (optional) between steps; nullptr: alone, on this session's backend.
+    FlowSession(const FlowModel &model, Backend &backend, nn::AttentionPath attention = default_estimator_attention(),
+                FlowBatchScheduler *batch = nullptr, const CancelFlag *cancel = nullptr);
 
     // Throws Error for an empty token list, a token id outside [0, vocab) (generated or prompt),
     // more than max_total_tokens tokens in all, a prompt mel that is not whole 80-bin frames or
@@ -113,13 +115,6 @@ class FlowSession {
     std::vector<float> prompt_condition(const FlowReference &reference, int64_t frames) const;
     // The estimator graph for this frame count: built on first use, then reused.
     EstimatorGraph &estimator_graph(int64_t frames);
-
-    // From now on solve() steps in this batch (flow_batch.h), polling cancel (optional) between
-    // steps; nullptr: alone, on this session's backend (the default).
-    void use_batch(FlowBatchScheduler *batch, const CancelFlag *cancel = nullptr) {
-        batch_ = batch;
-        batch_cancel_ = cancel;
-    }
 
     // Euler steps of solve() from now on: cfm_steps(hp, steps) (0, the default: the model's own).
     // Throws Error outside [0, kMaxCfmSteps].
@@ -140,8 +135,8 @@ class FlowSession {
     Backend &backend_;
     nn::AttentionPath attention_;
     std::unique_ptr<EstimatorGraph> estimator_graph_; // the last length used
-    FlowBatchScheduler *batch_ = nullptr;
-    const CancelFlag *batch_cancel_ = nullptr;
+    FlowBatchScheduler *const batch_;
+    const CancelFlag *const batch_cancel_;
     int cfm_steps_ = 0; // requested; 0: the model's own
 };
 

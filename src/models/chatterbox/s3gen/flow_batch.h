@@ -8,7 +8,7 @@
 // one leaves at the next boundary and its caller gets Cancelled.
 //
 //   FlowBatchScheduler batch(model, backend_options, {.max_requests = 4});
-//   flow_session.use_batch(&batch, &cancel);   // FlowSession::solve then steps in the batch
+//   FlowSession session(model, backend, attention, &batch, &cancel);   // its solve() steps in the batch
 //
 // The estimator graph is rebuilt whenever the batch's members change (a join or a leave).
 

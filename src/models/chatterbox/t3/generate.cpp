@@ -171,13 +171,33 @@ GenerationResult generate(Session &session, const Conditioning &cond, const std:
     return generate(session, encode_conditioning(session.model(), session.backend(), cond), text_tokens, params, hooks);
 }
 
+SpeechTokenFilter::Verdict SpeechTokenFilter::push(int32_t token) {
+    if (token == start_ && !started_) {
+        started_ = true; // after an end too: the span is then empty, as tts.py's x[s:e] with s > e
+        return Verdict::restart;
+    }
+    if (ended_) return Verdict::end;
+    if (token == stop_) {
+        ended_ = true;
+        return Verdict::end;
+    }
+    return token < limit_ ? Verdict::speak : Verdict::skip;
+}
+
 std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t> &tokens, const HParams &hp) {
-    auto begin = std::find(tokens.begin(), tokens.end(), hp.start_speech_token);
-    begin = begin == tokens.end() ? tokens.begin() : begin + 1;
-    auto end = std::find(tokens.begin(), tokens.end(), hp.stop_speech_token);
+    SpeechTokenFilter filter(hp);
     std::vector<int32_t> kept;
-    for (auto it = begin; it < end; ++it)
-        if (*it < hp.speech_token_limit) kept.push_back(*it);
+    for (int32_t token : tokens) switch (filter.push(token)) {
+        case SpeechTokenFilter::Verdict::speak:
+            kept.push_back(token);
+            break;
+        case SpeechTokenFilter::Verdict::restart:
+            kept.clear();
+            break;
+        case SpeechTokenFilter::Verdict::skip:
+        case SpeechTokenFilter::Verdict::end:
+            break;
+        }
     return kept;
 }
 

@@ -126,6 +126,24 @@ GenerationResult generate(Session &session, const Conditioning &cond, const std:
 // units (< 6561), which the flow can embed. The multilingual reference keeps every token of the span
 // and then fails in the flow's embedding on an id of 6563..8193 (the golden set records the
 // IndexError); this engine filters them for every variant, as the golden harness's workaround does.
+//
+// The rule token by token, for a piece streamed while T3 generates and one filtered after it alike:
+// speak: the token goes to S3Gen; skip: it does not; restart: the first start-of-speech token, so
+// every token spoken before it is dropped (a whole piece: drop_invalid_tokens; a stream cannot take
+// back audio already out, and keeps it); end: the span is over, nothing more is spoken.
+class SpeechTokenFilter {
+  public:
+    enum class Verdict { speak, skip, restart, end };
+    explicit SpeechTokenFilter(const HParams &hp)
+        : start_(hp.start_speech_token), stop_(hp.stop_speech_token), limit_(hp.speech_token_limit) {}
+    Verdict push(int32_t token);
+
+  private:
+    int32_t start_, stop_, limit_;
+    bool started_ = false, ended_ = false;
+};
+
+// The filter over a whole piece's tokens.
 std::vector<int32_t> drop_invalid_tokens(const std::vector<int32_t> &tokens, const HParams &hp);
 
 } // namespace chatterbox::t3
