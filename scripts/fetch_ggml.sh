@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Fetch ggml's sources from the npm package that carries an unmodified llama.cpp tree,
-# verify the tarball's sha512 and lay out <dest>/ggml plus LICENSE. Idempotent: does
-# nothing when <dest> already holds this exact pin. The verified tarball is kept in a
-# cache so a rebuild does not download 196 MB again.
+# verify the tarball's sha512 and lay out <dest>/ggml plus LICENSE, and llama.cpp's vendored
+# cpp-httplib (MIT; httplib.h, httplib.cpp, LICENSE) in <dest>/cpp-httplib for chatterbox-server.
+# Idempotent: does nothing when <dest> already holds this exact pin and layout. The verified
+# tarball is kept in a cache so a rebuild does not download 196 MB again.
 #
 #   usage: fetch_ggml.sh <dest-dir>
 #   env:   GGML_NPM_CACHE   folder that keeps the verified tarball (default ~/.cache/ggml-npm)
 #          GGML_NPM_TARBALL use this local .tgz instead of asking the registry
 set -euo pipefail
 
-# @novastera-oss/llamarn 0.10.5 = llama.cpp b10679 (commit 50f068fff), ggml 0.22.0.
+# @novastera-oss/llamarn 0.10.5 = llama.cpp b10679 (commit 50f068fff), ggml 0.22.0, cpp-httplib 0.53.1.
 PKG="@novastera-oss/llamarn"
 VER="0.10.5"
 SRI="sha512-PwuY8rMTnrNv5qMfFSXSVoyraRoE9gg+PWd3AsA23ZvVqPs/Bae6MxK7bzn7OrR76AY4JG9FC0rbkqTTZLDUSg=="
@@ -17,7 +18,7 @@ SHA512="3f0b98f2b3139eb36fe6a31f1525d2568cab691a04f6083e3d677702c036dd9bd5a8fb3f
 SUB="package/cpp/llama.cpp"
 
 DEST="${1:?usage: fetch_ggml.sh <dest-dir>}"
-STAMP_WANT="$PKG@$VER $SRI"
+STAMP_WANT="$PKG@$VER $SRI ggml cpp-httplib"
 if [[ -f "$DEST/.stamp" && "$(cat "$DEST/.stamp")" == "$STAMP_WANT" ]]; then
   exit 0
 fi
@@ -46,8 +47,12 @@ fi
 mkdir -p "$(dirname "$DEST")"
 TMPD="$(mktemp -d "${DEST%/}.tmp.XXXXXX")"
 tar -xzf "$TGZ" -C "$TMPD" --strip-components=3 "$SUB/ggml" "$SUB/LICENSE"
+mkdir "$TMPD/cpp-httplib"
+tar -xzf "$TGZ" -C "$TMPD/cpp-httplib" --strip-components=5 "$SUB/vendor/cpp-httplib/httplib.h" \
+  "$SUB/vendor/cpp-httplib/httplib.cpp" "$SUB/vendor/cpp-httplib/LICENSE"
 for f in ggml/CMakeLists.txt ggml/include/ggml.h ggml/include/gguf.h \
-         ggml/include/ggml-backend.h ggml/src/ggml-cpu/ggml-cpu.c ggml/src/ggml-cuda/ggml-cuda.cu; do
+         ggml/include/ggml-backend.h ggml/src/ggml-cpu/ggml-cpu.c ggml/src/ggml-cuda/ggml-cuda.cu \
+         cpp-httplib/httplib.h cpp-httplib/httplib.cpp cpp-httplib/LICENSE; do
   [[ -f "$TMPD/$f" ]] || { echo "fetch_ggml: missing $f" >&2; exit 1; }
 done
 chmod 755 "$TMPD"
@@ -55,4 +60,4 @@ echo "$STAMP_WANT" > "$TMPD/.stamp"
 rm -rf "$DEST"
 mv "$TMPD" "$DEST"
 TMPD=""
-echo "fetch_ggml: ggml sources ready in $DEST" >&2
+echo "fetch_ggml: ggml and cpp-httplib sources ready in $DEST" >&2

@@ -23,8 +23,7 @@ elif [[ "${1:-}" == "--tsan" ]]; then
   BUILD="$ROOT/build-tsan"
   WERROR=()
   CONFIG=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHATTERBOX_TSAN=ON)
-  # tests/tsan.supp: reports from inside Debian's uninstrumented cpp-httplib (the file says why).
-  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/tests/tsan.supp"
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 elif [[ "${1:-}" == "--cuda" ]]; then
   shift
   BUILD="$ROOT/build-cuda"

@@ -12,35 +12,39 @@
 namespace chatterbox::server {
 
 MultipartForm::MultipartForm(const httplib::Request &request, std::initializer_list<const char *> accepted,
-                             size_t max_bytes)
-    : request_(request) {
+                             size_t max_bytes) {
     if (!request.is_multipart_form_data())
         throw ApiError(400, concat("the request must be multipart/form-data (got '",
                                    request.get_header_value("Content-Type"), "')"));
+    // httplib keeps the parts with a filename as files, the others as text fields.
     size_t bytes = request.body.size();
-    for (const auto &[name, part] : request.files) bytes += part.content.size();
+    for (const auto &field : request.form.fields) bytes += field.second.content.size();
+    for (const auto &file : request.form.files) bytes += file.second.content.size();
     check_body_size(bytes, max_bytes);
-    for (const auto &field : request.files) {
-        const std::string &name = field.first; // (a structured binding cannot be captured in C++17)
+    static const std::string kNoFilename;
+    const auto add = [&](const std::string &name, const std::string &content, const std::string &filename) {
         if (std::none_of(accepted.begin(), accepted.end(), [&](const char *a) { return name == a; }))
             throw ApiError(400, concat("unknown field '", name, "'"), name);
-        if (request.files.count(name) > 1) throw ApiError(400, concat("field '", name, "' is given twice"), name);
-    }
+        if (!parts_.emplace(name, FormPart{content, filename}).second)
+            throw ApiError(400, concat("field '", name, "' is given twice"), name);
+    };
+    for (const auto &[name, field] : request.form.fields) add(name, field.content, kNoFilename);
+    for (const auto &[name, file] : request.form.files) add(name, file.content, file.filename);
 }
 
-const httplib::MultipartFormData *MultipartForm::part(const char *name) const {
-    const auto it = request_.files.find(name);
-    return it == request_.files.end() ? nullptr : &it->second;
+const FormPart *MultipartForm::part(const char *name) const {
+    const auto it = parts_.find(name);
+    return it == parts_.end() ? nullptr : &it->second;
 }
 
 std::optional<std::string> MultipartForm::text(const char *name) const {
-    const httplib::MultipartFormData *found = part(name);
+    const FormPart *found = part(name);
     if (!found) return std::nullopt;
     return found->content;
 }
 
-const httplib::MultipartFormData &MultipartForm::required(const char *name, const char *what) const {
-    const httplib::MultipartFormData *found = part(name);
+const FormPart &MultipartForm::required(const char *name, const char *what) const {
+    const FormPart *found = part(name);
     if (!found) throw ApiError(400, concat("'", name, "' is required: ", what), name);
     return *found;
 }

@@ -5,27 +5,34 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <string>
 
 namespace httplib {
 struct Request;
-struct MultipartFormData;
 } // namespace httplib
 
 namespace chatterbox::server {
+
+// One part of the form, in the request's memory: a file, with the name the client gave it, or a
+// text field (no filename).
+struct FormPart {
+    const std::string &content;
+    const std::string &filename; // empty for a text field
+};
 
 class MultipartForm {
   public:
     MultipartForm(const httplib::Request &request, std::initializer_list<const char *> accepted, size_t max_bytes);
 
-    const httplib::MultipartFormData *part(const char *name) const; // nullptr when absent
+    const FormPart *part(const char *name) const; // nullptr when absent
     std::optional<std::string> text(const char *name) const;
     // Throws ApiError 400 "'name' is required: what" when absent.
-    const httplib::MultipartFormData &required(const char *name, const char *what) const;
+    const FormPart &required(const char *name, const char *what) const;
 
   private:
-    const httplib::Request &request_;
+    std::map<std::string, FormPart> parts_;
 };
 
 // "true" / "false" (absent: false); anything else is a 400 naming the field.

@@ -2,14 +2,9 @@
 
 #include <httplib.h>
 
-#include <dirent.h>
-#include <netdb.h>
 #include <poll.h>
-#include <sys/socket.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 namespace chatterbox::server {
 namespace {
@@ -17,61 +12,16 @@ namespace {
 // How often the watch looks at deadlines and connections.
 constexpr auto kPollInterval = std::chrono::milliseconds(50);
 
-// host and port of a socket address, as httplib spells them (numeric, getnameinfo).
-bool numeric_address(const sockaddr_storage &address, socklen_t length, std::string &host, int &port) {
-    char name[NI_MAXHOST];
-    if (getnameinfo(reinterpret_cast<const sockaddr *>(&address), length, name, sizeof name, nullptr, 0,
-                    NI_NUMERICHOST) != 0)
-        return false;
-    host = name;
-    if (address.ss_family == AF_INET)
-        port = ntohs(reinterpret_cast<const sockaddr_in &>(address).sin_port);
-    else if (address.ss_family == AF_INET6)
-        port = ntohs(reinterpret_cast<const sockaddr_in6 &>(address).sin6_port);
-    else
-        return false;
-    return true;
-}
-
-bool socket_is(int fd, int (*query)(int, sockaddr *, socklen_t *), const std::string &host, int port) {
-    sockaddr_storage address{};
-    socklen_t length = sizeof address;
-    if (query(fd, reinterpret_cast<sockaddr *>(&address), &length) != 0) return false;
-    std::string found_host;
-    int found_port = -1;
-    return numeric_address(address, length, found_host, found_port) && found_port == port && found_host == host;
-}
-
 } // namespace
-
-int find_connection_socket(const std::string &local_host, int local_port, const std::string &remote_host,
-                           int remote_port) {
-    if (local_port < 0 || remote_port < 0) return -1;
-    DIR *fds = opendir("/proc/self/fd");
-    if (!fds) return -1;
-    int found = -1;
-    while (const dirent *entry = readdir(fds)) {
-        char *end = nullptr;
-        const long fd = std::strtol(entry->d_name, &end, 10);
-        if (end == entry->d_name || *end != '\0' || fd == dirfd(fds)) continue;
-        // getpeername first: it fails at once on files, pipes and the listening socket.
-        if (socket_is(int(fd), getpeername, remote_host, remote_port) &&
-            socket_is(int(fd), getsockname, local_host, local_port)) {
-            found = int(fd);
-            break;
-        }
-    }
-    closedir(fds);
-    return found;
-}
 
 bool peer_hung_up(int socket) {
     pollfd probe{socket, POLLRDHUP, 0};
     return poll(&probe, 1, 0) > 0 && (probe.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
-WatchedRequest::WatchedRequest(RequestWatch &watch, std::chrono::steady_clock::time_point deadline, int socket)
-    : watch_(watch), deadline_(deadline), socket_(socket) {}
+WatchedRequest::WatchedRequest(RequestWatch &watch, std::chrono::steady_clock::time_point deadline,
+                               std::function<bool()> client_gone)
+    : watch_(watch), deadline_(deadline), client_gone_(std::move(client_gone)) {}
 
 WatchedRequest::~WatchedRequest() { watch_.leave(this); }
 
@@ -93,12 +43,17 @@ RequestWatch::~RequestWatch() {
     thread_.join();
 }
 
+// httplib's check takes the socket by value and peeks at it without reading: safe from this thread
+// while the request's own thread reads and writes, for as long as the request lasts.
 std::unique_ptr<WatchedRequest> RequestWatch::begin(const httplib::Request &http_request) {
-    return begin(find_connection_socket(http_request.local_addr, http_request.local_port, http_request.remote_addr,
-                                        http_request.remote_port));
+    return begin(http_request.is_connection_closed);
 }
 
 std::unique_ptr<WatchedRequest> RequestWatch::begin(int socket) {
+    return begin([socket] { return peer_hung_up(socket); });
+}
+
+std::unique_ptr<WatchedRequest> RequestWatch::begin(std::function<bool()> client_gone) {
     const auto now = std::chrono::steady_clock::now();
     const auto deadline = deadline_seconds_ > 0 ? now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                             std::chrono::duration<double>(deadline_seconds_))
@@ -107,7 +62,7 @@ std::unique_ptr<WatchedRequest> RequestWatch::begin(int socket) {
     // Checked under the lock that start_draining() takes: a request either is refused or is in
     // flight when the drain begins, and so is waited for.
     if (draining_) return nullptr;
-    std::unique_ptr<WatchedRequest> request(new WatchedRequest(*this, deadline, socket));
+    std::unique_ptr<WatchedRequest> request(new WatchedRequest(*this, deadline, std::move(client_gone)));
     active_.push_back(request.get());
     changed_.notify_all();
     return request;
@@ -154,7 +109,7 @@ void RequestWatch::run() {
         for (WatchedRequest *request : active_) {
             if (now >= request->deadline_)
                 request->stop(StopReason::deadline);
-            else if (request->socket_ >= 0 && peer_hung_up(request->socket_))
+            else if (request->client_gone_())
                 request->stop(StopReason::client_gone);
         }
     }

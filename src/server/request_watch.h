@@ -6,15 +6,15 @@
 // Each request gets its own cancel flag (SynthesisOptions::cancel), so a cancel never reaches the
 // next request of the same session.
 //
-// The client's connection: httplib 0.11.4 hands handlers no socket, so begin() finds the
-// connection's descriptor among the process's own by its two addresses (Request::local_addr/port,
-// remote_addr/port) and the watch polls it for the peer's hang-up (POLLRDHUP). A client that
-// half-closes its side (shutdown(SHUT_WR)) while still reading counts as gone: HTTP clients do not
-// do that.
+// The client's connection: httplib's Request::is_connection_closed for an HTTP request (it peeks
+// at the connection's socket), a poll of the socket for the peer's hang-up (POLLRDHUP) for a
+// Wyoming connection. A client that half-closes its side (shutdown(SHUT_WR)) while still reading
+// counts as gone: HTTP clients do not do that.
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -40,17 +40,16 @@ class WatchedRequest {
     const volatile int *cancel_flag() const { return &cancel_; }
     // Why the synthesis was cancelled; none while it was not.
     StopReason reason() const { return reason_.load(); }
-    // Whether the watch found the client's connection (else a hang-up is noticed at write only).
-    bool watches_connection() const { return socket_ >= 0; }
 
   private:
     friend class RequestWatch;
-    WatchedRequest(RequestWatch &watch, std::chrono::steady_clock::time_point deadline, int socket);
+    WatchedRequest(RequestWatch &watch, std::chrono::steady_clock::time_point deadline,
+                   std::function<bool()> client_gone);
     void stop(StopReason reason); // the first reason wins
 
     RequestWatch &watch_;
     const std::chrono::steady_clock::time_point deadline_; // max(): none
-    const int socket_;                                     // -1: not found
+    const std::function<bool()> client_gone_;              // whether the client has hung up
     volatile int cancel_ = 0;                              // written with __atomic_store_n
     std::atomic<StopReason> reason_{StopReason::none};
 };
@@ -65,7 +64,7 @@ class RequestWatch {
 
     // Watches a request from now on; nullptr while draining (the caller answers 503).
     std::unique_ptr<WatchedRequest> begin(const httplib::Request &http_request);
-    // The same for a connection whose socket the caller holds (Wyoming); -1: watch no connection.
+    // The same for a connection whose socket the caller holds (Wyoming).
     std::unique_ptr<WatchedRequest> begin(int socket);
 
     // From now on begin() refuses; requests already begun run on.
@@ -81,6 +80,7 @@ class RequestWatch {
 
   private:
     friend class WatchedRequest;
+    std::unique_ptr<WatchedRequest> begin(std::function<bool()> client_gone);
     void leave(WatchedRequest *request);
     void run();
 
@@ -93,10 +93,6 @@ class RequestWatch {
     std::thread thread_;
 };
 
-// The descriptor of this process's TCP connection between the two addresses (numeric host, port),
-// -1 when there is none.
-int find_connection_socket(const std::string &local_host, int local_port, const std::string &remote_host,
-                           int remote_port);
 // Whether the peer of a connected socket has hung up (or the connection failed).
 bool peer_hung_up(int socket);
 

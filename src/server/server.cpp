@@ -13,10 +13,8 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <cstring>
 #include <optional>
 #include <thread>
 
@@ -86,10 +84,9 @@ Server::Server(Runtime &runtime, const ServerOptions &options)
     // httplib's default adds SO_REUSEPORT, with which a second server on the same port starts
     // without error and the kernel splits the clients between the two; SO_REUSEADDR alone still
     // allows a restart while old connections linger in TIME_WAIT.
-    http_->set_socket_options([this](socket_t sock) {
+    http_->set_socket_options([](socket_t sock) {
         const int yes = 1;
         setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-        listen_socket_ = sock;
     });
     add_routes();
 }
@@ -193,12 +190,6 @@ int Server::bind() {
     const int port = options_.port == 0 ? http_->bind_to_any_port(options_.host)
                                         : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
     if (port < 0) fail("cannot listen on ", options_.host, ":", options_.port, " (in use, or not an address here?)");
-    // httplib listens with a queue of 5 connections. Clients that connect while the accept loop is
-    // slow to run (all cores busy with syntheses) overflow it, and the kernel resets them: a client
-    // sees its connection fail before any answer. listen() again on the socket lengthens the queue
-    // (the kernel caps it at net.core.somaxconn).
-    if (listen_socket_ >= 0 && ::listen(listen_socket_, SOMAXCONN) != 0)
-        fail("cannot lengthen the listen queue on ", options_.host, ":", port, ": ", std::strerror(errno));
     return port;
 }
 

@@ -90,7 +90,6 @@ class Server {
     Metrics metrics_;
     RequestWatch watch_;
     std::unique_ptr<httplib::Server> http_;
-    int listen_socket_ = -1; // httplib's listening socket, once bound
     std::atomic<bool> stopping_{false}, entered_run_{false}, left_run_{false};
 };
 

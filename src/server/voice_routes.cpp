@@ -41,8 +41,7 @@ std::string safe_extension(const std::string &filename) {
 
 // What went wrong with an uploaded recording, for the client: names the field and the uploaded
 // file, not the scratch path the server read it from.
-ApiError unusable_recording(const char *field, const httplib::MultipartFormData &part, const std::string &scratch,
-                            std::string message) {
+ApiError unusable_recording(const char *field, const FormPart &part, const std::string &scratch, std::string message) {
     const std::string shown = part.filename.empty() ? "the upload" : "'" + part.filename + "'";
     for (size_t at; (at = message.find("'" + scratch + "'")) != std::string::npos;)
         message.replace(at, scratch.size() + 2, shown);
@@ -50,7 +49,7 @@ ApiError unusable_recording(const char *field, const httplib::MultipartFormData 
     return invalid(field, concat("'", field, "' is not a usable recording: ", message));
 }
 
-audio::Audio read_recording(const VoiceLibrary &voices, const char *field, const httplib::MultipartFormData &part) {
+audio::Audio read_recording(const VoiceLibrary &voices, const char *field, const FormPart &part) {
     if (part.content.empty()) throw invalid(field, concat("'", field, "' is empty: upload a recording"));
     const VoiceLibrary::Scratch scratch(voices.dir(), part.content, safe_extension(part.filename));
     audio::ReadOptions options;
@@ -112,9 +111,9 @@ void create_voice(const MultipartForm &form, SessionPool &pool, VoiceLibrary &vo
 
 void convert_voice(const MultipartForm &form, const Engine &engine, SessionPool &pool, const VoiceLibrary &voices,
                    const ServerOptions &options, httplib::Response &response) {
-    const httplib::MultipartFormData &source_part = form.required("file", "the recording to convert");
-    const httplib::MultipartFormData *voice_name = form.part("voice");
-    const httplib::MultipartFormData *voice_part = form.part("voice_file");
+    const FormPart &source_part = form.required("file", "the recording to convert");
+    const FormPart *voice_name = form.part("voice");
+    const FormPart *voice_part = form.part("voice_file");
     if (!voice_name && !voice_part)
         throw invalid("voice", "'voice' (a library voice's name) or 'voice_file' (a recording) is required");
     if (voice_name && voice_part) throw invalid("voice", "give 'voice' or 'voice_file', not both");

@@ -8,6 +8,7 @@ extern "C" {
 #include <libkakasi.h>
 }
 
+#include <dlfcn.h>
 #include <iconv.h>
 #include <utf8proc.h>
 
@@ -56,23 +57,55 @@ std::mutex &kakasi_mutex() {
     return m;
 }
 
+// KAKASI (GPL-2+) is not linked but opened the first time Japanese text is read, so that the engine
+// library and the programs of its C API carry no GPL library (CMakeLists.txt); only its header's
+// declarations are compiled in. Debian's libkakasi2 installs it under this name (its soname).
+constexpr const char *kKakasiLibrary = "libkakasi.so.2";
+
+struct Kakasi {
+    decltype(&kakasi_getopt_argv) getopt_argv;
+    decltype(&kakasi_do) read;
+    decltype(&kakasi_free) free;
+};
+
+template <class Function> Function kakasi_function(void *library, const char *name) {
+    void *function = dlsym(library, name);
+    if (!function) fail("Japanese text: ", kKakasiLibrary, " has no ", name);
+    return reinterpret_cast<Function>(function);
+}
+
+// Opened once, kept for the process; the caller holds kakasi_mutex().
+const Kakasi &kakasi() {
+    static const Kakasi functions = [] {
+        void *library = dlopen(kKakasiLibrary, RTLD_NOW | RTLD_LOCAL);
+        if (!library)
+            fail("Japanese text needs KAKASI, which could not be loaded (", dlerror(),
+                 "): install the Debian packages libkakasi2 and kakasi-dic");
+        return Kakasi{kakasi_function<decltype(&kakasi_getopt_argv)>(library, "kakasi_getopt_argv"),
+                      kakasi_function<decltype(&kakasi_do)>(library, "kakasi_do"),
+                      kakasi_function<decltype(&kakasi_free)>(library, "kakasi_free")};
+    }();
+    return functions;
+}
+
 // The hiragana reading of a kanji phrase, or nullopt when it cannot be encoded for KAKASI.
 std::optional<std::string> kakasi_reading(const std::string &phrase) {
     const std::optional<std::string> euc = convert("EUC-JP", "UTF-8", nfc(phrase));
     if (!euc) return std::nullopt;
     std::lock_guard<std::mutex> lock(kakasi_mutex());
-    static const bool ready = [] {
+    const Kakasi &library = kakasi();
+    static const bool ready = [&library] {
         // -JH: kanji to hiragana, the rest untouched; EUC-JP in and out.
         char program[] = "kakasi", kanji[] = "-JH", input[] = "-ieuc", output[] = "-oeuc";
         char *argv[] = {program, kanji, input, output, nullptr};
-        return kakasi_getopt_argv(4, argv) == 0;
+        return library.getopt_argv(4, argv) == 0;
     }();
     if (!ready) fail("KAKASI could not be set up (its dictionary kanwadict, Debian package kakasi-dic, is missing?)");
     std::string buffer = *euc;
-    char *read = kakasi_do(buffer.data());
+    char *read = library.read(buffer.data());
     if (!read) fail("KAKASI failed to read \"", phrase, "\"");
     const std::string reading_euc(read);
-    kakasi_free(read);
+    library.free(read);
     return convert("UTF-8", "EUC-JP", reading_euc);
 }
 

@@ -21,7 +21,8 @@
 
 namespace chatterbox::text {
 
-// Throws Error for invalid UTF-8 or when KAKASI's dictionary cannot be opened.
+// Throws Error for invalid UTF-8, or when KAKASI (opened at run time: libkakasi.so.2) or its
+// dictionary cannot be opened.
 std::string japanese_hiragana(std::string_view text);
 
 } // namespace chatterbox::text

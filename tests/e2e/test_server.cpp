@@ -244,7 +244,7 @@ TEST_F(Server, ApiKeyGuardsTheApiButNotHealth) {
         EXPECT_EQ(json::parse(result->body)["error"]["code"], "invalid_api_key");
         EXPECT_EQ(post(client, speech("Hello.", 1, 10), headers)->status, 401);
     }
-    auto models = client.Get("/v1/models", {{"Authorization", "Bearer s3cret"}});
+    auto models = client.Get("/v1/models", httplib::Headers{{"Authorization", "Bearer s3cret"}});
     ASSERT_TRUE(models);
     ASSERT_EQ(models->status, 200);
     EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "chatterbox");

@@ -70,14 +70,14 @@ std::vector<std::string> files_in(const std::string &dir) {
     return out;
 }
 
-httplib::MultipartFormData field(const std::string &name, const std::string &value) { return {name, value, "", ""}; }
-httplib::MultipartFormData upload(const std::string &name, const std::string &bytes,
-                                  const std::string &filename = "me.wav") {
+httplib::UploadFormData field(const std::string &name, const std::string &value) { return {name, value, "", ""}; }
+httplib::UploadFormData upload(const std::string &name, const std::string &bytes,
+                               const std::string &filename = "me.wav") {
     return {name, bytes, filename, "audio/wav"};
 }
 
 httplib::Result create_voice(httplib::Client &client, const std::string &name, const std::string &recording,
-                             httplib::MultipartFormDataItems extra = {}) {
+                             httplib::UploadFormDataItems extra = {}) {
     extra.push_back(field("name", name));
     extra.push_back(upload("file", recording));
     return client.Post("/v1/audio/voices", extra);
@@ -286,15 +286,15 @@ TEST_F(ServerVoices, BadAndOversizedUploadsAreClearErrors) {
 
     expect_error(client.Post("/v1/audio/voices", json{{"name", "x"}}.dump(), "application/json"), 400, "",
                  "multipart/form-data");
-    expect_error(client.Post("/v1/audio/voices", httplib::MultipartFormDataItems{upload("file", *recording_)}), 400,
+    expect_error(client.Post("/v1/audio/voices", httplib::UploadFormDataItems{upload("file", *recording_)}), 400,
                  "name", "required");
-    expect_error(client.Post("/v1/audio/voices", httplib::MultipartFormDataItems{field("name", "x")}), 400, "file",
+    expect_error(client.Post("/v1/audio/voices", httplib::UploadFormDataItems{field("name", "x")}), 400, "file",
                  "required");
     expect_error(create_voice(client, "x", ""), 400, "file", "empty");
-    expect_error(client.Post("/v1/audio/voices",
-                             httplib::MultipartFormDataItems{field("name", "x"),
-                                                             upload("file", "RIFF, not a wave", "fake.wav")}),
-                 400, "file", "'fake.wav' is not an audio file");
+    expect_error(
+        client.Post("/v1/audio/voices",
+                    httplib::UploadFormDataItems{field("name", "x"), upload("file", "RIFF, not a wave", "fake.wav")}),
+        400, "file", "'fake.wav' is not an audio file");
     expect_error(create_voice(client, "x", reference_wav(0.05, root_)), 400, "file", "at least");
     expect_error(create_voice(client, "x", reference_wav(0.5, root_, 500)), 400, "file", "500 Hz");
     std::vector<float> silence(kSampleRate, 0.0f);
@@ -541,7 +541,7 @@ TEST_F(ServerVoices, VoiceConversionGivesTheSourcesLengthInTheVoice) {
     const std::string source = reference_wav(1.0, root_);
     const audio::Audio source_audio = audio::read_audio(root_ + "/reference.wav");
 
-    const auto convert = [&](httplib::MultipartFormDataItems items) {
+    const auto convert = [&](httplib::UploadFormDataItems items) {
         items.push_back(upload("file", source, "source.wav"));
         return client.Post("/v1/audio/voice-conversion", items);
     };
@@ -576,8 +576,8 @@ TEST_F(ServerVoices, VoiceConversionGivesTheSourcesLengthInTheVoice) {
                  "unknown");
     expect_error(convert({field("voice", "target"), field("seed", "-1")}), 400, "seed", "non-negative");
     expect_error(convert({upload("voice_file", "not audio")}), 400, "voice_file", "not an audio file");
-    expect_error(client.Post("/v1/audio/voice-conversion", httplib::MultipartFormDataItems{field("voice", "target")}),
-                 400, "file", "required");
+    expect_error(client.Post("/v1/audio/voice-conversion", httplib::UploadFormDataItems{field("voice", "target")}), 400,
+                 "file", "required");
     EXPECT_EQ(files_in(dir_), (std::vector<std::string>{"target.json", "target.voice"}));
 }
 

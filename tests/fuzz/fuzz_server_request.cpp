@@ -21,7 +21,8 @@ class InputStream : public httplib::Stream {
   public:
     InputStream(const uint8_t *data, size_t size) : data_(data), size_(size) {}
     bool is_readable() const override { return position_ < size_; }
-    bool is_writable() const override { return true; }
+    bool wait_readable() const override { return true; }
+    bool wait_writable() const override { return true; }
     ssize_t read(char *ptr, size_t size) override {
         const size_t n = std::min(size, size_ - position_);
         std::memcpy(ptr, data_ + position_, n);
@@ -32,6 +33,7 @@ class InputStream : public httplib::Stream {
     void get_remote_ip_and_port(std::string &ip, int &port) const override { ip = "127.0.0.1", port = 40000; }
     void get_local_ip_and_port(std::string &ip, int &port) const override { ip = "127.0.0.1", port = 8080; }
     socket_t socket() const override { return INVALID_SOCKET; }
+    time_t duration() const override { return 0; }
 
   private:
     const uint8_t *data_;
@@ -96,6 +98,7 @@ InMemoryServer &server() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     InputStream stream(data, size);
     bool connection_closed = false;
-    server().process_request(stream, true, connection_closed, [](httplib::Request &) {});
+    server().process_request(stream, "127.0.0.1", 40000, "127.0.0.1", 8080, true, connection_closed,
+                             [](httplib::Request &) {});
     return 0;
 }
