@@ -24,7 +24,7 @@ set(BUILD_SHARED_LIBS   ${CHATTERBOX_CUDA})
 # process has more OpenMP workers than CPUs (each thread that runs a multi-threaded graph keeps a
 # team of its own: a batch scheduler beside the main thread or a session already makes two on two
 # cores), and from then on ggml's ~1100 barriers of a T3 step each sleep and wake in the kernel: a
-# decode step took 68 instead of 40 ms (bench/README.md, "T3 continuous batching"). ggml's pool
+# decode step took 68 instead of 40 ms (bench/history/2026-12-03-t3-batching-intel.md). ggml's pool
 # spins at its barriers instead; a backend leaves a CPU to every other runnable thread, of this
 # process too, so that no barrier waits for a descheduled thread (core/cpu_contention.h).
 set(GGML_OPENMP         OFF)

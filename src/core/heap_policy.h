@@ -9,7 +9,7 @@
 // and started 110 MB higher. With the threshold fixed at 1 MiB, blocks of 1 MiB and more are mapped
 // and unmapped every time, and the heaps keep at most 64 MiB of free pages each (the trim threshold
 // glibc's adjustment would reach; at its default 128 KiB the pages' return and refaulting doubled
-// the flow's time): bounded, no longer growing with the text (bench/README.md "Long text").
+// the flow's time): bounded, no longer growing with the text (bench/history/2026-12-06-long-text-memory.md).
 
 namespace chatterbox {
 

@@ -1,8 +1,8 @@
 #pragma once
 // Memory that the kernels stream through at every step (the packed q4_K weights, T3's KV caches),
 // backed by 2 MiB pages where Linux gives them (transparent huge pages, in its "madvise" mode too):
-// a pass over hundreds of MB then takes a TLB miss per 2 MiB instead of per 4 KiB (bench/README.md,
-// "Huge pages, and the q4_K pass on Zen 4").
+// a pass over hundreds of MB then takes a TLB miss per 2 MiB instead of per 4 KiB (bench/history/
+// 2026-12-04-zen4-kv-q8-huge-pages.md).
 
 #include <cstddef>
 #include <cstdint>

@@ -212,7 +212,8 @@ void matmul_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
 
 // ---------------------------------------------------------------------------- attention
 
-constexpr int64_t kQueryBlock = 64; // measured best of 32 / 64 / 128 at n_kv = 1000 (bench/README.md)
+// Measured best of 32 / 64 / 128 at n_kv = 1000 (bench/history/2026-12-01-flow-kernels-zen3.md).
+constexpr int64_t kQueryBlock = 64;
 
 // `count` rows of `width` floats, `stride` floats apart -> contiguous bf16 rows.
 void rows_to_bf16(const float *x, int64_t count, int64_t width, int64_t stride, uint16_t *out) {

@@ -152,7 +152,8 @@ void multiply(const Q4kPacked &packed, int64_t group_first, int64_t group_end, c
             // Each tile is read once, group after group: ask L2 for the one eight ahead while this one
             // runs (on Zen 4 1.04–1.12× one request's decode against four ahead; on the Intel VM 4, 6, 8
             // and 12 ahead were alike and beat none and 2; on Zen 3 no distance from 4 to 48 differed:
-            // bench/README.md).
+            // bench/history/: 2026-12-04-zen4-kv-q8-huge-pages.md, 2026-12-03-t3-batching-intel.md,
+            // 2026-12-03-q4k-avx2-zen3.md).
             for (int64_t line = 0; line < kTileBytes; line += 64)
                 _mm_prefetch(reinterpret_cast<const char *>(tiles[g] + 8 * kTileBytes + line), _MM_HINT_T1);
         }

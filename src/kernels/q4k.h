@@ -4,7 +4,7 @@
 //
 // Why: a batched T3 step multiplies every weight with 2 rows per request. ggml's repacked q4_K gemm
 // (0.22) unpacks each weight block once per 4 rows with maddubs/madd, so 16 rows cost 3.6× two
-// (bench/README.md, "T3 continuous batching"), and that was 72 % of an 8-request step. Here a block
+// (bench/history/2026-12-03-t3-batching-intel.md), and that was 72 % of an 8-request step. Here a block
 // of the weight (16 columns × 4 K with AVX-512, 8 columns × 4 K with AVX2) is unpacked once into one
 // register and multiplied into up to 8 (AVX2: 4) rows, the rows' activations broadcast from memory:
 // with `vpdpbusd` (64 multiply-adds per instruction), or with AVX2's `vpmaddubsw` pair sums added in
@@ -37,7 +37,7 @@ const MatmulKernel &q4k_kernel(Q4kIsa isa);
 // 0) 4 on AMD CPUs, else the limit: the AVX-512 pass of 8 rows × 2 column groups keeps 32 sums, all
 // the zmm registers, and spills some, which costs Zen 4 (512-bit operations in two halves) more than
 // unpacking each chunk for 4 rows, while on the Intel VM 8 × 2 beat every other shape tried
-// (bench/README.md, "Huge pages, and the q4_K pass on Zen 4").
+// (bench/history/2026-12-04-zen4-kv-q8-huge-pages.md).
 constexpr int kQ4kMaxRowsPerPass = 8;
 // What the set takes when `asked` rows per pass are asked for (0: the default above).
 int q4k_rows_per_pass(Q4kIsa isa, int asked);

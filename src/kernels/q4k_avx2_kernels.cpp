@@ -65,7 +65,7 @@ void halves_pass(const uint8_t *const *tiles, int first_half, int64_t b, const u
                         // The empty asm keeps the adds in this order: GCC otherwise adds the two
                         // nibbles' products together first, which holds more registers, and kept five
                         // of a 4-row pass's eight totals on the stack (1.1x slower in cache;
-                        // bench/README.md, "The AVX2 pass without spilled totals").
+                        // bench/history/2026-12-03-q4k-avx2-zen3.md).
                         __asm__("" : "+x"(part[i][r]));
                     }
                 }

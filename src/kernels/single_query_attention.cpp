@@ -27,8 +27,8 @@ constexpr int64_t kLanes = 16;
 constexpr const char *kNode = "single_query_attention";
 
 // How far ahead the cache is prefetched: keys 4 positions on, values a block of 8 positions on (the
-// best of 2-16 positions and blocks of 4-16 in a throwaway harness, bench/README.md "Decode attention
-// nearer the memory bound").
+// best of 2-16 positions and blocks of 4-16 in a throwaway harness, bench/history/
+// 2026-12-04-prefill-parts-decode-attention-zen3.md).
 constexpr int64_t kKeysAhead = 4, kValueBlock = 8;
 
 void prefetch(const char *row, size_t bytes) {
@@ -142,7 +142,7 @@ using LanesOf = DotLanes (*)(const char *key, const float *query, int64_t d);
 
 // The query's dot with a cached key; an f16 or q8_0 key is converted in registers (the same 16 lanes
 // and fused steps as dot()), not through `buffer`: a round trip of each converted row through L1 had
-// cost 10-20 % of this kernel's time (bench/README.md, "Decode attention in registers").
+// cost 10-20 % of this kernel's time (bench/history/2026-12-03-q4k-avx2-zen3.md).
 float key_dot(const ggml_tensor *k, const char *key, const float *query, int64_t d, float *buffer) {
 #ifdef CHATTERBOX_F16_IN_REGISTERS
     if (k->type == GGML_TYPE_F16 || k->type == GGML_TYPE_Q8_0) {

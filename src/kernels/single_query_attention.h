@@ -4,11 +4,11 @@
 //
 // ggml's flash attention (0.22) handles a decode step key by key: per cached position and head it
 // converts, dots and rescales through one-call-per-position vector helpers, which made it half of a
-// batched T3 step (bench/README.md, "T3 continuous batching"). Here each (query, head) takes one
+// batched T3 step (bench/history/2026-12-03-t3-batching-intel.md). Here each (query, head) takes one
 // pass over its keys for all scores, one softmax (SLEEF's vector exp), and one pass over its values,
 // in f32 (f16 or q8_0 K/V converted exactly, in registers), so the cache is streamed once per query;
 // the scores of 8 heads fold side by side, the value sums stay in registers over blocks of positions,
-// and the cache is prefetched ahead (bench/README.md, "Decode attention nearer the memory bound").
+// and the cache is prefetched ahead (bench/history/2026-12-04-prefill-parts-decode-attention-zen3.md).
 //
 // Invariance: a (query, head) is computed by one thread in a fixed order over the positions its
 // mask lets it see; masked positions are skipped, not added as zeros. A query's output is therefore

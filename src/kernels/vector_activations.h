@@ -2,8 +2,8 @@
 // GELU (erf) and Mish over f32 tensors as ggml custom ops for the CPU backend, in AVX2: Mish through
 // SLEEF's vector exp, log1p and tanh (1 ulp), GELU through a polynomial erf (|error| < 1.5e-7) and
 // SLEEF's exp. ggml 0.22 computes both element by element with the C library's scalar erff, and
-// expf, log1pf and tanhf: 7.7 % and 4.7 % of a CFM on the Intel VM (bench/README.md, "Blocked
-// attention by default").
+// expf, log1pf and tanhf: 7.7 % and 4.7 % of a CFM on the Intel VM (bench/history/
+// 2026-12-03-flow-speedups-intel.md, "Blocked attention by default").
 //
 // Each element goes through the same vector code whatever its place (a tail is padded to a whole
 // vector, and SLEEF's lanes are independent), so its result does not depend on the tensor's shape,

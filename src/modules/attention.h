@@ -32,8 +32,9 @@ enum class AttentionPath {
     plain, // mul_mat + soft_max + mul_mat: the reference for checking
     flash, // ggml_flash_attn_ext: fast, skips fully masked key blocks
     // Query blocks through oneDNN matrix products (kernels::blocked_attention), f32 or bf16 (see
-    // AttentionOptions::precision): 1.3-1.7x flash on AVX2 in f32 (bench/README.md). f32 q/k/v, no
-    // mask, not causal (the flow estimator's attention); needs a build with oneDNN.
+    // AttentionOptions::precision): 1.3-1.7x flash on AVX2 in f32
+    // (bench/history/2026-12-01-flow-kernels-zen3.md). f32 q/k/v, no mask, not causal (the flow
+    // estimator's attention); needs a build with oneDNN.
     blocked,
     // Each query on its own over a KV cache (a decode step's one per sequence, or a prefill's):
     // kernels::single_query_attention, a CPU custom op that streams a query's keys and values once,

@@ -361,7 +361,7 @@ TEST(ServerProcessOps, ABatchingServerDecodesConcurrentRequestsTogether) {
 }
 
 // --batch alone batches T3 decode only: on a CPU the flow's and HiFT's batches cost more than they
-// save (bench/README.md), so each takes its own flag.
+// save (bench/README.md, "Batching"), so each takes its own flag.
 // --max-input-chars: text over the limit is answered 413 before any synthesis, text within it is
 // spoken; 0 is a bad command line.
 TEST(ServerProcessOps, TheInputLimitIsConfigurable) {

@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
                    "decode T3 for up to N requests in one batch (continuous batching; also the default --sessions)")
         ->check(CLI::NonNegativeNumber);
     // Off unless asked: on a CPU the flow's and HiFT's products are wide enough alone, and batching them
-    // costs more than it saves (bench/README.md, "Flow batching", "Vocoder batching").
+    // costs more than it saves (bench/README.md, "Batching").
     app.add_option("--flow-batch", flow_batch, "step the flow's CFM for up to N requests in one batch")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--vocoder-batch", vocoder_batch, "vocode for up to N requests in one batch")

@@ -38,7 +38,7 @@ std::vector<float> cfm_time_grid(const FlowHParams &hp, int requested = 0);
 std::vector<float> standard_normal(size_t n, std::mt19937_64 &rng);
 
 // The estimator's attention where the caller chooses none: `blocked` (oneDNN f32 products: 1.3x ggml's
-// flash over a whole CFM on the Intel VM, bench/README.md "Blocked attention by default") in builds
+// flash over a whole CFM on the Intel VM, bench/history/2026-12-03-flow-speedups-intel.md) in builds
 // with oneDNN, else `flash`. Off the CPU both are computed on the plain path.
 nn::AttentionPath default_estimator_attention();
 

@@ -20,7 +20,7 @@ namespace chatterbox::t3 {
 struct RuntimeOptions {
     nn::AttentionPath attention = nn::AttentionPath::flash;
     // f16 (fast), f32 (exact, for checking) or q8_0 (CPU only: half f16's memory; lossy; bench/README.md
-    // "Zen 4, and keys and values in 8 bits")
+    // "AMD EPYC Zen 4 VM")
     ggml_type kv_type = GGML_TYPE_F16;
     int prefill_bucket = 32; // prefill graphs exist per multiple of this many tokens
     // Decode graphs attend over the positions in use rounded up to a multiple of this (at most the
