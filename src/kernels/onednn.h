@@ -9,8 +9,9 @@
 // instead: onednn_available() is false, onednn_f32 does not run, and the other functions throw.
 //
 // Measured on an AMD EPYC (Zen 3, AVX2; bench/history/2026-12-01-flow-kernels-zen3.md): oneDNN's f32
-// sgemm is 1.1–1.8× ggml's tinyBLAS on the flow's shapes. On a Zen 5 (AVX-512 BF16) its bf16 brgemm
-// reaches ~90 % of the machine's bf16 dot peak on them (bench/README.md).
+// sgemm is 1.1–1.8× ggml's tinyBLAS on the flow's shapes. On a Zen 5 (AVX-512 BF16), with its bf16
+// products, the whole flow runs at 36–38 % of the machine's bf16 peak (bench/README.md, "AMD EPYC
+// Zen 5 VM"); the products' own share of that peak has not been measured apart.
 
 #include "kernels/matmul_kernel.h"
 
