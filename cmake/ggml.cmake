@@ -60,7 +60,12 @@ if(CHATTERBOX_CUDA)
   endif()
 endif()
 
+# ggml stamps `git rev-parse HEAD` of its folder into its compile flags (GGML_COMMIT); inside this
+# repository's third_party/ that is our own HEAD, so every commit recompiled ggml. No repository for
+# it: the stamp is "unknown" (the version is the npm package's pin, scripts/fetch_ggml.sh).
+set(ENV{GIT_DIR} "${CMAKE_BINARY_DIR}/no-repository-for-ggml")
 add_subdirectory("${CHATTERBOX_GGML_DIR}/ggml" "${CMAKE_BINARY_DIR}/_deps/ggml-build" EXCLUDE_FROM_ALL SYSTEM)
+unset(ENV{GIT_DIR})
 set(BUILD_SHARED_LIBS OFF) # the project's own libraries stay static
 
 if(GGML_BACKEND_DL)
