@@ -8,6 +8,7 @@
 // the final wave after trim_fade and the last-token trim; the same voice and mel from the published
 // .pt state dicts.
 
+#include "models/chatterbox/variant_spec.h"
 #include "core/backend.h"
 #include "core/npy.h"
 #include "models/chatterbox/hift/vocoder.h"
@@ -81,7 +82,7 @@ t3::RuntimeOptions exact_path() {
 }
 
 // mtl_tts.py generate()'s defaults (index.json "teacher_forcing_processors"): the English recipe.
-t3::SamplingParams mtl_params() { return t3::sampler_recipe(Variant::multilingual).defaults; }
+t3::SamplingParams mtl_params() { return variant_spec(Variant::multilingual).t3.sampler.defaults; }
 
 T3Recording run(const t3::SamplingParams &params, const std::vector<int32_t> &forced = {}) {
     t3::Session session(mtl().t3, mtl().backend, exact_path());

@@ -4,6 +4,7 @@
 // penalised logits). The exact path (plain attention, f32 KV cache) must meet index.json's
 // tolerances; the fast path (flash attention, f16 KV cache) is held to looser f16-rounding bounds.
 
+#include "models/chatterbox/variant_spec.h"
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/npy.h"
@@ -40,7 +41,7 @@ class T3Golden : public test::GoldenComponent<Model> {
   protected:
     static void SetUpTestSuite() {
         load("t3_cfg.safetensors", "t3.", [](const WeightStore &s, Backend &b) {
-            return std::make_unique<Model>(s, b, HParams::from_checkpoint(s, "t3.", Variant::english));
+            return std::make_unique<Model>(s, b, HParams::from_checkpoint(s, "t3.", variant_spec(Variant::english).t3));
         });
         voice_.speaker_emb = read_npy(golden_path("ve_speaker_emb.npy")).f32();
         voice_.prompt_tokens = golden_tokens("t3_cond_prompt_tokens.npy");

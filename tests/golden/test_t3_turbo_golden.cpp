@@ -6,6 +6,7 @@
 // KV cache) must meet index.json's tolerances; the fast path (flash attention, f16 KV cache) is
 // held to the looser f16-rounding bound of the English test.
 
+#include "models/chatterbox/variant_spec.h"
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/npy.h"
@@ -51,7 +52,7 @@ class T3TurboGolden : public test::GoldenComponent<Model> {
         load(
             "t3_turbo_v1.safetensors", "t3.",
             [](const WeightStore &s, Backend &b) {
-                return std::make_unique<Model>(s, b, HParams::from_checkpoint(s, "t3.", Variant::turbo));
+                return std::make_unique<Model>(s, b, HParams::from_checkpoint(s, "t3.", variant_spec(Variant::turbo).t3));
             },
             test::turbo_synthetic_dir());
         voice_.speaker_emb = golden_f32("ve_speaker_emb");
@@ -71,7 +72,7 @@ class T3TurboGolden : public test::GoldenComponent<Model> {
         return test::record_generation(session, *cond_, text_, params, forced);
     }
     // tts_turbo.py generate()'s defaults, as index.json's "teacher_forcing_processors" lists them.
-    static SamplingParams turbo_params() { return sampler_recipe(Variant::turbo).defaults; }
+    static SamplingParams turbo_params() { return variant_spec(Variant::turbo).t3.sampler.defaults; }
     static SamplingParams greedy_params() {
         SamplingParams p = turbo_params();
         p.greedy = true;

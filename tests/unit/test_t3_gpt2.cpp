@@ -5,6 +5,7 @@
 // slots and masks agree); the hyper-parameters of both variants are valid data; and the speech
 // guards' length bound and repeat stop apply to it through its GuardHParams.
 
+#include "models/chatterbox/variant_spec.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"
 #include "core/weight_store.h"
@@ -42,7 +43,7 @@ std::unique_ptr<WeightStore> gpt2_checkpoint(const HParams &hp) {
 }
 
 HParams tiny_gpt2() {
-    HParams hp = HParams::for_variant(Variant::nano);
+    HParams hp = variant_spec(Variant::nano).t3;
     hp.n_layers = 2;
     hp.hidden = 64;
     hp.n_heads = 4;
@@ -73,14 +74,14 @@ RuntimeOptions exact_path() {
 
 TEST(T3Gpt2, VariantHyperParametersAreValid) {
     for (const Variant variant : {Variant::turbo, Variant::nano}) {
-        const HParams hp = HParams::for_variant(variant);
+        const HParams hp = variant_spec(variant).t3;
         EXPECT_NO_THROW(hp.validate()) << variant;
         EXPECT_EQ(hp.backbone_kind(), Backbone::gpt2);
         EXPECT_EQ(hp.cond_length(375), 376) << "speaker + the prompt tokens, no perceiver, no emotion";
         EXPECT_EQ(hp.cond_length(0), 1);
-        EXPECT_EQ(sampler_recipe(variant).defaults.top_k, 1000);
+        EXPECT_EQ(variant_spec(variant).t3.sampler.defaults.top_k, 1000);
     }
-    const HParams nano = HParams::for_variant(Variant::nano);
+    const HParams nano = variant_spec(Variant::nano).t3;
     EXPECT_EQ(nano.n_layers, 12);
     EXPECT_EQ(nano.hidden, 768);
     EXPECT_EQ(nano.n_heads, 12);
@@ -96,7 +97,7 @@ TEST(T3Gpt2, VariantHyperParametersAreValid) {
 TEST(T3Gpt2, HyperParametersRoundTripThroughMetadata) {
     const std::string path = test::temp_dir("t3-gpt2") + "/t3.gguf";
     for (const Variant variant : {Variant::turbo, Variant::nano}) {
-        const HParams hp = HParams::for_variant(variant);
+        const HParams hp = variant_spec(variant).t3;
         GgufWriter writer;
         write_fields(HParams::fields(), hp, writer);
         writer.write(path);
@@ -117,18 +118,18 @@ TEST(T3Gpt2, HyperParametersRoundTripThroughMetadata) {
 }
 
 TEST(T3Gpt2, NanoSizedModelLoadsAndGenerates) {
-    const std::unique_ptr<WeightStore> store = gpt2_checkpoint(HParams::for_variant(Variant::nano));
-    const HParams hp = HParams::from_checkpoint(*store, "t3.", Variant::nano);
+    const std::unique_ptr<WeightStore> store = gpt2_checkpoint(variant_spec(Variant::nano).t3);
+    const HParams hp = HParams::from_checkpoint(*store, "t3.", variant_spec(Variant::nano).t3);
     EXPECT_EQ(hp.n_layers, 12);
     EXPECT_EQ(hp.hidden, 768);
     EXPECT_EQ(hp.ffn, 3072);
     EXPECT_EQ(hp.positions, 8196);
-    test::expect_error([&] { HParams::from_checkpoint(*store, "t3.", Variant::english); }, "GPT-2 backbone");
+    test::expect_error([&] { HParams::from_checkpoint(*store, "t3.", variant_spec(Variant::english).t3); }, "GPT-2 backbone");
 
     Backend backend(BackendOptions{"cpu", 2});
     const Model model(*store, backend, hp);
     Session session(model, backend);
-    SamplingParams params = sampler_recipe(Variant::nano).defaults;
+    SamplingParams params = variant_spec(Variant::nano).t3.sampler.defaults;
     params.max_new_tokens = 6;
     params.ignore_eos = true; // random weights may end at once
     params.seed = 3;
@@ -154,7 +155,7 @@ TEST(T3Gpt2, DecodingStepByStepEqualsOnePrefill) {
 
     // Generation teacher-forced through prefill + decode steps.
     const std::vector<int32_t> forced = {17, 4000, 17, 6561, 250};
-    SamplingParams params = sampler_recipe(Variant::nano).defaults;
+    SamplingParams params = variant_spec(Variant::nano).t3.sampler.defaults;
     GenerationHooks hooks;
     hooks.forced_tokens = forced;
     std::vector<std::vector<float>> stepped;

@@ -1,6 +1,7 @@
 // T3 sampling stages against naive references on hand-made logits, seeded determinism, parameter
 // validation, token filtering and the host-side helpers that need no weights.
 
+#include "models/chatterbox/variant_spec.h"
 #include "core/error.h"
 #include "models/chatterbox/t3/backbone.h"
 #include "models/chatterbox/t3/embeddings.h"
@@ -138,7 +139,7 @@ TEST(T3Sampler, ChooseTokenEqualsNaivePipeline) {
     for (uint64_t seed = 0; seed < 50; ++seed) {
         std::vector<float> l = base;
         Rng rng(seed), reference_rng(seed);
-        const int got = choose_token(l, sampler_recipe(Variant::english), {}, params, rng);
+        const int got = choose_token(l, variant_spec(Variant::english).t3.sampler, {}, params, rng);
 
         std::vector<float> t(base.size());
         for (size_t i = 0; i < base.size(); ++i) t[i] = base[i] / params.temperature;
@@ -177,7 +178,7 @@ TEST(T3Sampler, SeedDeterminism) {
         std::vector<int> tokens;
         for (int i = 0; i < 40; ++i) {
             std::vector<float> l = flat;
-            tokens.push_back(choose_token(l, sampler_recipe(Variant::english), {}, params, rng));
+            tokens.push_back(choose_token(l, variant_spec(Variant::english).t3.sampler, {}, params, rng));
         }
         return tokens;
     };
@@ -192,9 +193,9 @@ TEST(T3Sampler, GreedyTakesArgmaxWithoutTemperature) {
     EXPECT_NO_THROW(params.validate(1000));
     std::vector<float> l{0.1f, 5.0f, 4.9f};
     Rng rng(1);
-    EXPECT_EQ(choose_token(l, sampler_recipe(Variant::english), {}, params, rng), 1);
+    EXPECT_EQ(choose_token(l, variant_spec(Variant::english).t3.sampler, {}, params, rng), 1);
     std::vector<float> bad{0.1f, NAN};
-    expect_error([&] { choose_token(bad, sampler_recipe(Variant::english), {}, params, rng); }, "NaN");
+    expect_error([&] { choose_token(bad, variant_spec(Variant::english).t3.sampler, {}, params, rng); }, "NaN");
 }
 
 TEST(T3Sampler, ParameterErrors) {
@@ -245,7 +246,7 @@ TEST(T3Tokens, DropInvalidTokens) {
     EXPECT_EQ(drop_invalid_tokens({1, 8000, 2}, english), (std::vector<int32_t>{1, 2}));
     EXPECT_EQ(drop_invalid_tokens({6562, 6561, 3}, english), (std::vector<int32_t>{}));
     // Multilingual too: the reference keeps 6563..8193 and then fails in the flow's embedding.
-    const HParams multilingual = HParams::for_variant(Variant::multilingual);
+    const HParams multilingual = variant_spec(Variant::multilingual).t3;
     EXPECT_EQ(drop_invalid_tokens({1, 8000, 2, 6562}, multilingual), (std::vector<int32_t>{1, 2}));
 }
 

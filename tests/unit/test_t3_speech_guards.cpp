@@ -1,6 +1,7 @@
 // The speech guards (speech_guards.h) on constructed token streams and attention maps: each rule
 // fires at the step its definition names, and not one step earlier.
 
+#include "models/chatterbox/variant_spec.h"
 #include "core/error.h"
 #include "models/chatterbox/t3/hparams.h"
 #include "models/chatterbox/t3/sampler.h"
@@ -52,19 +53,17 @@ std::vector<int32_t> join(std::vector<int32_t> a, const std::vector<int32_t> &b)
 } // namespace
 
 TEST(LengthBound, FloorPlusRatePerTextToken) {
-    const GuardHParams en = GuardHParams::for_variant(Variant::english);
+    const GuardHParams en = variant_spec(Variant::english).t3.guards;
     EXPECT_EQ(length_bound(en, 10), en.length_floor + int(en.speech_per_text_token * 10));
     EXPECT_EQ(length_bound(en, 10, 2.5f), en.length_floor + 25);
     EXPECT_EQ(length_bound(en, 0), en.length_floor);
     // Every variant has its rate as data; the sub-word variants grant more per token.
-    EXPECT_GT(GuardHParams::for_variant(Variant::multilingual).speech_per_text_token, en.speech_per_text_token);
-    EXPECT_GT(GuardHParams::for_variant(Variant::turbo).speech_per_text_token, en.speech_per_text_token);
-    EXPECT_TRUE(GuardHParams::for_variant(Variant::turbo).aligned_heads.empty());
+    EXPECT_GT(variant_spec(Variant::multilingual).t3.guards.speech_per_text_token, en.speech_per_text_token);
+    EXPECT_GT(variant_spec(Variant::turbo).t3.guards.speech_per_text_token, en.speech_per_text_token);
+    EXPECT_TRUE(variant_spec(Variant::turbo).t3.guards.aligned_heads.empty());
     ASSERT_EQ(en.aligned_heads.size(), 3u);
     EXPECT_EQ(en.aligned_heads[0].layer, 12);
     EXPECT_EQ(en.aligned_heads[0].head, 15);
-    EXPECT_EQ(HParams::for_variant(Variant::multilingual).guards.speech_per_text_token,
-              GuardHParams::for_variant(Variant::multilingual).speech_per_text_token);
     test::expect_error([&] { length_bound(en, 3, -1.0f); }, "expected >= 0");
 }
 

@@ -1,6 +1,7 @@
 #include "golden_run.h"
 
 #include "core/error.h"
+#include "models/chatterbox/variant_spec.h"
 
 #include <nlohmann/json.hpp>
 
@@ -23,7 +24,7 @@ template <class T> T field(const nlohmann::json &j, const std::string &key, cons
 // The variant's generate() defaults with the case's overrides.
 SynthesisParams case_params(const nlohmann::json &j, Variant variant, const std::string &path) {
     SynthesisParams params;
-    params.sampling = t3::sampler_recipe(variant).defaults;
+    params.sampling = variant_spec(variant).t3.sampler.defaults;
     nlohmann::json overrides = j.value("generate_kwargs", nlohmann::json::object());
     if (!overrides.is_object()) fail(path, ": case field 'generate_kwargs' must be an object");
     for (const char *name : {"exaggeration", "cfg_weight"})

@@ -10,6 +10,7 @@
 #include "models/chatterbox/t3/cond_encoder.h"
 #include "models/chatterbox/t3/generate.h"
 #include "models/chatterbox/text_frontend.h"
+#include "models/chatterbox/variant_spec.h"
 #include "text/bpe_tokenizer.h"
 #include "text/punc_norm.h"
 
@@ -35,7 +36,7 @@ const TextFrontEnd &front_end(GoldenRun &run) {
 
 // The rows T3 runs: the conditional one, and the unconditional one when the variant guides.
 int guidance_rows(const GoldenCase &c) {
-    return t3::sampler_recipe(c.variant).guidance && c.params.sampling.cfg_weight > 0 ? 2 : 1;
+    return variant_spec(c.variant).t3.sampler.guidance && c.params.sampling.cfg_weight > 0 ? 2 : 1;
 }
 
 // The T3 model and one exact-path session (plain attention, f32 KV cache), loaded on first use.

@@ -5,6 +5,7 @@
 
 #include "models/chatterbox/s3tokenizer/s3tokenizer.h"
 #include "models/chatterbox/session.h"
+#include "models/chatterbox/variant_spec.h"
 #include "models/chatterbox/voice.h"
 
 #include <utility>
@@ -31,7 +32,7 @@ void run_voice(GoldenRun &run) {
                                                 run.golden_case().params.exaggeration, &taps);
 
     // Front end. A variant that normalises the reference's loudness records the normalised wave.
-    const bool loudness_normalised = ReferencePolicy::for_variant(run.golden_case().variant).loudness_lufs.has_value();
+    const bool loudness_normalised = variant_spec(run.golden_case().variant).reference.loudness_lufs.has_value();
     run.write(loudness_normalised ? "ref_wav_24k_loudnorm" : "ref_wav_24k", vector_array(taps.ref_wav_24k));
     run.write("ref_wav_16k_librosa", vector_array(taps.ref_wav_16k_librosa));
     run.write("ref_wav_16k_torchaudio", vector_array(taps.ref_wav_16k_torchaudio));

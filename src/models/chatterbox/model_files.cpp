@@ -1,5 +1,7 @@
 #include "models/chatterbox/model_files.h"
 
+#include "models/chatterbox/variant_spec.h"
+
 #include "core/error.h"
 #include "core/mapped_file.h"
 #include "core/torch_pickle.h"
@@ -71,11 +73,14 @@ void check_token_range(const std::string &path, const TensorView &t, int64_t voc
 
 namespace {
 
-// What a variant does that no tensor or metadata key says: its speech guards, the last-token trim.
+// What a variant does that no tensor or metadata key says (variant_spec.h): its speech guards and
+// sampler recipe, the last-token trim.
 void set_variant_behaviour(ModelHparams &h) {
+    const VariantSpec &spec = variant_spec(h.variant);
     h.t3.variant = h.variant;
-    h.t3.guards = t3::GuardHParams::for_variant(h.variant);
-    h.flow.trim_last_token = h.variant == Variant::multilingual;
+    h.t3.guards = spec.t3.guards;
+    h.t3.sampler = spec.t3.sampler;
+    h.flow.trim_last_token = spec.flow.trim_last_token;
 }
 
 } // namespace
@@ -83,16 +88,15 @@ void set_variant_behaviour(ModelHparams &h) {
 ModelHparams ModelHparams::for_variant(Variant variant) {
     ModelHparams h;
     h.variant = variant;
-    h.t3 = t3::HParams::for_variant(variant);
-    const bool mean_flow = variant == Variant::turbo || variant == Variant::nano; // s3gen_meanflow.safetensors
-    h.flow = mean_flow ? s3gen::FlowHParams::mean_flow_standard() : s3gen::FlowHParams::standard();
+    h.t3 = variant_spec(variant).t3;
+    h.flow = variant_spec(variant).flow;
     set_variant_behaviour(h);
     return h;
 }
 
 ModelHparams ModelHparams::from_checkpoints(const WeightStore &store, Variant variant) {
     ModelHparams h = for_variant(variant);
-    h.t3 = t3::HParams::from_checkpoint(store, "t3.", variant);
+    h.t3 = t3::HParams::from_checkpoint(store, "t3.", variant_spec(variant).t3);
     h.flow = s3gen::FlowHParams::from_checkpoint(store, "s3gen.flow.");
     h.hift = hift::HiftHParams::from_checkpoint(store, "s3gen.mel2wav.");
     h.s3tokenizer = s3tokenizer::S3TokenizerHParams::from_checkpoint(store, "s3gen.tokenizer.");
@@ -179,37 +183,11 @@ std::vector<std::string> OfficialFolder::all_files() const {
 }
 
 const std::vector<OfficialFolder> &official_folders() {
-    static const std::vector<const char *> gpt2_tokenizer = {"vocab.json", "merges.txt", "added_tokens.json",
-                                                             "special_tokens_map.json", "tokenizer_config.json"};
-    static const std::vector<OfficialFolder> folders = {
-        {Variant::english,
-         "ResembleAI/chatterbox",
-         {"ve.safetensors", "t3_cfg.safetensors", "s3gen.safetensors"},
-         {"tokenizer.json"}},
-        // mtl_tts.py: the same repository, torch pickles for ve and s3gen, v2 the default T3.
-        {Variant::multilingual,
-         "ResembleAI/chatterbox",
-         {"ve.pt", "t3_mtl23ls_v2.safetensors", "s3gen.pt"},
-         {"grapheme_mtl_merged_expanded_v1.json"},
-         {"Cangjie5_TC.json"},
-         "chatterbox-multilingual",
-         "v2"},
-        {Variant::multilingual,
-         "ResembleAI/chatterbox",
-         {"ve.pt", "t3_mtl23ls_v3.safetensors", "s3gen.pt"},
-         {"grapheme_mtl_merged_expanded_v1.json"},
-         {"Cangjie5_TC.json"},
-         "chatterbox-multilingual",
-         "v3"},
-        {Variant::turbo,
-         "ResembleAI/chatterbox-turbo",
-         {"ve.safetensors", "t3_turbo_v1.safetensors", "s3gen_meanflow.safetensors"},
-         gpt2_tokenizer},
-        {Variant::nano,
-         "ResembleAI/chatterbox-nano",
-         {"ve.safetensors", "t3_nano_v1.safetensors", "s3gen_meanflow.safetensors"},
-         gpt2_tokenizer},
-    };
+    static const std::vector<OfficialFolder> folders = [] {
+        std::vector<OfficialFolder> all;
+        for (const VariantSpec *spec : variant_specs()) all.insert(all.end(), spec->folders.begin(), spec->folders.end());
+        return all;
+    }();
     return folders;
 }
 

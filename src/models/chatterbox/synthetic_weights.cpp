@@ -8,6 +8,7 @@
 #include "core/string_match.h"
 #include "models/chatterbox/convert.h"
 #include "models/chatterbox/model_files.h"
+#include "models/chatterbox/variant_spec.h"
 
 #include <algorithm>
 #include <cmath>
@@ -392,7 +393,7 @@ std::vector<ManifestCheckpoint> scaled_manifest(const ModelHparams &hp) {
     const bool gpt2 = hp.t3.backbone_kind() == t3::Backbone::gpt2;
     const Variant manifest_variant = gpt2 ? Variant::turbo : Variant::english;
     ModelHparams official = ModelHparams::for_variant(Variant::english);
-    official.t3 = t3::HParams::for_variant(manifest_variant);
+    official.t3 = variant_spec(manifest_variant).t3;
     const std::vector<WidthRule> widths = width_rules(official, hp);
     const std::vector<BlockRule> blocks = block_rules(official, hp);
     for (const BlockRule &rule : blocks)

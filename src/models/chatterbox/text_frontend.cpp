@@ -1,56 +1,28 @@
 #include "models/chatterbox/text_frontend.h"
 
 #include "core/error.h"
+#include "models/chatterbox/variant_spec.h"
 #include "text/languages.h"
 
 namespace chatterbox {
 
-namespace {
-
-enum class TokenizerKind {
-    english,      // EnTokenizer: every ' ' is the literal "[SPACE]" token
-    multilingual, // MTLTokenizer: language steps and tags, then as English
-    plain,        // the BPE as it is (GPT-2)
-};
-
-struct VariantText {
-    Variant variant;
-    const text::PunctuationRules &(*punctuation)();
-    TokenizerKind tokenizer;
-};
-
-constexpr VariantText kVariantText[] = {
-    {Variant::english, text::english_punctuation, TokenizerKind::english},
-    {Variant::multilingual, text::multilingual_punctuation, TokenizerKind::multilingual},
-    {Variant::turbo, text::turbo_punctuation, TokenizerKind::plain},
-    {Variant::nano, text::turbo_punctuation, TokenizerKind::plain},
-};
-
-const VariantText &variant_text(Variant variant) {
-    for (const VariantText &v : kVariantText)
-        if (v.variant == variant) return v;
-    fail("the ", variant_name(variant), " variant has no text front end");
-}
-
-} // namespace
-
 TextFrontEnd::TextFrontEnd(std::string_view tokenizer_json, const std::string &source, const t3::HParams &t3,
                            const std::optional<std::string> &cangjie_json)
     : t3_(t3) {
-    const VariantText &recipe = variant_text(t3.variant);
+    const VariantSpec &recipe = variant_spec(t3.variant);
     punctuation_ = &recipe.punctuation();
     text::BpeTokenizer bpe = text::BpeTokenizer::from_json(tokenizer_json, source);
     switch (recipe.tokenizer) {
-    case TokenizerKind::english:
+    case TextTokenizer::english:
         english_ = std::make_unique<text::EnTokenizer>(std::move(bpe));
         break;
-    case TokenizerKind::multilingual: {
+    case TextTokenizer::multilingual: {
         std::optional<text::CangjieTable> cangjie;
         if (cangjie_json) cangjie = text::CangjieTable::from_json(*cangjie_json, text::kCangjieFile);
         multilingual_ = std::make_unique<text::MtlTokenizer>(std::move(bpe), std::move(cangjie));
         break;
     }
-    case TokenizerKind::plain:
+    case TextTokenizer::plain:
         plain_ = std::make_unique<text::BpeTokenizer>(std::move(bpe));
         break;
     }

@@ -5,8 +5,8 @@
 // NFKD, the language's step, the "[lang]" tag, "[SPACE]"; text/mtl_tokenizer.h), [START] ids [STOP].
 // Turbo / Nano: tts_turbo.py's lighter punc_norm, GPT-2's
 // byte-level BPE (paralinguistic tags such as "[laugh]" are added tokens), the bare ids.
-// Which is which is the table in text_frontend.cpp, keyed by the model's variant; the framing
-// tokens come from T3's hyper-parameters.
+// Which is which is the variant's record (variant_spec.h); the framing tokens come from T3's
+// hyper-parameters.
 
 #include "models/chatterbox/t3/hparams.h"
 #include "text/bpe_tokenizer.h"

@@ -7,6 +7,7 @@
 #include "core/gguf_file.h"
 #include "models/chatterbox/campplus/campplus.h"
 #include "models/chatterbox/s3tokenizer/s3tokenizer.h"
+#include "models/chatterbox/variant_spec.h"
 #include "models/chatterbox/voice_encoder/voice_encoder.h"
 
 #include <algorithm>
@@ -57,23 +58,13 @@ std::vector<int32_t> to_i32(const std::vector<int64_t> &values) { return {values
 
 } // namespace
 
-ReferencePolicy ReferencePolicy::for_variant(Variant variant) {
-    ReferencePolicy policy;
-    if (variant == Variant::turbo || variant == Variant::nano) {
-        policy.min_seconds = 5.0;
-        policy.min_is_exclusive = true;
-        policy.loudness_lufs = -27.0;
-    }
-    return policy;
-}
-
 bool voice_fits(Variant voice_variant, Variant model_variant) {
-    const ReferencePolicy a = ReferencePolicy::for_variant(voice_variant);
-    const ReferencePolicy b = ReferencePolicy::for_variant(model_variant);
+    const ReferencePolicy &a = variant_spec(voice_variant).reference;
+    const ReferencePolicy &b = variant_spec(model_variant).reference;
     return a.min_seconds == b.min_seconds && a.min_is_exclusive == b.min_is_exclusive &&
            a.loudness_lufs == b.loudness_lufs &&
-           t3::HParams::for_variant(voice_variant).speech_cond_prompt_len ==
-               t3::HParams::for_variant(model_variant).speech_cond_prompt_len;
+           variant_spec(voice_variant).t3.speech_cond_prompt_len ==
+               variant_spec(model_variant).t3.speech_cond_prompt_len;
 }
 
 void check_voice_fits(const Voice &voice, Variant model_variant) {
@@ -107,7 +98,7 @@ struct VoiceBuilder::Models {
           campplus(files.weights(), backend, files.hparams().campplus),
           tokenizer(files.weights(), backend, files.hparams().s3tokenizer),
           t3_prompt_tokens(files.hparams().t3.speech_cond_prompt_len),
-          reference(ReferencePolicy::for_variant(files.hparams().variant)), variant(files.hparams().variant) {}
+          reference(variant_spec(files.hparams().variant).reference), variant(files.hparams().variant) {}
 };
 
 VoiceBuilder::VoiceBuilder(const ModelFiles &files, Backend &backend) {

@@ -44,7 +44,7 @@ struct ReferencePolicy {
     double min_seconds = kMinReferenceSeconds;
     bool min_is_exclusive = false;       // Turbo asserts "longer than 5 s"
     std::optional<double> loudness_lufs; // the 24 kHz reference is normalised to this first
-    static ReferencePolicy for_variant(Variant variant);
+    // Each variant's is its VariantSpec::reference (variant_spec.h).
 };
 
 // The reference at 24 kHz as the variant's models see it (librosa.load(sr=24000) with soxr_hq, then

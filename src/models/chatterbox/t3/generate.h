@@ -1,7 +1,7 @@
 #pragma once
 // T3 generation (spec t3.md §4–5, the loop of T3.inference / T3.inference_turbo): prefill the
 // prefix (conditioning, text, BOS), then per step combine the CFG rows (where the variant has
-// them), run the variant's sampler recipe (sampler_recipe(hp.variant)), choose a token, feed it
+// them), run the variant's sampler recipe (hp.sampler), choose a token, feed it
 // back at the next speech position, until EOS (unless SamplingParams::ignore_eos) or max_new_tokens.
 
 #include "models/chatterbox/t3/cond_encoder.h"

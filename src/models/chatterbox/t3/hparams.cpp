@@ -9,11 +9,7 @@ namespace chatterbox::t3 {
 
 HParams HParams::english() { return HParams{}; }
 
-namespace {
-
-// T3 of tts_turbo.py: T3Config(text_tokens_dict_size=50276) with GPT2_medium (GPT2_small for Nano),
-// speech vocabulary 6563, input_pos_emb None, a 375-token prompt, no perceiver, no emotion_adv.
-HParams gpt2_t3(int n_layers, int hidden, int n_heads) {
+HParams HParams::gpt2(int n_layers, int hidden, int n_heads) {
     HParams hp;
     hp.backbone = int(Backbone::gpt2);
     hp.n_layers = n_layers;
@@ -31,28 +27,8 @@ HParams gpt2_t3(int n_layers, int hidden, int n_heads) {
     hp.perceiver_queries = 0;
     hp.emotion_token = 0;
     hp.speech_cond_prompt_len = 375;
-    return hp;
-}
-
-} // namespace
-
-HParams HParams::for_variant(Variant variant) {
-    HParams hp;
-    switch (variant) {
-    case Variant::english:
-        break;
-    case Variant::multilingual:
-        hp.text_vocab = 2454;
-        break; // mtl_tts.py v2/v3 text vocabulary
-    case Variant::turbo:
-        hp = gpt2_t3(24, 1024, 16);
-        break; // GPT2_medium
-    case Variant::nano:
-        hp = gpt2_t3(12, 768, 12);
-        break; // GPT2_small
-    }
-    hp.variant = variant;
-    hp.guards = GuardHParams::for_variant(variant);
+    hp.guards = GuardHParams{}; // no alignment analyzer: the official code has none for GPT-2
+    hp.sampler = SamplerRecipe::tts_turbo();
     return hp;
 }
 
@@ -150,12 +126,12 @@ HParams gpt2_from_checkpoint(const CheckpointShapes &shapes, HParams hp) {
 
 } // namespace
 
-HParams HParams::from_checkpoint(const WeightStore &store, const std::string &prefix, Variant variant) {
-    HParams hp = for_variant(variant);
+HParams HParams::from_checkpoint(const WeightStore &store, const std::string &prefix, const HParams &published) {
+    HParams hp = published;
     const bool gpt2_checkpoint = store.find(prefix + "tfmr.h.0.attn.c_attn.weight") != nullptr;
     if (gpt2_checkpoint != (hp.backbone_kind() == Backbone::gpt2))
         fail("T3 checkpoint under '", prefix, "' has a ", gpt2_checkpoint ? "GPT-2" : "Llama", " backbone, but the ",
-             variant_name(variant), " T3 is ", gpt2_checkpoint ? "Llama" : "GPT-2");
+             variant_name(hp.variant), " T3 is ", gpt2_checkpoint ? "Llama" : "GPT-2");
     const CheckpointShapes shapes(store, prefix);
     if (gpt2_checkpoint) return gpt2_from_checkpoint(shapes, hp);
     shapes.read("text_emb.weight", 2, 0, hp.text_vocab);

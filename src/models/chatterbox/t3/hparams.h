@@ -6,6 +6,7 @@
 // model, embeddings and conditioning code, so the session and generation loop are shared.
 
 #include "models/chatterbox/hparam_fields.h"
+#include "models/chatterbox/t3/sampler.h"
 #include "models/chatterbox/t3/speech_guards.h"
 #include "models/chatterbox/variant.h"
 
@@ -70,8 +71,10 @@ struct HParams {
 
     // Not a metadata field of its own: the model's chatterbox.variant.
     Variant variant = Variant::english;
-    // Length bound, stop rules and aligned heads (speech_guards.h): the variant's, not metadata.
-    GuardHParams guards = GuardHParams::for_variant(Variant::english);
+    // Length bound, stop rules and aligned heads (speech_guards.h) and how a token is drawn
+    // (sampler.h): the variant's (variant_spec.h), not metadata.
+    GuardHParams guards = GuardHParams::with_aligned_heads();
+    SamplerRecipe sampler = SamplerRecipe::tts();
 
     bool is_multilingual() const { return variant == Variant::multilingual; }
     Backbone backbone_kind() const { return Backbone(backbone); }
@@ -95,15 +98,16 @@ struct HParams {
     // Longest sequence the backbone can place (0: no absolute limit, RoPE).
     int max_sequence() const { return positions; }
 
-    // The English configuration.
+    // The English configuration (Llama_520M); each variant's is its VariantSpec::t3 (variant_spec.h).
     static HParams english();
-    // The published configuration of a variant: english, multilingual (Llama), turbo (GPT-2
-    // medium), nano (GPT-2 small).
-    static HParams for_variant(Variant variant);
-    // The variant's configuration with the sizes the T3 checkpoint in store under prefix ("t3.")
-    // declares by its tensor shapes. A checkpoint whose backbone is not the variant's (a GPT-2
-    // checkpoint for english, say) is refused with a clear error.
-    static HParams from_checkpoint(const WeightStore &store, const std::string &prefix, Variant variant);
+    // The T3 of tts_turbo.py: T3Config(text_tokens_dict_size=50276) with a GPT-2 of this size (GPT2_medium
+    // for Turbo, GPT2_small for Nano), speech vocabulary 6563, input_pos_emb None, a 375-token prompt, no
+    // perceiver, no emotion_adv; Turbo's sampler recipe.
+    static HParams gpt2(int n_layers, int hidden, int n_heads);
+    // `published` (a variant's configuration) with the sizes the T3 checkpoint in store under prefix
+    // ("t3.") declares by its tensor shapes. A checkpoint whose backbone is not the published one (a
+    // GPT-2 checkpoint for english, say) is refused with a clear error.
+    static HParams from_checkpoint(const WeightStore &store, const std::string &prefix, const HParams &published);
 
     static const HparamTable<HParams> &fields();
     // The field rules, then the rules between fields; throws Error naming the keys.

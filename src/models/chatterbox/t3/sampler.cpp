@@ -37,32 +37,23 @@ void check_logits(const std::vector<float> &logits) {
 
 } // namespace
 
-const SamplerRecipe &sampler_recipe(Variant variant) {
+SamplerRecipe SamplerRecipe::tts() {
     using S = LogitsStage;
-    static const SamplerRecipe english = [] {
-        SamplerRecipe r{{S::repetition_penalty, S::temperature, S::min_p, S::top_p}, true, true, {}};
-        r.defaults.top_p = 1.0f; // tts.py generate(): off
-        return r;
-    }();
-    static const SamplerRecipe turbo = [] {
-        SamplerRecipe r{{S::temperature, S::top_k, S::top_p, S::repetition_penalty}, false, false, {}};
-        // tts_turbo.py generate(): temperature 0.8, top_k 1000, top_p 0.95, repetition_penalty 1.2
-        // (min_p 0 and cfg_weight 0, which it ignores anyway).
-        r.defaults.top_k = 1000;
-        r.defaults.top_p = 0.95f;
-        r.defaults.min_p = 0.0f;
-        r.defaults.cfg_weight = 0.0f;
-        return r;
-    }();
-    switch (variant) {
-    case Variant::english:
-    case Variant::multilingual:
-        return english;
-    case Variant::turbo:
-    case Variant::nano:
-        return turbo;
-    }
-    fail("T3 sampling: unknown variant");
+    SamplerRecipe r{{S::repetition_penalty, S::temperature, S::min_p, S::top_p}, true, true, {}};
+    r.defaults.top_p = 1.0f; // tts.py generate(): off
+    return r;
+}
+
+SamplerRecipe SamplerRecipe::tts_turbo() {
+    using S = LogitsStage;
+    SamplerRecipe r{{S::temperature, S::top_k, S::top_p, S::repetition_penalty}, false, false, {}};
+    // tts_turbo.py generate(): temperature 0.8, top_k 1000, top_p 0.95, repetition_penalty 1.2
+    // (min_p 0 and cfg_weight 0, which it ignores anyway).
+    r.defaults.top_k = 1000;
+    r.defaults.top_p = 0.95f;
+    r.defaults.min_p = 0.0f;
+    r.defaults.cfg_weight = 0.0f;
+    return r;
 }
 
 SamplingParams SamplingParams::with_defaults(const SamplingParams &defaults) const {

@@ -12,7 +12,6 @@
 // same seed gives the same tokens on every platform and backend with the same logits.
 
 #include "models/chatterbox/t3/speech_guards.h"
-#include "models/chatterbox/variant.h"
 
 #include <cstdint>
 #include <random>
@@ -66,10 +65,12 @@ struct SamplerRecipe {
     // at step 0, later steps seeing the generated tokens alone (inference_turbo's input_ids).
     bool history_keeps_bos = true;
     SamplingParams defaults;
-};
 
-// english and multilingual: the English recipe; turbo and nano: Turbo's (tts_turbo.py generate()).
-const SamplerRecipe &sampler_recipe(Variant variant);
+    // tts.py generate() (English, multilingual): CFG, repetition penalty, temperature, min-p, top-p.
+    static SamplerRecipe tts();
+    // tts_turbo.py generate() (Turbo, Nano): temperature, top-k, top-p, repetition penalty; no CFG.
+    static SamplerRecipe tts_turbo();
+};
 
 // logits = cond + w * (cond - uncond)
 std::vector<float> cfg_combine(const float *cond, const float *uncond, size_t n, float cfg_weight);

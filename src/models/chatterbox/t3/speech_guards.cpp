@@ -9,21 +9,8 @@
 
 namespace chatterbox::t3 {
 
-GuardHParams GuardHParams::for_variant(Variant variant) {
+GuardHParams GuardHParams::with_aligned_heads() {
     GuardHParams g;
-    switch (variant) {
-    case Variant::english:
-        break;
-    case Variant::multilingual:
-        g.speech_per_text_token = 10.0f;
-        g.covered_per_text_token = 2.0f;
-        break;
-    case Variant::turbo:
-    case Variant::nano:
-        g.speech_per_text_token = 12.0f;
-        g.covered_per_text_token = 3.0f;
-        return g; // GPT-2: no aligned heads
-    }
     g.aligned_heads = {{12, 15}, {13, 11}, {9, 2}}; // LLAMA_ALIGNED_HEADS
     return g;
 }

@@ -15,7 +15,6 @@
 // The analyzer is the official heuristic; the length bound and stop rules are this engine's own
 // (the official code has none) and apply to every variant through its GuardHParams.
 
-#include "models/chatterbox/variant.h"
 
 #include <cstdint>
 #include <optional>
@@ -48,10 +47,9 @@ struct GuardHParams {
     // The alignment analyzer's heads (LLAMA_ALIGNED_HEADS); empty: the variant has no analyzer.
     std::vector<AttentionHead> aligned_heads;
 
-    // English and multilingual: the Llama T3 with the analyzer's heads; multilingual tokens are
-    // sub-words and whole CJK characters (~6 speech tokens each), hence the higher rate. Turbo and
-    // Nano: GPT-2 BPE tokens of ~4 characters, and no analyzer (the official code has none).
-    static GuardHParams for_variant(Variant variant);
+    // The English rates with the Llama T3's aligned heads (LLAMA_ALIGNED_HEADS). Each variant's
+    // rates are its VariantSpec's (variant_spec.h).
+    static GuardHParams with_aligned_heads();
 };
 
 // What one request turns on. The defaults are all off (the official loop); the pipeline's are
