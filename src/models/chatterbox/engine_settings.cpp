@@ -162,7 +162,11 @@ std::string EngineSetting::accepted_text() const {
 }
 
 void EngineSetting::set(EngineSettings &s, const std::string &value) const {
-    const auto refuse = [&] { throw InvalidArgument(concat(name, " is '", value, "', expected ", accepted_text())); };
+    const auto refuse = [&] {
+        throw InvalidArgument(
+            number ? concat(name, " is ", value.empty() ? "empty" : value, ", expected ", accepted_text())
+                   : concat(name, " is '", value, "', expected ", accepted_text()));
+    };
     if (number) {
         errno = 0;
         char *end = nullptr;
