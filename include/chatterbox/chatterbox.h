@@ -97,6 +97,27 @@ typedef struct chatterbox_engine_params {
 } chatterbox_engine_params;
 
 chatterbox_engine_params chatterbox_engine_default_params(void);
+
+/* The engine's settings as the command-line tools and the server take them: each field of
+ * chatterbox_engine_params by name, with its flag, accepted values, default and meaning (one table
+ * in the engine that every front end reads). */
+typedef struct chatterbox_engine_setting_info {
+    const char *name;          /* the field: "flow_batch" ("model" is model_path) */
+    const char *option;        /* the command-line flag without its dashes: "flow-batch" */
+    const char *meaning;       /* one line */
+    const char *default_value; /* as text: "0", "auto", "f16"; "" for none */
+    const char *accepted;      /* "[0, 1024]" for a number, "f16|f32|q8_0" for a choice, "" for any text */
+    int is_number;             /* 1: an int field, 0: a text field */
+    int shared_services;       /* 1: matters only where many requests share the engine (the batches, the kept
+                                  voice prefixes) */
+} chatterbox_engine_setting_info;
+size_t chatterbox_engine_setting_count(void);
+/* NULL past the end. */
+const chatterbox_engine_setting_info *chatterbox_engine_setting(size_t index);
+/* Sets the field `name` of params from text ("4", "q8_0"), checked as the table says
+ * (CHATTERBOX_ERROR_INVALID_ARGUMENT naming the setting otherwise). A text field keeps the pointer
+ * `value`, which must stay valid until chatterbox_engine_load has returned. */
+chatterbox_status chatterbox_engine_params_set(chatterbox_engine_params *params, const char *name, const char *value);
 chatterbox_status chatterbox_engine_load(const chatterbox_engine_params *params, chatterbox_engine **engine);
 void chatterbox_engine_free(chatterbox_engine *engine);
 int chatterbox_engine_sample_rate(const chatterbox_engine *engine); /* 24000 */

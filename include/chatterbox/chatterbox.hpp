@@ -20,6 +20,7 @@
 
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -132,20 +133,63 @@ template <class Call> inline Audio run(const Options &options, Call &&call) {
 
 } // namespace detail
 
+// chatterbox_engine_params by name, with the strings it points at kept: every setting of the engine's
+// table (chatterbox_engine_setting), checked as it is set.
+//   chatterbox::api::EngineParams params("models/chatterbox");
+//   params.set("batch", "8").set("kv_cache", "q8_0");
+class EngineParams {
+  public:
+    explicit EngineParams(const std::string &model_path) { set("model", model_path); }
+    EngineParams(const EngineParams &other) : params_(other.params_), texts_(other.texts_) { point_at_texts(); }
+    EngineParams &operator=(const EngineParams &other) {
+        params_ = other.params_;
+        texts_ = other.texts_;
+        point_at_texts();
+        return *this;
+    }
+
+    // Throws Exception (CHATTERBOX_ERROR_INVALID_ARGUMENT) for an unknown name or a value the setting refuses.
+    EngineParams &set(const std::string &name, const std::string &value) {
+        chatterbox_engine_params checked = params_;
+        check(chatterbox_engine_params_set(&checked, name.c_str(), value.c_str()));
+        params_ = checked;
+        if (is_text(name)) {
+            texts_[name] = value; // the map's nodes stay put while the struct points at them
+            point_at_texts();
+        }
+        return *this;
+    }
+    const chatterbox_engine_params &get() const { return params_; }
+
+  private:
+    static bool is_text(const std::string &name) {
+        for (size_t i = 0; const chatterbox_engine_setting_info *info = chatterbox_engine_setting(i); ++i)
+            if (name == info->name) return !info->is_number;
+        return false;
+    }
+    void point_at_texts() {
+        for (const auto &[name, value] : texts_)
+            check(chatterbox_engine_params_set(&params_, name.c_str(), value.c_str()));
+    }
+
+    chatterbox_engine_params params_ = chatterbox_engine_default_params();
+    std::map<std::string, std::string> texts_;
+};
+
 class Engine {
   public:
-    // t3_model: chatterbox_engine_params.t3_model ("" the default).
-    explicit Engine(const std::string &model_path, const std::string &backend = "auto", int threads = 0,
-                    const std::string &t3_model = "") {
-        chatterbox_engine_params params = chatterbox_engine_default_params();
-        params.model_path = model_path.c_str();
-        params.backend = backend.c_str();
-        params.threads = threads;
-        params.t3_model = t3_model.c_str();
+    explicit Engine(const EngineParams &params) {
         chatterbox_engine *e = nullptr;
-        check(chatterbox_engine_load(&params, &e));
+        check(chatterbox_engine_load(&params.get(), &e));
         handle_.reset(e);
     }
+    // The common case: model, backend, threads, and t3_model (chatterbox_engine_params.t3_model, "" the default).
+    explicit Engine(const std::string &model_path, const std::string &backend = "auto", int threads = 0,
+                    const std::string &t3_model = "")
+        : Engine(EngineParams(model_path)
+                     .set("backend", backend)
+                     .set("threads", std::to_string(threads))
+                     .set("t3_model", t3_model)) {}
 
     int sample_rate() const { return chatterbox_engine_sample_rate(handle_.get()); }
     std::string description() const { return chatterbox_engine_description(handle_.get()); }

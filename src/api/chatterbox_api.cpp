@@ -5,11 +5,11 @@
 
 #include "chatterbox/chatterbox.h"
 
+#include "api/engine_params.h"
 #include "audio/audio_file.h"
 #include "core/error.h"
 #include "models/chatterbox/engine.h"
 #include "models/chatterbox/session.h"
-#include "models/chatterbox/t3/kv_cache.h"
 #include "models/chatterbox/voice.h"
 #include "text/languages.h"
 
@@ -110,14 +110,6 @@ void require_readable_file(const char *path, const char *what) {
         throw StatusError(CHATTERBOX_ERROR_IO, chatterbox::concat(what, " '", path, "' is a folder, not a file"));
     if (!std::ifstream(path, std::ios::binary))
         throw StatusError(CHATTERBOX_ERROR_IO, chatterbox::concat(what, " '", path, "' cannot be read"));
-}
-
-std::string backend_device(const char *backend) {
-    const std::string name = backend ? backend : "auto";
-    if (name != "auto" && name != "cpu" && name != "cuda" && name != "gpu")
-        throw argument_error(chatterbox::concat("unknown backend '", name, "', expected auto, cpu, cuda or gpu"));
-    if (name != "auto") return name;
-    return chatterbox::Backend::why_no_gpu().empty() ? "cuda" : "cpu";
 }
 
 // Where each parameter of the engine's table lives in the C struct (the table itself is
@@ -333,33 +325,52 @@ chatterbox_engine_params chatterbox_engine_default_params(void) {
     return {nullptr, nullptr, 0, 0, 0, nullptr, 0, 0, 0, nullptr};
 }
 
+size_t chatterbox_engine_setting_count(void) { return chatterbox::engine_settings_table().size(); }
+
+const chatterbox_engine_setting_info *chatterbox_engine_setting(size_t index) {
+    struct Info {
+        chatterbox_engine_setting_info info;
+        std::string default_value, accepted; // what info's pointers point at
+    };
+    static const std::vector<Info> infos = [] {
+        std::vector<Info> out(chatterbox::engine_settings_table().size());
+        for (size_t i = 0; i < out.size(); ++i) {
+            const chatterbox::EngineSetting &s = chatterbox::engine_settings_table()[i];
+            out[i].default_value = s.default_value();
+            out[i].accepted = s.accepted_text();
+            out[i].info = {s.name,
+                           s.option,
+                           s.meaning,
+                           out[i].default_value.c_str(),
+                           out[i].accepted.c_str(),
+                           s.number != nullptr,
+                           s.shared_services};
+        }
+        return out;
+    }();
+    return index < infos.size() ? &infos[index].info : nullptr;
+}
+
+chatterbox_status chatterbox_engine_params_set(chatterbox_engine_params *params, const char *name, const char *value) {
+    return guarded(CHATTERBOX_ERROR_INVALID_ARGUMENT, [&] {
+        require(params, "chatterbox_engine_params_set", "params");
+        require(name, "chatterbox_engine_params_set", "name");
+        require(value, "chatterbox_engine_params_set", "value");
+        const chatterbox::EngineSetting *setting = chatterbox::find_engine_setting(name);
+        if (!setting) throw argument_error(chatterbox::concat("no engine setting is named '", name, "'"));
+        chatterbox::c_api::set_engine_param(*params, *setting, value);
+    });
+}
+
 chatterbox_status chatterbox_engine_load(const chatterbox_engine_params *params, chatterbox_engine **engine) {
     if (engine) *engine = nullptr;
     return guarded(CHATTERBOX_ERROR_MODEL, [&] {
         require(params, "chatterbox_engine_load", "params");
         require(engine, "chatterbox_engine_load", "engine");
         require(params->model_path, "chatterbox_engine_load", "params->model_path");
-        if (params->threads < 0)
-            throw argument_error(chatterbox::concat("threads is ", params->threads, ", expected 0 (all) or more"));
-        chatterbox::EngineOptions options;
-        options.model_path = params->model_path;
-        options.backend.device = backend_device(params->backend);
-        options.backend.threads = params->threads;
-        if (params->t3_model) options.open.t3_model = params->t3_model;
-        chatterbox::RuntimeOptions runtime;
-        runtime.batch = params->batch;
-        runtime.voice_prefixes = params->voice_prefixes;
-        runtime.flow_batch = params->flow_batch;
-        runtime.vocoder_batch = params->vocoder_batch;
-        runtime.batch_threads = params->batch_threads;
-        if (params->kv_cache && *params->kv_cache) {
-            try {
-                runtime.kv_cache = chatterbox::t3::kv_cache_type(params->kv_cache);
-            } catch (const chatterbox::InvalidArgument &e) {
-                throw argument_error(chatterbox::concat("kv_cache: ", e.what()));
-            }
-        }
-        runtime.validate(options.backend); // before the weights load
+        const chatterbox::EngineSettings settings = chatterbox::c_api::engine_settings(*params);
+        const chatterbox::EngineOptions options = settings.engine_options(); // checked before the weights load
+        const chatterbox::RuntimeOptions runtime = settings.runtime_options();
         auto created = std::make_unique<chatterbox_engine>();
         created->engine = std::make_unique<chatterbox::Engine>(options);
         created->runtime = std::make_unique<chatterbox::Runtime>(*created->engine, runtime);

@@ -2,6 +2,7 @@
 // gives exit code 2 and each failure while acting exit code 1, with a message that names the problem;
 // the model download flow against a local folder laid out like the model hub (HF_ENDPOINT=file://...).
 
+#include "models/chatterbox/engine_settings.h"
 #include "models/chatterbox/model_download.h"
 #include "support/test_support.h"
 
@@ -53,6 +54,33 @@ TEST(CliErrors, HelpDocumentsEveryOption) {
     EXPECT_TRUE(contains(chatterbox_cli({"download", "--help"}).out, "huggingface.co"));
 }
 
+// The engine's flags come from its settings table in every program: the CLI takes those of one request,
+// the server all, the server benchmark the shared services'; --help shows each with its accepted values.
+TEST(CliErrors, EveryProgramOffersTheEngineSettingsItTakes) {
+    const std::string cli = chatterbox_cli({"--help"}).out;
+    const ToolRun server = run_tool("chatterbox-server", {"--help"});
+    EXPECT_EQ(server.exit_code, 0) << server.err;
+    const ToolRun bench = run_tool("chatterbox-bench", {"server", "--help"});
+    EXPECT_EQ(bench.exit_code, 0) << bench.err;
+    // An option's line in --help: "  --batch N..." or "  -t,--threads N...", not a mention in a meaning.
+    const auto offers = [](const std::string &help, const std::string &flag) {
+        return contains(help, "  " + flag + " ") || contains(help, "," + flag + " ");
+    };
+    for (const chatterbox::EngineSetting &setting : chatterbox::engine_settings_table()) {
+        SCOPED_TRACE(setting.name);
+        const std::string flag = std::string("--") + setting.option;
+        EXPECT_EQ(offers(cli, flag), !setting.shared_services);
+        EXPECT_TRUE(offers(server.out, flag));
+        EXPECT_EQ(offers(bench.out, flag), setting.shared_services);
+        if (!setting.accepted_text().empty()) {
+            EXPECT_TRUE(contains(server.out, setting.accepted_text()));
+        }
+    }
+    const ToolRun refused = run_tool("chatterbox-server", {"--kv-cache", "q4_0"});
+    EXPECT_EQ(refused.exit_code, kUsage);
+    EXPECT_TRUE(contains(refused.err, "--kv-cache: must be one of f16|f32|q8_0, got q4_0")) << refused.err;
+}
+
 TEST(CliErrors, UnknownOption) { expect_exit(chatterbox_cli({"--bogus", "Hello."}), kUsage, "--bogus"); }
 
 TEST(CliErrors, NumbersOutOfRange) {
@@ -66,7 +94,7 @@ TEST(CliErrors, NumbersOutOfRange) {
         {{"--top-p", "abc"}, "--top-p: \"abc\" is not a number"},
         {{"--max-tokens", "0"}, "--max-tokens: must be in [1, 4096]"},
         {{"--max-tokens", "5000"}, "--max-tokens: must be in [1, 4096]"},
-        {{"--threads", "-2"}, "--threads: must be in [0, 1024]"},
+        {{"--threads", "-2"}, "--threads: must be a whole number in [0, 1024], got -2"},
         {{"--seed", "-5"}, "--seed: must be a whole number from 0 to 2^64-1, got -5"},
         {{"--seed", "18446744073709551616"}, "--seed: must be a whole number"},
         {{"--backend", "tpu"}, "--backend"},

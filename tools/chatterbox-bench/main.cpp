@@ -1,12 +1,14 @@
 // chatterbox-bench: per-stage timings on this machine, as a table and optionally JSON.
 //   chatterbox-bench t3 --weights DIR_OR_GGUF [--weights ...] [--threads N] [--tokens N] [--max-new-tokens N]
 //                       [--decode-bucket N] [--json FILE]
-//   chatterbox-bench s3gen --weights DIR_OR_GGUF [--weights ...] [--prompt-tokens N] [--tokens N] [--cfm-steps N ...] [--json FILE]
-//   chatterbox-bench pipeline --weights DIR_OR_GGUF [--weights ...] --voice REF.wav [--max-tokens N] [--ignore-eos]
+//   chatterbox-bench s3gen --weights DIR_OR_GGUF [--weights ...] [--prompt-tokens N] [--tokens N] [--cfm-steps N ...]
+//   [--json FILE] chatterbox-bench pipeline --weights DIR_OR_GGUF [--weights ...] --voice REF.wav [--max-tokens N]
+//   [--ignore-eos]
 //                             [--no-split] [--json FILE]
 //   chatterbox-bench server --weights DIR_OR_GGUF [--clients N ...] [--requests N] [--max-tokens N] [--json FILE]
 
 #include "batch_bench.h"
+#include "cli/engine_flags.h"
 #include "core/backend.h"
 #include "core/error.h"
 #include "flow_batch_bench.h"
@@ -95,9 +97,9 @@ void print_s3gen_row(const nlohmann::json &r, double best_matmul) {
     std::printf("%-6s %-11s %-7s %5d %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %7.0f %5.0f%%",
                 r["matrix_type"].get<std::string>().c_str(), r["kernel"].get<std::string>().c_str(),
                 r["attention"].get<std::string>().c_str(), r["cfm_steps"].get<int>(), r["load_ms"].get<double>(),
-                ms("encoder_ms", "min"),
-                ms("encoder_ms", "median"), ms("cfm_step_ms", "min"), ms("cfm_step_ms", "median"), ms("cfm_ms", "min"),
-                ms("cfm_ms", "median"), ms("hift_ms", "min"), rate, 100.0 * rate / best_matmul);
+                ms("encoder_ms", "min"), ms("encoder_ms", "median"), ms("cfm_step_ms", "min"),
+                ms("cfm_step_ms", "median"), ms("cfm_ms", "min"), ms("cfm_ms", "median"), ms("hift_ms", "min"), rate,
+                100.0 * rate / best_matmul);
     std::printf(" %8.0f %8.0f %8.0f", ms("encoder_cpu_ms", "min"), ms("cfm_cpu_ms", "min"), ms("hift_cpu_ms", "min"));
     if (r.contains("mel_max_diff"))
         std::printf(" %9.2e %9.2e %9.2e", r["mel_max_diff"].get<double>(), r["mel_rms_diff"].get<double>(),
@@ -186,10 +188,12 @@ void run_pipeline(Backend &backend, const BackendOptions &backend_options, const
 
 void run_server(const BackendOptions &backend_options, const bench::ServerBenchOptions &options,
                 nlohmann::json &results) {
+    const EngineSettings &shared = options.shared;
     std::printf("server, %d thread(s) per session, batches T3 %d, flow %d, vocoder %d (%d thread(s), 0: all cores), "
-                "KV cache %s: \"%s\", max_new_tokens %d%s, %d streamed pcm request(s) per client\n",
-                options.session_threads, options.batch, options.flow_batch, options.vocoder_batch,
-                options.batch_threads, options.kv_cache.c_str(), options.text.c_str(), options.max_new_tokens,
+                "%d kept voice prefixes, KV cache %s: \"%s\", max_new_tokens %d%s, %d streamed pcm request(s) per "
+                "client\n",
+                options.session_threads, shared.batch, shared.flow_batch, shared.vocoder_batch, shared.batch_threads,
+                shared.voice_prefixes, shared.kv_cache.c_str(), options.text.c_str(), options.max_new_tokens,
                 options.ignore_eos ? " (EOS ignored)" : "", options.requests_per_client);
     std::printf("%7s %8s %8s %6s %8s %8s %8s %9s %9s %9s %9s %9s %8s\n", "clients", "sessions", "requests", "failed",
                 "wall_s", "cpu_s", "audio_s", "audio/s", "req/s", "ttfb_min", "ttfb_med", "ttfb_max", "peak_MiB");
@@ -299,9 +303,10 @@ int main(int argc, char **argv) {
     app.add_flag("--no-repack", no_repack, "every matrix in ggml's plain layout: no matmul kernel takes any");
     app.add_option("--enable-kernel", backend_options.kernels.enable,
                    "a matmul kernel that is off by default, on (kernels/matmul_kernel.h; repeat for more)");
-    app.add_option("--disable-kernel", backend_options.kernels.disable,
-                   "a kernel left out, e.g. q4k_avx512_vnni to compare with q4k_avx2, onednn_bf16 for the f32 flow, "
-                   "conv1d_avx512 conv1d_avx2 for im2col convolutions (matmul_kernel.h, conv_kernel.h; repeat for more)");
+    app.add_option(
+        "--disable-kernel", backend_options.kernels.disable,
+        "a kernel left out, e.g. q4k_avx512_vnni to compare with q4k_avx2, onednn_bf16 for the f32 flow, "
+        "conv1d_avx512 conv1d_avx2 for im2col convolutions (matmul_kernel.h, conv_kernel.h; repeat for more)");
     app.add_option("--q4k-rows", backend_options.kernels.q4k_rows_per_pass,
                    "rows per pass of the engine's q4_K kernels (1-8, at most the set's own; default: the CPU's)")
         ->check(CLI::Range(0, 8));
@@ -411,25 +416,8 @@ int main(int argc, char **argv) {
         ->capture_default_str();
     server->add_option("--session-threads", server_options.session_threads, "CPU threads per session")
         ->capture_default_str();
-    server
-        ->add_option("--batch", server_options.batch,
-                     "T3 decode batched across up to N requests (0: off), as chatterbox-server --batch")
-        ->capture_default_str();
-    server
-        ->add_option("--flow-batch", server_options.flow_batch,
-                     "flow CFM steps batched across up to N requests (0: off), as chatterbox-server --flow-batch")
-        ->capture_default_str();
-    server
-        ->add_option("--vocoder-batch", server_options.vocoder_batch,
-                     "HiFT batched across up to N requests (0: off), as chatterbox-server --vocoder-batch")
-        ->capture_default_str();
-    server
-        ->add_option("--batch-threads", server_options.batch_threads,
-                     "CPU threads of each batch (0: all cores), as chatterbox-server --batch-threads")
-        ->capture_default_str();
-    server->add_option("--kv-cache", server_options.kv_cache, "T3 KV cache type, as chatterbox-server --kv-cache")
-        ->check(CLI::IsMember({"f16", "q8_0"}))
-        ->capture_default_str();
+    chatterbox::cli_flags::add_engine_flags(*server, server_options.shared,
+                                            chatterbox::cli_flags::EngineFlags::shared_services);
     server->add_option("--max-tokens", server_options.max_new_tokens, "T3 max_new_tokens per request")
         ->capture_default_str();
     bool server_stop_at_eos = false;

@@ -94,10 +94,6 @@ nlohmann::json run_level(Runtime &runtime, const ServerBenchOptions &options, in
     const int requests = clients * options.requests_per_client;
     nlohmann::json row{{"clients", clients},
                        {"sessions", server_options.sessions},
-                       {"batch", options.batch},
-                       {"flow_batch", options.flow_batch},
-                       {"vocoder_batch", options.vocoder_batch},
-                       {"kv_cache", options.kv_cache},
                        {"requests", requests},
                        {"failed", all.failed},
                        {"wall_s", wall_s},
@@ -107,6 +103,8 @@ nlohmann::json run_level(Runtime &runtime, const ServerBenchOptions &options, in
                        {"requests_per_s", requests / wall_s},
                        {"peak_rss_mib", peak_rss_mib()},
                        {"syntheses", syntheses}};
+    for (const EngineSetting &setting : engine_settings_table())
+        if (setting.shared_services) row[setting.name] = setting.get(options.shared);
     if (!all.ttfb_ms.empty()) {
         const Spread ttfb = spread_of(all.ttfb_ms);
         row["ttfb_ms"] = {{"min", ttfb.min},
@@ -125,13 +123,9 @@ nlohmann::json run_server_bench(const BackendOptions &backend, const ServerBench
     engine_options.model_path = options.weights;
     engine_options.backend = backend;
     engine_options.backend.threads = options.session_threads;
-    RuntimeOptions runtime_options;
-    runtime_options.batch = options.batch;
-    runtime_options.flow_batch = options.flow_batch;
-    runtime_options.vocoder_batch = options.vocoder_batch;
-    runtime_options.batch_threads = options.batch_threads;
-    runtime_options.kv_cache = t3::kv_cache_type(options.kv_cache);
-    runtime_options.validate(engine_options.backend);
+    EngineSettings shared = options.shared;
+    shared.backend = backend.device;
+    const RuntimeOptions runtime_options = shared.runtime_options(); // checked before the weights load
     const Engine engine(engine_options);
     Runtime runtime(engine, runtime_options);
     nlohmann::json rows = nlohmann::json::array();

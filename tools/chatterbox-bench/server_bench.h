@@ -6,6 +6,7 @@
 // second and the process's CPU time.
 
 #include "core/backend.h"
+#include "models/chatterbox/engine_settings.h"
 
 #include <nlohmann/json.hpp>
 
@@ -20,18 +21,16 @@ struct ServerBenchOptions {
     int requests_per_client = 2;        // bounded: each level sends clients x this many
     int sessions = 0;                   // 0: as many as clients
     int session_threads = 1;            // CPU threads per session
-    int batch = 0;                      // T3 decode batched across up to N requests (0: off), as the server's --batch
-    int flow_batch = 0;                 // the flow's CFM steps likewise, as the server's --flow-batch
-    int vocoder_batch = 0;              // HiFT likewise, as the server's --vocoder-batch
-    int batch_threads = 0;              // CPU threads of each batch (0: all cores), as the server's --batch-threads
-    std::string kv_cache = "f16";       // the T3 KV cache type, as the server's --kv-cache
-    int max_new_tokens = 50;            // T3 tokens per request (fixes the work with ignore_eos)
+    // The batches, their threads, the kept voice prefixes and the KV cache type, as the server's flags of
+    // the same names (the engine's table; its model, device and threads are the fields above).
+    EngineSettings shared;
+    int max_new_tokens = 50; // T3 tokens per request (fixes the work with ignore_eos)
     bool ignore_eos = true;
     std::string text = "The quick brown fox jumps over the lazy dog.";
 };
 
-// One JSON row per level: "clients", "sessions", "batch", "flow_batch", "vocoder_batch", "requests", "wall_s", "cpu_s",
-// "audio_s", "audio_s_per_s", "requests_per_s", "ttfb_ms" {min, median, mean, max}, "failed", "peak_rss_mib".
+// One JSON row per level: "clients", "sessions", the shared settings ("batch" ... "kv_cache"), "requests", "wall_s",
+// "cpu_s", "audio_s", "audio_s_per_s", "requests_per_s", "ttfb_ms" {min, median, mean, max}, "failed", "peak_rss_mib".
 nlohmann::json run_server_bench(const BackendOptions &backend, const ServerBenchOptions &options);
 
 } // namespace chatterbox::bench

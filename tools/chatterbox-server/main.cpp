@@ -1,9 +1,10 @@
 // chatterbox-server: OpenAI's text-to-speech API (POST /v1/audio/speech) over one loaded model.
 //
-//   chatterbox-server [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--sessions N] [--queue N] [-t N]
-//                     [--batch N] [--flow-batch N] [--vocoder-batch N] [--batch-threads N] [--voice-prefixes N]
-//                     [--kv-cache f16|q8_0]
-//                     [--voices DIR] [--max-upload-mb N] [--max-input-chars N] [--deadline-seconds S] [--drain-seconds S]
+//   chatterbox-server [-m MODEL] [--backend auto|cpu|cuda] [-t N] [--t3-model v2|v3] [--batch N] [--flow-batch N]
+//                     [--vocoder-batch N] [--batch-threads N] [--voice-prefixes N] [--kv-cache f16|f32|q8_0]
+//                     [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--sessions N] [--queue N]
+//                     [--voices DIR] [--max-upload-mb N] [--max-input-chars N] [--deadline-seconds S] [--drain-seconds
+//                     S]
 //                     [--wyoming HOST:PORT [--no-http] [--wyoming-connections N]]
 //
 // --wyoming also serves the Wyoming protocol (Home Assistant's local voice services;
@@ -14,8 +15,8 @@
 // --drain-seconds, then they are cancelled; a second signal cancels them at once), then the process
 // exits. Exit codes: 0 stopped by a signal, 1 failed (model, address), 2 bad command line.
 
+#include "cli/engine_flags.h"
 #include "models/chatterbox/model_download.h"
-#include "models/chatterbox/t3/kv_cache.h"
 #include "server/server.h"
 #include "server/wyoming_server.h"
 
@@ -70,57 +71,28 @@ int main(int argc, char **argv) {
                  "audio or SSE), a voice library (/v1/audio/voices), voice conversion (/v1/audio/voice-conversion), "
                  "GET /v1/models, /health, /ready, /metrics.",
                  "chatterbox-server"};
-    std::string model;
+    app.footer("Model: without -m, $CHATTERBOX_MODEL (a folder or .gguf), else $XDG_CACHE_HOME/chatterbox/models/"
+               "chatterbox, else ~/.cache/chatterbox/models/chatterbox (chatterbox download fetches it).");
     chatterbox::server::ServerOptions options;
     if (const char *key = std::getenv("CHATTERBOX_API_KEY")) options.api_key = key;
-    app.add_option(
-        "-m,--model", model,
-        "official model folder or .gguf (default: $CHATTERBOX_MODEL, else ~/.cache/chatterbox/models/chatterbox)");
-    std::string t3_model;
-    app.add_option("--t3-model", t3_model,
-                   "which T3 of the multilingual folder: v2 (default, as the official from_pretrained) or v3")
-        ->type_name("NAME");
+    // The engine's table (engine_settings.h): -m, --backend, -t (each session's threads), --t3-model, the
+    // batches, --batch-threads, --voice-prefixes (kept for 16 voices here: a server meets the same voices
+    // again), --kv-cache.
+    chatterbox::EngineSettings engine_settings;
+    engine_settings.voice_prefixes = 16;
+    chatterbox::cli_flags::add_engine_flags(app, engine_settings);
     app.add_option("--host", options.host, "address to listen on (loopback by default)")->capture_default_str();
     app.add_option("--port", options.port, "port to listen on, 0 = any free one")
         ->capture_default_str()
         ->check(CLI::Range(0, 65535));
     app.add_option("--api-key", options.api_key,
                    "require Authorization: Bearer KEY on /v1/ (default: $CHATTERBOX_API_KEY)");
-    app.add_option("--sessions", options.sessions, "requests synthesised at the same time")
+    app.add_option("--sessions", options.sessions, "requests synthesised at the same time (default with --batch N: N)")
         ->capture_default_str()
         ->check(CLI::Range(1, 256));
     app.add_option("--queue", options.queue, "requests waiting for a session before 503")
         ->capture_default_str()
         ->check(CLI::Range(0, 4096));
-    int batch = 0, flow_batch = 0, vocoder_batch = 0;
-    app.add_option("--batch", batch,
-                   "decode T3 for up to N requests in one batch (continuous batching; also the default --sessions)")
-        ->check(CLI::NonNegativeNumber);
-    // Off unless asked: on a CPU the flow's and HiFT's products are wide enough alone, and batching them
-    // costs more than it saves (bench/README.md, "Batching").
-    app.add_option("--flow-batch", flow_batch, "step the flow's CFM for up to N requests in one batch")
-        ->check(CLI::NonNegativeNumber);
-    app.add_option("--vocoder-batch", vocoder_batch, "vocode for up to N requests in one batch")
-        ->check(CLI::NonNegativeNumber);
-    int batch_threads = 0;
-    app.add_option("--batch-threads", batch_threads,
-                   "CPU threads of each batch (T3, flow, vocoder), 0 = all cores; --threads is each session's")
-        ->capture_default_str()
-        ->check(CLI::Range(0, 1024));
-    int voice_prefixes = 16;
-    app.add_option("--voice-prefixes", voice_prefixes,
-                   "voices whose T3 conditioning prefix is kept (a request in one prefills only its text), 0 = off")
-        ->check(CLI::NonNegativeNumber)
-        ->capture_default_str();
-    std::string kv_cache = "f16";
-    app.add_option("--kv-cache", kv_cache,
-                   "T3 keys and values in f16, or q8_0: half the memory, and fewer bytes for a batched step to read "
-                   "(lossy; CPU only)")
-        ->check(CLI::IsMember({"f16", "q8_0"}))
-        ->capture_default_str();
-    app.add_option("-t,--threads", options.threads, "CPU threads per session, 0 = all cores")
-        ->capture_default_str()
-        ->check(CLI::Range(0, 1024));
     app.add_option("--voices", options.voices_dir,
                    "voice library folder (default: $XDG_DATA_HOME/chatterbox/voices, else "
                    "~/.local/share/chatterbox/voices; created on the first upload)");
@@ -174,21 +146,14 @@ int main(int argc, char **argv) {
     const sigset_t signals = stop_signals();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     try {
-        chatterbox::EngineOptions engine_options;
-        engine_options.model_path = model_path(model);
-        engine_options.backend.threads = options.threads;
-        chatterbox::RuntimeOptions runtime_options;
-        runtime_options.batch = batch;
-        runtime_options.flow_batch = flow_batch;
-        runtime_options.vocoder_batch = vocoder_batch;
-        runtime_options.batch_threads = batch_threads;
-        runtime_options.voice_prefixes = voice_prefixes;
-        runtime_options.kv_cache = chatterbox::t3::kv_cache_type(kv_cache);
-        runtime_options.validate(engine_options.backend); // before the weights load
+        engine_settings.model = model_path(engine_settings.model);
+        const chatterbox::EngineOptions engine_options = engine_settings.engine_options(); // checked before loading
+        const chatterbox::RuntimeOptions runtime_options = engine_settings.runtime_options();
+        options.threads = engine_settings.threads;
         // Requests share the batch only if as many run at once.
-        const int widest_batch = std::max({batch, flow_batch, vocoder_batch});
+        const int widest_batch =
+            std::max({engine_settings.batch, engine_settings.flow_batch, engine_settings.vocoder_batch});
         if (widest_batch > 0 && app.count("--sessions") == 0) options.sessions = widest_batch;
-        engine_options.open.t3_model = t3_model;
         const chatterbox::Engine engine(engine_options);
         chatterbox::Runtime runtime(engine, runtime_options);
         chatterbox::server::Server server(runtime, options);
@@ -210,13 +175,15 @@ int main(int argc, char **argv) {
         });
         const auto size = [](int n) { return n == 0 ? std::string("off") : std::to_string(n); };
         const std::string batching =
-            widest_batch == 0
-                ? "off"
-                : "T3 " + size(batch) + ", flow " + size(flow_batch) + ", vocoder " + size(vocoder_batch) +
-                      (batch_threads > 0 ? " on " + std::to_string(batch_threads) + " thread(s)"
+            widest_batch == 0 ? "off"
+                              : "T3 " + size(engine_settings.batch) + ", flow " + size(engine_settings.flow_batch) +
+                                    ", vocoder " + size(engine_settings.vocoder_batch) +
+                                    (engine_settings.batch_threads > 0
+                                         ? " on " + std::to_string(engine_settings.batch_threads) + " thread(s)"
                                          : std::string(" on all cores"));
         std::fprintf(stderr, "chatterbox-server: %s; %d session(s), queue %d, batches %s, KV cache %s\n",
-                     engine.description().c_str(), options.sessions, options.queue, batching.c_str(), kv_cache.c_str());
+                     engine.description().c_str(), options.sessions, options.queue, batching.c_str(),
+                     engine_settings.kv_cache.c_str());
         if (!no_http)
             std::fprintf(stderr, "chatterbox-server: listening on http://%s:%d%s\n", options.host.c_str(), port,
                          options.api_key.empty() ? "" : " (API key required)");

@@ -45,7 +45,10 @@ api::Engine load_engine(const EngineOptions &options, Progress &progress) {
     const std::string model = locate_model(options, progress);
     progress.note(concat("loading ", model));
     const auto start = std::chrono::steady_clock::now();
-    api::Engine engine(model, options.backend, options.threads, options.t3_model);
+    api::EngineParams params(model);
+    for (const chatterbox::EngineSetting &setting : chatterbox::engine_settings_table())
+        if (setting.name != std::string_view("model")) params.set(setting.name, setting.get(options.settings));
+    api::Engine engine(params);
     progress.note(concat("model: ", engine.description(), " (loaded in ", fixed(seconds_since(start), 1), " s)"));
     return engine;
 }
@@ -190,9 +193,9 @@ int run_conversion(const ConversionOptions &options) {
     Progress progress(options.engine.quiet);
     api::Engine engine = load_engine(options.engine, progress);
     const api::Voice voice = open_voice(engine, options.voice, options.params.exaggeration);
-    return produce(options.output, options.params, engine.sample_rate(), progress, [&](const api::Options &run_options) {
-        return engine.convert_voice(options.source, &voice, run_options);
-    });
+    return produce(
+        options.output, options.params, engine.sample_rate(), progress,
+        [&](const api::Options &run_options) { return engine.convert_voice(options.source, &voice, run_options); });
 }
 
 int run_download(const DownloadOptions &options) {

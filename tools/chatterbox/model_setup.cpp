@@ -63,10 +63,11 @@ void download_model(const std::string &dir, Progress &progress, chatterbox::Vari
 
 std::string locate_model(const EngineOptions &engine, Progress &progress) {
     std::error_code ec;
-    if (!engine.model.empty()) {
-        if (!fs::exists(engine.model, ec))
-            fail("model not found: ", engine.model, " (an official model folder or a .gguf from chatterbox-convert)");
-        return engine.model;
+    const std::string &model = engine.settings.model;
+    if (!model.empty()) {
+        if (!fs::exists(model, ec))
+            fail("model not found: ", model, " (an official model folder or a .gguf from chatterbox-convert)");
+        return model;
     }
     const std::string dir = chatterbox::default_model_path(chatterbox::ModelEnvironment::from_process());
     if (fs::is_regular_file(dir, ec)) return dir; // $CHATTERBOX_MODEL names a .gguf

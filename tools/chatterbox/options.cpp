@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include "cli/engine_flags.h"
 #include "text/unicode.h"
 
 #include <algorithm>
@@ -106,21 +107,9 @@ void add_guard_option(CLI::App &app, chatterbox_synthesis_params &params) {
 }
 
 void add_engine_options(CLI::App &app, EngineOptions &engine) {
-    app.add_option("-m,--model", engine.model,
-                   "model: the official folder (ve/t3_cfg/s3gen .safetensors, tokenizer.json, conds.pt) or a .gguf "
-                   "from chatterbox-convert (default: $CHATTERBOX_MODEL, else "
-                   "$XDG_CACHE_HOME/chatterbox/models/chatterbox or ~/.cache/chatterbox/models/chatterbox)");
+    chatterbox::cli_flags::add_engine_flags(app, engine.settings, chatterbox::cli_flags::EngineFlags::one_request);
     app.add_flag("--download", engine.download,
                  "download the official model into the model folder when files are missing, without asking");
-    app.add_option("--backend", engine.backend, "compute device: auto (a GPU when usable), cpu or cuda")
-        ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
-        ->capture_default_str();
-    app.add_option("-t,--threads", engine.threads, "CPU threads, 0 for all cores")
-        ->check(in_range({0, 1024}))
-        ->capture_default_str();
-    app.add_option("--t3-model", engine.t3_model,
-                   "which T3 of the multilingual folder: v2 (default, as the official from_pretrained) or v3")
-        ->type_name("NAME");
     app.add_flag("-q,--quiet", engine.quiet, "no progress bar, summary or model description on stderr");
 }
 

@@ -4,6 +4,7 @@
 
 #include "chatterbox/chatterbox.h"
 #include "core/error.h"
+#include "models/chatterbox/engine_settings.h"
 
 #include <CLI/CLI.hpp>
 
@@ -22,10 +23,9 @@ class UsageError : public chatterbox::Error {
 constexpr const char *kStreamFormat = "s16le mono 24000 Hz";
 
 struct EngineOptions {
-    std::string model; // "" : the default model location
-    std::string backend = "auto";
-    int threads = 0;
-    std::string t3_model;  // --t3-model: which T3 of a multilingual folder ("" the default, v2)
+    // -m (""; the default model location), --backend, -t, --t3-model: the engine's table
+    // (engine_settings.h), less the shared services a single request has no use for.
+    chatterbox::EngineSettings settings;
     bool download = false; // fetch a missing default model without asking
     bool quiet = false;
 };
