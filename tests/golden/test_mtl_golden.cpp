@@ -8,7 +8,6 @@
 // the final wave after trim_fade and the last-token trim; the same voice and mel from the published
 // .pt state dicts.
 
-#include "models/chatterbox/variant_spec.h"
 #include "core/backend.h"
 #include "core/npy.h"
 #include "models/chatterbox/hift/vocoder.h"
@@ -18,6 +17,7 @@
 #include "models/chatterbox/t3/cond_encoder.h"
 #include "models/chatterbox/t3/generate.h"
 #include "models/chatterbox/text_frontend.h"
+#include "models/chatterbox/variant_spec.h"
 #include "models/chatterbox/voice.h"
 #include "support/golden_flow.h"
 #include "support/t3_recording.h"

@@ -4,13 +4,13 @@
 // penalised logits). The exact path (plain attention, f32 KV cache) must meet index.json's
 // tolerances; the fast path (flash attention, f16 KV cache) is held to looser f16-rounding bounds.
 
-#include "models/chatterbox/variant_spec.h"
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/npy.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/t3/cond_encoder.h"
 #include "models/chatterbox/t3/generate.h"
+#include "models/chatterbox/variant_spec.h"
 #include "support/golden_component.h"
 #include "support/t3_recording.h"
 #include "support/test_support.h"
@@ -187,7 +187,7 @@ TEST_F(T3Golden, InvalidRequestsFailBeforeComputing) {
     SamplingParams params;
     EXPECT_THROW(generate(session, *cond_, {255, 0}, params), Error);       // empty text
     EXPECT_THROW(generate(session, *cond_, {255, 9999, 0}, params), Error); // outside the text vocabulary
-    params.top_p = 1.5f; // 0 is valid: the model's default
+    params.top_p = 1.5f;                                                    // 0 is valid: the model's default
     EXPECT_THROW(generate(session, *cond_, text_, params), Error);
     GenerationHooks hooks;
     hooks.forced_tokens = {8194};

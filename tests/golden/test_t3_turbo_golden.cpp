@@ -6,7 +6,6 @@
 // KV cache) must meet index.json's tolerances; the fast path (flash attention, f16 KV cache) is
 // held to the looser f16-rounding bound of the English test.
 
-#include "models/chatterbox/variant_spec.h"
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/npy.h"
@@ -14,6 +13,7 @@
 #include "models/chatterbox/t3/cond_encoder.h"
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
+#include "models/chatterbox/variant_spec.h"
 #include "support/golden_component.h"
 #include "support/t3_recording.h"
 #include "support/test_support.h"
@@ -52,7 +52,8 @@ class T3TurboGolden : public test::GoldenComponent<Model> {
         load(
             "t3_turbo_v1.safetensors", "t3.",
             [](const WeightStore &s, Backend &b) {
-                return std::make_unique<Model>(s, b, HParams::from_checkpoint(s, "t3.", variant_spec(Variant::turbo).t3));
+                return std::make_unique<Model>(s, b,
+                                               HParams::from_checkpoint(s, "t3.", variant_spec(Variant::turbo).t3));
             },
             test::turbo_synthetic_dir());
         voice_.speaker_emb = golden_f32("ve_speaker_emb");

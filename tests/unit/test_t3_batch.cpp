@@ -270,10 +270,11 @@ TEST_P(T3Batch, AStoppedRequestEndsAsAloneAndFreesItsRowsAtOnce) {
     EXPECT_EQ(result.tokens, alone.tokens);
     EXPECT_EQ(result.end, PieceEnd::stopped);
     const GenerationResult after = waiting.get();
-    // The stopped request decoded a few steps past its stop at most (its hook runs on its own
-    // thread), far from its 200: then the waiting one took the rows.
+    // The stopped request decoded some steps past its stop at most (its hook runs on its own thread,
+    // which a loaded machine may keep waiting while the batch steps on), far from its 200: then the
+    // waiting one took the rows.
     const BatchCounts stats = scheduler.counts();
-    EXPECT_LE(stats.steps, uint64_t(kStopAt + 6) + after.tokens.size());
+    EXPECT_LE(stats.steps, uint64_t(kStopAt + 60) + after.tokens.size());
     EXPECT_EQ(stats.active, 0);
 }
 

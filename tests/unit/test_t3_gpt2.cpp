@@ -5,7 +5,6 @@
 // slots and masks agree); the hyper-parameters of both variants are valid data; and the speech
 // guards' length bound and repeat stop apply to it through its GuardHParams.
 
-#include "models/chatterbox/variant_spec.h"
 #include "core/backend.h"
 #include "core/gguf_file.h"
 #include "core/weight_store.h"
@@ -13,6 +12,7 @@
 #include "models/chatterbox/synthetic_weights.h"
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
+#include "models/chatterbox/variant_spec.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -124,7 +124,8 @@ TEST(T3Gpt2, NanoSizedModelLoadsAndGenerates) {
     EXPECT_EQ(hp.hidden, 768);
     EXPECT_EQ(hp.ffn, 3072);
     EXPECT_EQ(hp.positions, 8196);
-    test::expect_error([&] { HParams::from_checkpoint(*store, "t3.", variant_spec(Variant::english).t3); }, "GPT-2 backbone");
+    test::expect_error([&] { HParams::from_checkpoint(*store, "t3.", variant_spec(Variant::english).t3); },
+                       "GPT-2 backbone");
 
     Backend backend(BackendOptions{"cpu", 2});
     const Model model(*store, backend, hp);

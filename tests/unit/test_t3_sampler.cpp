@@ -1,12 +1,12 @@
 // T3 sampling stages against naive references on hand-made logits, seeded determinism, parameter
 // validation, token filtering and the host-side helpers that need no weights.
 
-#include "models/chatterbox/variant_spec.h"
 #include "core/error.h"
 #include "models/chatterbox/t3/backbone.h"
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
 #include "models/chatterbox/t3/sampler.h"
+#include "models/chatterbox/variant_spec.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>

@@ -1,11 +1,11 @@
 // The speech guards (speech_guards.h) on constructed token streams and attention maps: each rule
 // fires at the step its definition names, and not one step earlier.
 
-#include "models/chatterbox/variant_spec.h"
 #include "core/error.h"
 #include "models/chatterbox/t3/hparams.h"
 #include "models/chatterbox/t3/sampler.h"
 #include "models/chatterbox/t3/speech_guards.h"
+#include "models/chatterbox/variant_spec.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>

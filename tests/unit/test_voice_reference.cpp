@@ -1,9 +1,9 @@
 // How each variant prepares a voice reference before its models see it: Turbo's -27 LUFS step on
 // the golden Turbo voice (official output), its "longer than 5 s" rule, English's plain resampling.
 
-#include "models/chatterbox/variant_spec.h"
 #include "core/error.h"
 #include "core/npy.h"
+#include "models/chatterbox/variant_spec.h"
 #include "models/chatterbox/voice.h"
 #include "support/test_support.h"
 
@@ -41,8 +41,7 @@ TEST(VoiceReference, TurboNeedsMoreThanFiveSeconds) {
     test::expect_error([&] { prepare_reference(tone(5.0), turbo); }, "more than 5 s");
     EXPECT_EQ(prepare_reference(tone(5.5), turbo).size(), size_t(5.5 * 24000));
     EXPECT_EQ(prepare_reference(tone(1.0, 16000), variant_spec(Variant::english).reference).size(), 24000u);
-    test::expect_error([&] { prepare_reference(tone(0.05), variant_spec(Variant::english).reference); },
-                       "at least");
+    test::expect_error([&] { prepare_reference(tone(0.05), variant_spec(Variant::english).reference); }, "at least");
 }
 
 } // namespace

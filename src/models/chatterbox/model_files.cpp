@@ -185,7 +185,8 @@ std::vector<std::string> OfficialFolder::all_files() const {
 const std::vector<OfficialFolder> &official_folders() {
     static const std::vector<OfficialFolder> folders = [] {
         std::vector<OfficialFolder> all;
-        for (const VariantSpec *spec : variant_specs()) all.insert(all.end(), spec->folders.begin(), spec->folders.end());
+        for (const VariantSpec *spec : variant_specs())
+            all.insert(all.end(), spec->folders.begin(), spec->folders.end());
         return all;
     }();
     return folders;

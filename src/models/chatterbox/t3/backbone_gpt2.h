@@ -10,11 +10,11 @@
 // quantised by output rows like any Linear weight; the official file's (in, out) weight is
 // transposed once at load instead (uploaded as f32).
 
-#include "modules/module_weights.h"
 #include "models/chatterbox/t3/hparams.h"
 #include "modules/attention.h"
 #include "modules/feed_forward.h"
 #include "modules/linear.h"
+#include "modules/module_weights.h"
 #include "modules/norm.h"
 
 #include <vector>

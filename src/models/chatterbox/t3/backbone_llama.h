@@ -3,11 +3,11 @@
 // with RMSNorm, NEOX RoPE with llama3 frequency factors, 16-head causal attention over the KV
 // cache, SwiGLU FFN; then the final RMSNorm.
 
-#include "modules/module_weights.h"
 #include "models/chatterbox/t3/hparams.h"
 #include "modules/attention.h"
 #include "modules/feed_forward.h"
 #include "modules/linear.h"
+#include "modules/module_weights.h"
 #include "modules/norm.h"
 
 #include <vector>

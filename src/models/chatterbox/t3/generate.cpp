@@ -47,8 +47,8 @@ int step_limit(const HParams &hp, const std::vector<int32_t> &text_tokens, const
 
 Generation::Generation(const Model &model, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
                        const SamplingParams &params, const GenerationHooks &hooks)
-    : model_(model), recipe_(model.hparams().sampler),
-      params_(validated(model.hparams(), text_tokens, params)), hooks_(hooks), cond_(cond), text_tokens_(text_tokens),
+    : model_(model), recipe_(model.hparams().sampler), params_(validated(model.hparams(), text_tokens, params)),
+      hooks_(hooks), cond_(cond), text_tokens_(text_tokens),
       guards_(speech_guards(model.hparams(), text_tokens, params, step_cap(params, hooks))), rng_(params.seed) {
     const HParams &hp = model.hparams();
     for (size_t i = 0; i < hooks.forced_tokens.size(); ++i)

@@ -6,13 +6,13 @@
 // the learned T3 position tables exist only where the hyper-parameters say so.
 
 #include "core/backend.h"
-#include "modules/module_weights.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/t3/backbone_gpt2.h"
 #include "models/chatterbox/t3/backbone_llama.h"
 #include "models/chatterbox/t3/hparams.h"
 #include "modules/attention.h"
 #include "modules/linear.h"
+#include "modules/module_weights.h"
 #include "modules/norm.h"
 
 #include <optional>

@@ -15,7 +15,6 @@
 // The analyzer is the official heuristic; the length bound and stop rules are this engine's own
 // (the official code has none) and apply to every variant through its GuardHParams.
 
-
 #include <cstdint>
 #include <optional>
 #include <vector>

@@ -6,17 +6,17 @@ namespace chatterbox {
 
 // What Turbo and Nano share: everything but the T3's size and the folder.
 VariantSpec gpt2_variant(Variant variant, const char *repo, const char *t3_file, t3::HParams t3) {
-    VariantSpec s{variant,
-                  {{variant,
-                    repo,
-                    {"ve.safetensors", t3_file, "s3gen_meanflow.safetensors"},
-                    {"vocab.json", "merges.txt", "added_tokens.json", "special_tokens_map.json",
-                     "tokenizer_config.json"}}},
-                  text::turbo_punctuation,
-                  TextTokenizer::plain,
-                  std::move(t3),
-                  s3gen::FlowHParams::mean_flow_standard(),
-                  ReferencePolicy{}};
+    VariantSpec s{
+        variant,
+        {{variant,
+          repo,
+          {"ve.safetensors", t3_file, "s3gen_meanflow.safetensors"},
+          {"vocab.json", "merges.txt", "added_tokens.json", "special_tokens_map.json", "tokenizer_config.json"}}},
+        text::turbo_punctuation,
+        TextTokenizer::plain,
+        std::move(t3),
+        s3gen::FlowHParams::mean_flow_standard(),
+        ReferencePolicy{}};
     s.t3.variant = variant;
     // GPT-2 BPE tokens of ~4 characters each.
     s.t3.guards.speech_per_text_token = 12.0f;
