@@ -108,6 +108,13 @@ def _number(name: str, value) -> float:
     raise TypeError(f"{name} must be a number, got {type(value).__name__}")
 
 
+def arguments(given: Dict[str, Any]) -> Dict[str, Any]:
+    """A generate()'s arguments from its locals(): all but self, its **engine_params spread out."""
+    given = dict(given)
+    del given["self"]
+    return {**given, **given.pop("engine_params")}
+
+
 def _text(text) -> str:
     if not isinstance(text, str):
         raise TypeError(f"text must be a string, got {type(text).__name__}")

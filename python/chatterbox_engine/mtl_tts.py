@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Dict, Optional
 
 from . import _chatterbox_engine as _ext
-from ._model import DEFAULT_BATCH, SAMPLE_RATE, Conditionals, TextToSpeech, download
+from ._model import DEFAULT_BATCH, arguments, SAMPLE_RATE, Conditionals, TextToSpeech, download
 
 __all__ = ["ChatterboxMultilingualTTS", "Conditionals", "SUPPORTED_LANGUAGES"]
 
@@ -76,19 +76,4 @@ class ChatterboxMultilingualTTS(TextToSpeech):
     ):
         """Speech of text in the language language_id (a code of SUPPORTED_LANGUAGES, any case) in the
         current voice; ChatterboxTTS.generate says more. An unsupported language is a ValueError."""
-        return self._run(
-            self._call(
-                text,
-                language_id=language_id,
-                audio_prompt_path=audio_prompt_path,
-                exaggeration=exaggeration,
-                cfg_weight=cfg_weight,
-                temperature=temperature,
-                repetition_penalty=repetition_penalty,
-                min_p=min_p,
-                top_p=top_p,
-                seed=seed,
-                max_new_tokens=max_new_tokens,
-                **engine_params,
-            )
-        )
+        return self._run(self._call(**arguments(locals())))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._model import DEFAULT_BATCH, SAMPLE_RATE, Conditionals, TextToSpeech, download
+from ._model import DEFAULT_BATCH, arguments, SAMPLE_RATE, Conditionals, TextToSpeech, download
 
 __all__ = ["ChatterboxTTS", "Conditionals"]
 
@@ -59,18 +59,4 @@ class ChatterboxTTS(TextToSpeech):
         other parameter of the engine's table by name (chatterbox_engine.PARAMETERS: speed, cfm_steps,
         split_text ...). Bad values raise ValueError naming the parameter and its range.
         """
-        return self._run(
-            self._call(
-                text,
-                repetition_penalty=repetition_penalty,
-                min_p=min_p,
-                top_p=top_p,
-                audio_prompt_path=audio_prompt_path,
-                exaggeration=exaggeration,
-                cfg_weight=cfg_weight,
-                temperature=temperature,
-                seed=seed,
-                max_new_tokens=max_new_tokens,
-                **engine_params,
-            )
-        )
+        return self._run(self._call(**arguments(locals())))

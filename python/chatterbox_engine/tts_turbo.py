@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._model import DEFAULT_BATCH, SAMPLE_RATE, Conditionals, TextToSpeech, download
+from ._model import DEFAULT_BATCH, arguments, SAMPLE_RATE, Conditionals, TextToSpeech, download
 
 __all__ = ["ChatterboxTurboTTS", "Conditionals"]
 
@@ -64,21 +64,5 @@ class ChatterboxTurboTTS(TextToSpeech):
         audio_prompt_path is normalised to -27 LUFS first. cfg_weight, min_p and exaggeration are
         ignored by Turbo (a warning says so when set), as officially.
         """
-        return self._run(
-            self._call(
-                text,
-                repetition_penalty=repetition_penalty,
-                min_p=min_p,
-                top_p=top_p,
-                audio_prompt_path=audio_prompt_path,
-                exaggeration=exaggeration,
-                cfg_weight=cfg_weight,
-                temperature=temperature,
-                top_k=top_k,
-                norm_loudness=norm_loudness,
-                seed=seed,
-                max_new_tokens=max_new_tokens,
-                **engine_params,
-            )
-        )
+        return self._run(self._call(**arguments(locals())))
 
