@@ -112,7 +112,8 @@ def arguments(given: Dict[str, Any]) -> Dict[str, Any]:
     """A generate()'s arguments from its locals(): all but self, its **engine_params spread out."""
     given = dict(given)
     del given["self"]
-    return {**given, **given.pop("engine_params")}
+    engine_params = given.pop("engine_params")
+    return {**given, **engine_params}
 
 
 def _text(text) -> str:
