@@ -2,7 +2,7 @@
 // pybind11 layer over the public C API (include/chatterbox/chatterbox.h) plus the tools library's
 // model download. The package's Python modules give it the official chatterbox classes.
 //
-// Every synthesis runs on a worker thread of its own (a Job) while the calling thread waits with the
+// Every synthesis (a Job) runs on its session's worker thread while the calling thread waits with the
 // GIL released; it wakes for each streamed chunk, for the end, and every kSignalPoll to let Python
 // handle signals: a KeyboardInterrupt there sets the job's cancel flag, waits for the engine to stop
 // (within one step) and propagates. C API failures become the Python exceptions a user expects.
@@ -36,7 +36,7 @@ namespace py = pybind11;
 namespace {
 
 // How often a waiting thread lets Python run its signal handlers (Ctrl-C answers within this plus one engine step).
-constexpr std::chrono::milliseconds kSignalPoll{20};
+constexpr std::chrono::milliseconds kSignalPoll{100};
 
 // Raised for CHATTERBOX_ERROR_CANCELLED when the cancellation did not come from a signal (Job.cancel).
 PyObject *cancelled_error = nullptr;
@@ -159,7 +159,55 @@ struct Request {
     }
 };
 
-// One C API call on a session, run on a worker thread; the Python thread waits in result() or
+// The thread that makes the C API calls of one session, one at a time: the same thread from call to
+// call, because a call computes on its calling thread too (thread 0 of each graph), whose kernels keep
+// per-thread scratch (oneDNN contexts, attention buffers) that a fresh thread would rebuild every call.
+class Worker {
+  public:
+    Worker() : thread_([this] { loop(); }) {}
+    ~Worker() {
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_all();
+        thread_.join();
+    }
+    Worker(const Worker &) = delete;
+    Worker &operator=(const Worker &) = delete;
+
+    // Runs task on the thread (the caller makes sure the previous task has ended).
+    void run(std::function<void()> task) {
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            task_ = std::move(task);
+        }
+        wake_.notify_all();
+    }
+
+  private:
+    void loop() {
+        for (;;) {
+            std::function<void()> task;
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                wake_.wait(lock, [this] { return stopping_ || task_; });
+                if (!task_) return;
+                task = std::move(task_);
+                task_ = nullptr;
+            }
+            task();
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::function<void()> task_;
+    bool stopping_ = false;
+    std::thread thread_; // last: it starts once the rest is ready
+};
+
+// One C API call on a session, run on the session's Worker; the Python thread waits in result() or
 // next_chunk(), interruptible by signals.
 class Job {
   public:
@@ -171,7 +219,7 @@ class Job {
     // cross-faded, a trailing silence kept).
     enum class Delivery { whole, pieces, low_latency };
 
-    Job(Request request, Delivery delivery, Call call) : request_(std::move(request)) {
+    Job(Worker &worker, Request request, Delivery delivery, Call call) : request_(std::move(request)) {
         request_.params.cancel = &cancel_;
         request_.params.language = request_.language.c_str();
         if (delivery != Delivery::whole) {
@@ -180,7 +228,7 @@ class Job {
             request_.params.on_chunk = &Job::on_chunk;
             request_.params.user_data = this;
         }
-        worker_ = std::thread([this, call = std::move(call)] {
+        worker.run([this, call = std::move(call)] {
             const chatterbox_status status = call(request_.params, &audio_);
             const std::lock_guard<std::mutex> lock(mutex_);
             status_ = status;
@@ -202,7 +250,7 @@ class Job {
     // Cancels the call and waits until it has stopped (its session is then free again); raises nothing.
     void stop() {
         cancel();
-        join();
+        wait_for_end();
     }
 
     // The whole audio once the call ends.
@@ -255,20 +303,19 @@ class Job {
         }
     }
 
-    void join() {
-        if (!worker_.joinable()) return;
+    void wait_for_end() {
         py::gil_scoped_release release;
-        worker_.join();
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [this] { return done_; });
     }
 
     void finish() {
-        join();
+        wait_for_end();
         if (status_ != CHATTERBOX_OK) raise_status(status_, error_);
     }
 
     Request request_;
     volatile int cancel_ = 0; // written with __atomic_store_n, read by the engine
-    std::thread worker_;
     std::mutex mutex_;
     std::condition_variable changed_;
     std::deque<std::vector<float>> chunks_;
@@ -292,7 +339,7 @@ class Session {
                                     Job::Delivery delivery) {
         // The job keeps this session and the voice alive (keep_alive in the bindings below).
         return std::make_unique<Job>(
-            std::move(request), delivery,
+            worker_, std::move(request), delivery,
             [session = session_, text, voice](const chatterbox_synthesis_params &params, chatterbox_audio *audio) {
                 return chatterbox_session_synthesize(session, text.c_str(), voice ? voice->get() : nullptr, &params,
                                                      audio);
@@ -300,7 +347,7 @@ class Session {
     }
 
     std::unique_ptr<Job> convert(const std::string &source_path, const Voice *voice, Request request) {
-        return std::make_unique<Job>(std::move(request), Job::Delivery::whole,
+        return std::make_unique<Job>(worker_, std::move(request), Job::Delivery::whole,
                                      [session = session_, source_path, voice](const chatterbox_synthesis_params &params,
                                                                               chatterbox_audio *audio) {
                                          return chatterbox_session_convert_voice(session, source_path.c_str(),
@@ -323,6 +370,7 @@ class Session {
   private:
     std::shared_ptr<Engine> engine_;
     chatterbox_session *session_ = nullptr;
+    Worker worker_; // idle when the session is freed: a Job keeps its session alive until its call ends
 };
 
 // The official model of `variant` ("english", "turbo", "nano", "multilingual") in its default place,

@@ -2,10 +2,11 @@
  * session of the tiny (or any) model exactly as the package's generate does, and writes the samples
  * as raw float32, or times repeated calls.
  *
- *   c_api_synthesize MODEL TEXT SEED MAX_NEW_TOKENS VOICE|- BATCH OUT.f32 [REPEAT]
+ *   c_api_synthesize MODEL TEXT SEED MAX_NEW_TOKENS VOICE|- BATCH OUT.f32 [timed]
  *     VOICE: a voice file (chatterbox_voice_save) or "-" for the built-in voice at exaggeration 0.5
- *     REPEAT: when given, the call is made REPEAT times and the mean seconds per call printed
- *             (the samples of the last call written) */
+ *     timed: one untimed call (warm-up), then one call per line read from stdin, its seconds printed at
+ *            once (bench/python_overhead.py pairs these with the package's calls); the last call's
+ *            samples are written at the end of stdin */
 #include "chatterbox/chatterbox.h"
 
 #include <stdio.h>
@@ -26,7 +27,7 @@ static double now_seconds(void) {
 
 int main(int argc, char **argv) {
     if (argc != 8 && argc != 9) {
-        fprintf(stderr, "usage: c_api_synthesize MODEL TEXT SEED MAX_NEW_TOKENS VOICE|- BATCH OUT.f32 [REPEAT]\n");
+        fprintf(stderr, "usage: c_api_synthesize MODEL TEXT SEED MAX_NEW_TOKENS VOICE|- BATCH OUT.f32 [timed]\n");
         return 2;
     }
     chatterbox_engine_params ep = chatterbox_engine_default_params();
@@ -44,15 +45,19 @@ int main(int argc, char **argv) {
     chatterbox_synthesis_params params = chatterbox_synthesis_default_params();
     params.seed = strtoull(argv[3], NULL, 10);
     params.max_new_tokens = atoi(argv[4]);
-    const int repeat = argc == 9 ? atoi(argv[8]) : 1;
+    const int timed = argc == 9;
     chatterbox_audio audio = {0};
-    const double start = now_seconds();
-    for (int i = 0; i < repeat; ++i) {
+    if (chatterbox_session_synthesize(session, argv[2], voice, &params, &audio) != CHATTERBOX_OK)
+        return fail("synthesize");
+    char line[16];
+    while (timed && fgets(line, sizeof line, stdin) != NULL) {
         chatterbox_audio_free(&audio);
+        const double start = now_seconds();
         if (chatterbox_session_synthesize(session, argv[2], voice, &params, &audio) != CHATTERBOX_OK)
             return fail("synthesize");
+        printf("%.9f\n", now_seconds() - start);
+        fflush(stdout);
     }
-    if (argc == 9) printf("%.9f\n", (now_seconds() - start) / repeat);
     FILE *out = fopen(argv[7], "wb");
     if (!out || fwrite(audio.samples, sizeof(float), audio.n_samples, out) != audio.n_samples || fclose(out) != 0) {
         fprintf(stderr, "c_api_synthesize: cannot write %s\n", argv[7]);
