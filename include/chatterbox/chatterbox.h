@@ -133,6 +133,18 @@ const char *chatterbox_engine_variant(const chatterbox_engine *engine);
 /* From a recording (any format libsndfile reads; a few seconds to a minute of clean speech). */
 chatterbox_status chatterbox_voice_from_audio_file(chatterbox_engine *engine, const char *path, float exaggeration,
                                                    chatterbox_voice **voice);
+/* How chatterbox_voice_from_audio_file_ex builds a voice from a recording. */
+typedef struct chatterbox_voice_params {
+    float exaggeration; /* emotion intensity, 0 .. 2 (default 0.5) */
+    /* 1 (default): a variant that normalises the reference's loudness does so (Turbo and Nano: to -27 LUFS,
+     * tts_turbo.py's norm_loudness=True); 0: the recording as it is. English and multilingual never normalise. */
+    int norm_loudness;
+} chatterbox_voice_params;
+
+chatterbox_voice_params chatterbox_voice_default_params(void);
+/* chatterbox_voice_from_audio_file with the choices of params (NULL: the defaults). */
+chatterbox_status chatterbox_voice_from_audio_file_ex(chatterbox_engine *engine, const char *path,
+                                                      const chatterbox_voice_params *params, chatterbox_voice **voice);
 /* The voice stored with the model; CHATTERBOX_ERROR_MODEL when the model has none. */
 chatterbox_status chatterbox_voice_builtin(chatterbox_engine *engine, float exaggeration, chatterbox_voice **voice);
 /* A voice file written by chatterbox_voice_save (small; reloads bit-identical). */
@@ -193,6 +205,9 @@ typedef struct chatterbox_synthesis_params {
      * as it is done: the same samples as the result would hold) and the result's samples stay NULL
      * (n_samples 0), so memory stays flat however long the text; e.g. a writer of long files. */
     int discard_samples;
+    /* Keep only the top_k likeliest speech tokens at each step (Turbo's and Nano's sampler; English and
+     * multilingual have no such stage and ignore it); 0: the model's default (Turbo 1000). */
+    int top_k;
 } chatterbox_synthesis_params;
 
 /* The multilingual model's languages: code ("ar") and English name ("Arabic") of language `index`
@@ -279,6 +294,10 @@ chatterbox_status chatterbox_session_convert_voice(chatterbox_session *session, 
 /* A voice from a recording, computed on this session (chatterbox_voice_open's rules: recording or voice file). */
 chatterbox_status chatterbox_session_voice_open(chatterbox_session *session, const char *path, float exaggeration,
                                                 chatterbox_voice **voice);
+/* chatterbox_voice_from_audio_file_ex computed on this session (a recording only; params NULL: the defaults). */
+chatterbox_status chatterbox_session_voice_from_audio_file(chatterbox_session *session, const char *path,
+                                                           const chatterbox_voice_params *params,
+                                                           chatterbox_voice **voice);
 /* Thread-safe: the session's running call (if any) stops soon with CHATTERBOX_ERROR_CANCELLED. */
 void chatterbox_session_cancel(chatterbox_session *session);
 

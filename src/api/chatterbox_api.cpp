@@ -127,6 +127,7 @@ constexpr CField kCFields[] = {
     {"repetition_penalty", &P::repetition_penalty, nullptr},
     {"min_p", &P::min_p, nullptr},
     {"top_p", &P::top_p, nullptr},
+    {"top_k", nullptr, &P::top_k},
     {"max_new_tokens", nullptr, &P::max_new_tokens},
     {"sentence_pause", &P::sentence_pause, nullptr},
     {"clause_pause", &P::clause_pause, nullptr},
@@ -249,6 +250,18 @@ chatterbox::Voice open_voice(chatterbox::Session &session, const char *path, flo
     }
     require_voice_models(session.engine());
     return session.voice_from_file(path, exaggeration);
+}
+
+// A voice from a recording (not a voice file), computed on session.
+chatterbox::Voice voice_from_recording(chatterbox::Session &session, const char *path,
+                                       const chatterbox_voice_params *params) {
+    const chatterbox_voice_params p = params ? *params : chatterbox_voice_default_params();
+    check_exaggeration(p.exaggeration);
+    if (p.norm_loudness != 0 && p.norm_loudness != 1)
+        throw argument_error(chatterbox::concat("norm_loudness is ", p.norm_loudness, ", expected 0 or 1"));
+    require_readable_file(path, "voice recording");
+    require_voice_models(session.engine());
+    return session.voice_from_file(path, chatterbox::VoiceOptions{p.exaggeration, p.norm_loudness == 1});
 }
 
 chatterbox::Voice builtin_voice(const chatterbox::Engine &engine, float exaggeration) {
@@ -396,16 +409,25 @@ const char *chatterbox_engine_variant(const chatterbox_engine *engine) {
 
 chatterbox_status chatterbox_voice_from_audio_file(chatterbox_engine *engine, const char *path, float exaggeration,
                                                    chatterbox_voice **voice) {
+    chatterbox_voice_params params = chatterbox_voice_default_params();
+    params.exaggeration = exaggeration;
+    return chatterbox_voice_from_audio_file_ex(engine, path, &params, voice);
+}
+
+chatterbox_voice_params chatterbox_voice_default_params(void) {
+    const chatterbox::VoiceOptions defaults;
+    return {defaults.exaggeration, defaults.normalize_loudness ? 1 : 0};
+}
+
+chatterbox_status chatterbox_voice_from_audio_file_ex(chatterbox_engine *engine, const char *path,
+                                                      const chatterbox_voice_params *params, chatterbox_voice **voice) {
     if (voice) *voice = nullptr;
     return guarded(CHATTERBOX_ERROR_AUDIO, [&] {
         require(engine, "chatterbox_voice_from_audio_file", "engine");
         require(path, "chatterbox_voice_from_audio_file", "path");
         require(voice, "chatterbox_voice_from_audio_file", "voice");
-        check_exaggeration(exaggeration);
-        require_readable_file(path, "voice recording");
-        require_voice_models(*engine->engine);
         on_internal_session(*engine, [&](chatterbox::Session &session) {
-            *voice = new chatterbox_voice{session.voice_from_file(path, exaggeration)};
+            *voice = new chatterbox_voice{voice_from_recording(session, path, params)};
         });
     });
 }
@@ -593,6 +615,18 @@ chatterbox_status chatterbox_session_voice_open(chatterbox_session *session, con
         require(path, "chatterbox_session_voice_open", "path");
         require(voice, "chatterbox_session_voice_open", "voice");
         *voice = new chatterbox_voice{open_voice(*session->session, path, exaggeration)};
+    });
+}
+
+chatterbox_status chatterbox_session_voice_from_audio_file(chatterbox_session *session, const char *path,
+                                                           const chatterbox_voice_params *params,
+                                                           chatterbox_voice **voice) {
+    if (voice) *voice = nullptr;
+    return guarded(CHATTERBOX_ERROR_AUDIO, [&] {
+        require(session, "chatterbox_session_voice_from_audio_file", "session");
+        require(path, "chatterbox_session_voice_from_audio_file", "path");
+        require(voice, "chatterbox_session_voice_from_audio_file", "voice");
+        *voice = new chatterbox_voice{voice_from_recording(*session->session, path, params)};
     });
 }
 

@@ -17,7 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 
 namespace chatterbox {
 namespace {
@@ -90,13 +92,20 @@ TEST(TurboModel, VoicesOfAnotherVariantAndShortReferencesAreRefused) {
     test::expect_error([&] { session.voice_from_audio(short_reference, 0.5f); }, "5");
 }
 
-TEST(TurboModel, CApiTellsTheVariantAndSpeaksWithTheModelsDefaults) {
+// The tiny Turbo model through the C API on two threads; nullptr when it fails to load.
+chatterbox_engine *load_tiny_turbo() {
     chatterbox_engine_params ep = chatterbox_engine_default_params();
     const std::string path = test::tiny_turbo_model_path();
     ep.model_path = path.c_str();
     ep.threads = 2;
     chatterbox_engine *engine = nullptr;
-    ASSERT_EQ(chatterbox_engine_load(&ep, &engine), CHATTERBOX_OK) << chatterbox_last_error();
+    chatterbox_engine_load(&ep, &engine);
+    return engine;
+}
+
+TEST(TurboModel, CApiTellsTheVariantAndSpeaksWithTheModelsDefaults) {
+    chatterbox_engine *engine = load_tiny_turbo();
+    ASSERT_NE(engine, nullptr) << chatterbox_last_error();
     EXPECT_STREQ(chatterbox_engine_variant(engine), "turbo");
     EXPECT_STREQ(chatterbox_engine_variant(nullptr), "");
     chatterbox_voice *voice = nullptr;
@@ -108,6 +117,47 @@ TEST(TurboModel, CApiTellsTheVariantAndSpeaksWithTheModelsDefaults) {
     EXPECT_GT(audio.n_samples, 0u);
     chatterbox_audio_free(&audio);
     chatterbox_voice_free(voice);
+    chatterbox_engine_free(engine);
+}
+
+// norm_loudness=False of tts_turbo.py: the reference as recorded gives other conditionals than the
+// default -27 LUFS normalisation, through the engine-level and the session-level call alike.
+TEST(TurboModel, CApiBuildsAVoiceWithoutLoudnessNormalisation) {
+    chatterbox_engine *engine = load_tiny_turbo();
+    ASSERT_NE(engine, nullptr) << chatterbox_last_error();
+    chatterbox_session *session = nullptr;
+    ASSERT_EQ(chatterbox_session_new(engine, 0, &session), CHATTERBOX_OK) << chatterbox_last_error();
+    const std::string reference = test::turbo_golden_path("ref_voice.wav");
+    const std::filesystem::path dir = test::temp_dir("turbo-loudness");
+    int saved = 0;
+    auto saved_voice = [&](const chatterbox_voice_params *params, bool on_session) {
+        chatterbox_voice *voice = nullptr;
+        const chatterbox_status status =
+            on_session ? chatterbox_session_voice_from_audio_file(session, reference.c_str(), params, &voice)
+                       : chatterbox_voice_from_audio_file_ex(engine, reference.c_str(), params, &voice);
+        EXPECT_EQ(status, CHATTERBOX_OK) << chatterbox_last_error();
+        const std::string file = (dir / ("voice" + std::to_string(++saved))).string();
+        EXPECT_EQ(chatterbox_voice_save(voice, file.c_str()), CHATTERBOX_OK) << chatterbox_last_error();
+        chatterbox_voice_free(voice);
+        std::ifstream in(file, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    chatterbox_voice_params as_recorded = chatterbox_voice_default_params();
+    EXPECT_EQ(as_recorded.norm_loudness, 1);
+    EXPECT_EQ(as_recorded.exaggeration, 0.5f);
+    as_recorded.norm_loudness = 0;
+    const auto normalised = saved_voice(nullptr, false);
+    EXPECT_EQ(saved_voice(nullptr, true), normalised);
+    EXPECT_NE(saved_voice(&as_recorded, false), normalised);
+    EXPECT_EQ(saved_voice(&as_recorded, true), saved_voice(&as_recorded, false));
+
+    chatterbox_voice *voice = nullptr;
+    as_recorded.norm_loudness = 2;
+    EXPECT_EQ(chatterbox_session_voice_from_audio_file(session, reference.c_str(), &as_recorded, &voice),
+              CHATTERBOX_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(test::contains(chatterbox_last_error(), "norm_loudness is 2, expected 0 or 1"));
+    EXPECT_EQ(chatterbox_session_voice_from_audio_file(session, "/no/such.wav", nullptr, &voice), CHATTERBOX_ERROR_IO);
+    chatterbox_session_free(session);
     chatterbox_engine_free(engine);
 }
 

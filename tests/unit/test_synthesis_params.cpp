@@ -36,7 +36,7 @@ TEST(SynthesisParams, TableIsComplete) {
     }
     for (const char *expected :
          {"exaggeration", "cfg_weight", "temperature", "repetition_penalty", "min_p", "top_p", "max_new_tokens",
-          "sentence_pause", "clause_pause", "split_text", "ignore_eos", "speed"})
+          "sentence_pause", "clause_pause", "split_text", "ignore_eos", "speed", "top_k"})
         EXPECT_TRUE(names.count(expected)) << expected;
 }
 
@@ -60,6 +60,24 @@ TEST(SynthesisParams, CDefaultsAreTheTableDefaults) {
     EXPECT_EQ(defaults.speed, 1.0f);
     EXPECT_EQ(p.stream, 0);
     EXPECT_EQ(p.cancel, nullptr);
+    EXPECT_EQ(p.top_k, 0); // the variant's own (Turbo 1000)
+    EXPECT_EQ(p.top_k, defaults.sampling.top_k);
+}
+
+// top_k, appended last to the C struct: a whole number from the table into t3::SamplingParams.
+TEST(SynthesisParams, TopKReachesTheSampler) {
+    chatterbox_synthesis_params p = chatterbox_synthesis_default_params();
+    ASSERT_EQ(chatterbox_synthesis_params_set(&p, "top_k", 50), CHATTERBOX_OK);
+    EXPECT_EQ(p.top_k, 50);
+    EXPECT_EQ(chatterbox_synthesis_params_set(&p, "top_k", 2.5), CHATTERBOX_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(chatterbox_synthesis_params_set(&p, "top_k", -1), CHATTERBOX_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(test::contains(chatterbox_last_error(), "top_k is -1, expected [0, 1e+06]"));
+    EXPECT_EQ(std::string(find_synthesis_parameter("top_k")->option), "top-k");
+    SynthesisParams params;
+    find_synthesis_parameter("top_k")->set(params, p.top_k);
+    EXPECT_EQ(params.sampling.top_k, 50);
+    p.top_k = -3; // written straight into the struct
+    EXPECT_EQ(chatterbox_synthesis_params_validate(&p), CHATTERBOX_ERROR_INVALID_ARGUMENT);
 }
 
 TEST(SynthesisParams, SetAndValidateAgreeOnEveryBound) {

@@ -222,8 +222,8 @@ VocodingStages Session::vocoding(const SynthesisParams &params) {
     return {geometry, *flow_stage_, *vocoder_stage_};
 }
 
-Voice Session::voice_from_file(const std::string &path, float exaggeration, VoiceTaps *taps) {
-    return engine_.voice_builder().from_file(backend_, path, exaggeration, taps);
+Voice Session::voice_from_file(const std::string &path, const VoiceOptions &options, VoiceTaps *taps) {
+    return engine_.voice_builder().from_file(backend_, path, options, taps);
 }
 
 Voice Session::voice_from_audio(const audio::Audio &audio, float exaggeration, VoiceTaps *taps) {

@@ -107,7 +107,10 @@ class Session {
     SynthesisResult convert(const audio::Audio &source, const Voice &target, const SynthesisOptions &options);
 
     // A voice from a recording (see VoiceBuilder), computed on this session's backend.
-    Voice voice_from_file(const std::string &path, float exaggeration, VoiceTaps *taps = nullptr);
+    Voice voice_from_file(const std::string &path, const VoiceOptions &options, VoiceTaps *taps = nullptr);
+    Voice voice_from_file(const std::string &path, float exaggeration, VoiceTaps *taps = nullptr) {
+        return voice_from_file(path, VoiceOptions{exaggeration}, taps);
+    }
     Voice voice_from_audio(const audio::Audio &audio, float exaggeration, VoiceTaps *taps = nullptr);
 
     // Stops the request running now, from any thread: it ends with Cancelled within one graph node

@@ -22,6 +22,10 @@ const std::vector<SynthesisParameter> &synthesis_parameters() {
          [](P &p) { return &p.sampling.min_p; }, nullptr},
         {"top_p", "top-p", "nucleus sampling mass, 1 disables it; 0: the model's default (English 1, Turbo 0.95)", 0, 1,
          false, false, [](P &p) { return &p.sampling.top_p; }, nullptr},
+        {"top_k", "top-k",
+         "keep the k likeliest speech tokens (Turbo, Nano; English and multilingual have no top-k), 0: the model's "
+         "default (Turbo 1000)",
+         0, 1000000, false, true, nullptr, [](P &p) { return &p.sampling.top_k; }},
         {"max_new_tokens", "max-tokens",
          "most speech tokens per sentence (25 tokens = 1 s of speech); longer speech is cut", 1, 4096, false, true,
          nullptr, [](P &p) { return &p.sampling.max_new_tokens; }},
@@ -38,8 +42,8 @@ const std::vector<SynthesisParameter> &synthesis_parameters() {
         {"speed", "speed", "speaking rate: the audio time-stretched, pitch kept (SoundTouch); 1 leaves it untouched",
          0.25, 4, false, false, [](P &p) { return &p.speed; }, nullptr},
         {"cfm_steps", "cfm-steps",
-         "flow solver steps, 0: the model's own (10; Turbo 2); fewer is faster and further from the official sound",
-         0, s3gen::kMaxCfmSteps, false, true, nullptr, [](P &p) { return &p.cfm_steps; }},
+         "flow solver steps, 0: the model's own (10; Turbo 2); fewer is faster and further from the official sound", 0,
+         s3gen::kMaxCfmSteps, false, true, nullptr, [](P &p) { return &p.cfm_steps; }},
         // Speech guards (t3/speech_guards.h).
         {"length_bound", "no-length-bound",
          "1: cap each piece's speech tokens from its text (a floor + speech_per_text_token per text token); 0 "

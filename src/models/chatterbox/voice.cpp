@@ -115,23 +115,27 @@ VoiceBuilder::VoiceBuilder(const ModelFiles &files, Backend &backend) {
 
 VoiceBuilder::~VoiceBuilder() = default;
 
-Voice VoiceBuilder::from_file(Backend &backend, const std::string &path, float exaggeration, VoiceTaps *taps) const {
+Voice VoiceBuilder::from_file(Backend &backend, const std::string &path, const VoiceOptions &options,
+                              VoiceTaps *taps) const {
     const audio::Audio reference = audio::read_audio(path, {kMaxReferenceSeconds}); // its errors name the file
     try {
-        return from_audio(backend, reference, exaggeration, taps);
+        return from_audio(backend, reference, options, taps);
     } catch (const Error &e) {
         fail("voice reference '", path, "': ", e.what());
     }
 }
 
-Voice VoiceBuilder::from_audio(Backend &backend, const audio::Audio &reference, float exaggeration,
+Voice VoiceBuilder::from_audio(Backend &backend, const audio::Audio &reference, const VoiceOptions &options,
                                VoiceTaps *taps) const {
+    const float exaggeration = options.exaggeration;
     if (!std::isfinite(exaggeration)) fail("the exaggeration must be a finite number, got ", exaggeration);
     const Models &m = *models_;
 
-    // librosa.load(path, sr=24000) (and Turbo's loudness step), then librosa.resample to 16 kHz from
-    // the whole 24 kHz signal.
-    const std::vector<float> ref24 = prepare_reference(reference, m.reference);
+    // librosa.load(path, sr=24000) (and Turbo's loudness step unless the caller declines it), then
+    // librosa.resample to 16 kHz from the whole 24 kHz signal.
+    ReferencePolicy policy = m.reference;
+    if (!options.normalize_loudness) policy.loudness_lufs.reset();
+    const std::vector<float> ref24 = prepare_reference(reference, policy);
     const std::vector<float> ref16 = audio::resample_soxr_hq(ref24, kS3GenRate, kS3Rate);
 
     // S3Gen.embed_ref on the first 10 s: mel at 24 kHz; CAMPPlus and the tokenizer on a torchaudio

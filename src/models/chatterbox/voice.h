@@ -47,6 +47,14 @@ struct ReferencePolicy {
     // Each variant's is its VariantSpec::reference (variant_spec.h).
 };
 
+// What the caller chooses about a voice built from a recording.
+struct VoiceOptions {
+    float exaggeration = 0.5f;
+    // Turbo's norm_loudness (tts_turbo.py prepare_conditionals): false keeps the recording's own
+    // loudness where the variant's ReferencePolicy would normalise it; other variants never do.
+    bool normalize_loudness = true;
+};
+
 // The reference at 24 kHz as the variant's models see it (librosa.load(sr=24000) with soxr_hq, then
 // the loudness step). Throws Error for unusable audio (rate, length, non-finite, silence) naming
 // the policy's minimum.
@@ -94,10 +102,18 @@ class VoiceBuilder {
     // From any audio file audio::read_audio accepts, prepared by the model's ReferencePolicy. Throws
     // Error for unusable audio (shorter than the policy's minimum, longer than kMaxReferenceSeconds,
     // silent, non-finite ...) with a message naming the file.
-    Voice from_file(Backend &backend, const std::string &path, float exaggeration = 0.5f,
+    Voice from_file(Backend &backend, const std::string &path, const VoiceOptions &options,
                     VoiceTaps *taps = nullptr) const;
-    Voice from_audio(Backend &backend, const audio::Audio &audio, float exaggeration = 0.5f,
+    Voice from_audio(Backend &backend, const audio::Audio &audio, const VoiceOptions &options,
                      VoiceTaps *taps = nullptr) const;
+    Voice from_file(Backend &backend, const std::string &path, float exaggeration = 0.5f,
+                    VoiceTaps *taps = nullptr) const {
+        return from_file(backend, path, VoiceOptions{exaggeration}, taps);
+    }
+    Voice from_audio(Backend &backend, const audio::Audio &audio, float exaggeration = 0.5f,
+                     VoiceTaps *taps = nullptr) const {
+        return from_audio(backend, audio, VoiceOptions{exaggeration}, taps);
+    }
 
     // S3 speech tokens of a whole recording (16 kHz, no length cut): the source side of voice conversion.
     std::vector<int32_t> speech_tokens(Backend &backend, const audio::Audio &audio) const;
