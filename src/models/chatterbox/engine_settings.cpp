@@ -179,14 +179,34 @@ void EngineSetting::set(EngineSettings &s, const std::string &value) const {
     *text(s) = value;
 }
 
+namespace {
+
+// The runtime's options as the settings say, unchecked.
+RuntimeOptions runtime_fields(const EngineSettings &s) {
+    RuntimeOptions options;
+    options.batch = s.batch;
+    options.flow_batch = s.flow_batch;
+    options.vocoder_batch = s.vocoder_batch;
+    options.batch_threads = s.batch_threads;
+    options.voice_prefixes = s.voice_prefixes;
+    options.kv_cache = t3::kv_cache_type(s.kv_cache);
+    return options;
+}
+
+} // namespace
+
 void EngineSettings::validate() const {
-    runtime_options(); // every setting's range, then the combinations (a q8_0 cache on a GPU)
+    EngineSettings checked; // each value through its setting's check
+    for (const EngineSetting &setting : engine_settings_table()) setting.set(checked, setting.get(*this));
+    BackendOptions backend_options; // then the combinations (a q8_0 cache on a GPU)
+    backend_options.device = resolved_device(backend);
+    runtime_fields(*this).validate(backend_options);
 }
 
 EngineOptions EngineSettings::engine_options() const {
     validate();
-    EngineOptions options;
     if (model.empty()) throw InvalidArgument("model: no model path (an official model folder or a .gguf)");
+    EngineOptions options;
     options.model_path = model;
     options.backend.device = resolved_device(backend);
     options.backend.threads = threads;
@@ -195,19 +215,8 @@ EngineOptions EngineSettings::engine_options() const {
 }
 
 RuntimeOptions EngineSettings::runtime_options() const {
-    EngineSettings checked; // each value through its setting's check
-    for (const EngineSetting &setting : engine_settings_table()) setting.set(checked, setting.get(*this));
-    RuntimeOptions options;
-    options.batch = batch;
-    options.flow_batch = flow_batch;
-    options.vocoder_batch = vocoder_batch;
-    options.batch_threads = batch_threads;
-    options.voice_prefixes = voice_prefixes;
-    options.kv_cache = t3::kv_cache_type(kv_cache);
-    BackendOptions backend_options;
-    backend_options.device = resolved_device(backend);
-    options.validate(backend_options);
-    return options;
+    validate();
+    return runtime_fields(*this);
 }
 
 } // namespace chatterbox

@@ -47,5 +47,7 @@ const VariantSpec &english_variant();
 const VariantSpec &multilingual_variant();
 const VariantSpec &turbo_variant();
 const VariantSpec &nano_variant();
+// What the GPT-2 records (Turbo, Nano) share: all but the T3's size and the folder (variants/turbo.cpp).
+VariantSpec gpt2_variant(Variant variant, const char *repo, const char *t3_file, t3::HParams t3);
 
 } // namespace chatterbox

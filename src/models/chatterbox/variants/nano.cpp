@@ -3,8 +3,6 @@
 
 namespace chatterbox {
 
-VariantSpec gpt2_variant(Variant variant, const char *repo, const char *t3_file, t3::HParams t3); // turbo.cpp
-
 const VariantSpec &nano_variant() {
     static const VariantSpec spec = gpt2_variant(Variant::nano, "ResembleAI/chatterbox-nano", "t3_nano_v1.safetensors",
                                                  t3::HParams::gpt2(12, 768, 12)); // GPT2_small

@@ -4,7 +4,6 @@
 
 namespace chatterbox {
 
-// What Turbo and Nano share: everything but the T3's size and the folder.
 VariantSpec gpt2_variant(Variant variant, const char *repo, const char *t3_file, t3::HParams t3) {
     VariantSpec s{
         variant,
