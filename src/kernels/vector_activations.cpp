@@ -39,6 +39,14 @@ __m256 gelu_erf_lanes(__m256 x) {
     return _mm256_mul_ps(half_x, _mm256_add_ps(_mm256_set1_ps(1.0f), erf));
 }
 
+// 0.5·x·(1 + tanh(√(2/π)·x·(1 + 0.044715·x²))), GPT-2's gelu_new, with SLEEF's 1-ulp tanh.
+__m256 gelu_tanh_lanes(__m256 x) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 cubic = _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), _mm256_mul_ps(x, x), one);
+    const __m256 inner = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.79788456080286535588f), x), cubic);
+    return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(one, Sleef_tanhf8_u10avx2(inner)));
+}
+
 __m256 mish_lanes(__m256 x) {
     const __m256 softplus = _mm256_blendv_ps(Sleef_log1pf8_u10avx2(Sleef_expf8_u10avx2(x)), x,
                                              _mm256_cmp_ps(x, _mm256_set1_ps(20.0f), _CMP_GT_OQ));
@@ -92,6 +100,9 @@ bool vector_activations_available() { return true; }
 ggml_tensor *gelu_erf(ggml_context *ctx, ggml_tensor *x) {
     return map_node(ctx, x, map_op<gelu_erf_lanes>, "gelu_erf.avx2");
 }
+ggml_tensor *gelu_tanh(ggml_context *ctx, ggml_tensor *x) {
+    return map_node(ctx, x, map_op<gelu_tanh_lanes>, "gelu_tanh.avx2");
+}
 ggml_tensor *mish(ggml_context *ctx, ggml_tensor *x) { return map_node(ctx, x, map_op<mish_lanes>, "mish.avx2"); }
 ggml_tensor *snake(ggml_context *ctx, ggml_tensor *x, ggml_tensor *alpha, ggml_tensor *inv_alpha) {
     if (x->type != GGML_TYPE_F32 || alpha->type != GGML_TYPE_F32 || inv_alpha->type != GGML_TYPE_F32) return nullptr;
@@ -102,6 +113,7 @@ ggml_tensor *snake(ggml_context *ctx, ggml_tensor *x, ggml_tensor *alpha, ggml_t
 #else
 bool vector_activations_available() { return false; }
 ggml_tensor *gelu_erf(ggml_context *, ggml_tensor *) { return nullptr; }
+ggml_tensor *gelu_tanh(ggml_context *, ggml_tensor *) { return nullptr; }
 ggml_tensor *mish(ggml_context *, ggml_tensor *) { return nullptr; }
 ggml_tensor *snake(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *) { return nullptr; }
 #endif

@@ -1,9 +1,9 @@
 #pragma once
-// GELU (erf) and Mish over f32 tensors as ggml custom ops for the CPU backend, in AVX2: Mish through
-// SLEEF's vector exp, log1p and tanh (1 ulp), GELU through a polynomial erf (|error| < 1.5e-7) and
-// SLEEF's exp. ggml 0.22 computes both element by element with the C library's scalar erff, and
-// expf, log1pf and tanhf: 7.7 % and 4.7 % of a CFM on the Intel VM (bench/history/
-// 2026-12-03-flow-speedups-intel.md, "Blocked attention by default").
+// GELU (erf and tanh forms) and Mish over f32 tensors as ggml custom ops for the CPU backend, in
+// AVX2: Mish and GELU (tanh) through SLEEF's vector exp, log1p and tanh (1 ulp), GELU (erf) through a
+// polynomial erf (|error| < 1.5e-7) and SLEEF's exp. ggml 0.22 computes them element by element with
+// the C library's scalar erff, expf, log1pf and tanhf: 7.7 % and 4.7 % of a CFM on the Intel VM
+// (bench/history/2026-12-03-flow-speedups-intel.md, "Blocked attention by default").
 //
 // Each element goes through the same vector code whatever its place (a tail is padded to a whole
 // vector, and SLEEF's lanes are independent), so its result does not depend on the tensor's shape,
@@ -21,6 +21,11 @@ bool vector_activations_available();
 // 0.5·x·(1 + erf(x/√2)), the expression of ggml_gelu_erf (PyTorch's exact GELU); x f32 of any
 // shape (made contiguous if it is not). Returns a new f32 tensor of x's shape.
 ggml_tensor *gelu_erf(ggml_context *ctx, ggml_tensor *x);
+
+// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), the expression of nn::gelu_tanh (GPT-2's gelu_new):
+// one node instead of ggml's seven, and a vector tanh instead of the C library's scalar tanhf (a
+// tenth of a GPT-2 T3 prefill on the Zen 5 VM).
+ggml_tensor *gelu_tanh(ggml_context *ctx, ggml_tensor *x);
 
 // x·tanh(softplus(x)) with softplus(x) = log1p(exp(x)), or x above 20 (ggml_softplus's threshold,
 // as PyTorch's): what nn::mish builds from ggml ops.

@@ -38,6 +38,7 @@ ggml_tensor *mish(ggml_context *ctx, ggml_tensor *x) { return ggml_mul(ctx, x, g
 // The engine's vector kernel for the activation on a CPU backend, or nullptr where it has none.
 ggml_tensor *cpu_kernel(ggml_context *ctx, ggml_tensor *x, Activation activation) {
     if (activation == Activation::gelu_erf) return kernels::gelu_erf(ctx, x);
+    if (activation == Activation::gelu_tanh) return kernels::gelu_tanh(ctx, x);
     if (activation == Activation::mish) return kernels::mish(ctx, x);
     return nullptr;
 }

@@ -290,7 +290,7 @@ TEST(NnActivations, MatchNaive) {
     EXPECT_THROW(nn::activation_from_name("swishy"), Error);
 }
 
-// GELU (erf) and Mish on a CPU backend take the engine's vector kernels (kernels/vector_activations.h):
+// GELU (erf and tanh) and Mish on a CPU backend take the engine's vector kernels (kernels/vector_activations.h):
 // within 1e-6 · max(1, |x|) of double precision, as ggml's scalar ops are, over the range the flow
 // sees and past Mish's softplus threshold; and an element's bits do not depend on where it sits in
 // the tensor or on the thread count.
@@ -299,8 +299,8 @@ TEST(NnActivations, CpuVectorKernelsMatchNaiveAndIgnorePosition) {
     std::vector<float> x = test::random_values(997, 11, -12.0f, 12.0f);
     for (float edge : {0.0f, -0.0f, 19.99f, 20.0f, 20.01f, 30.0f, 88.7f, 100.0f, -30.0f, -100.0f, 1e-8f, -1e-8f})
         x.push_back(edge);
-    for (nn::Activation a : {nn::Activation::gelu_erf, nn::Activation::mish}) {
-        SCOPED_TRACE(a == nn::Activation::gelu_erf ? "gelu_erf" : "mish");
+    for (nn::Activation a : {nn::Activation::gelu_erf, nn::Activation::gelu_tanh, nn::Activation::mish}) {
+        SCOPED_TRACE(int(a));
         std::vector<float> by_position[2];
         for (int threads : {1, 2}) {
             NnHarness h(BackendOptions{"cpu", threads});

@@ -43,7 +43,8 @@ Gpt2Backbone::Gpt2Backbone(ModuleWeights &w, const HParams &hp) {
             conv1d_as_linear(w, p + "attn.c_proj", h, h),
             nn::LayerNorm(w, p + "ln_2", h, hp.layer_norm_eps),
             nn::FeedForward(conv1d_as_linear(w, p + "mlp.c_fc", h, hp.ffn),
-                            conv1d_as_linear(w, p + "mlp.c_proj", hp.ffn, h), nn::Activation::gelu_tanh),
+                            conv1d_as_linear(w, p + "mlp.c_proj", hp.ffn, h), nn::Activation::gelu_tanh,
+                            w.on_cpu()),
         });
     }
     ln_f = nn::LayerNorm(w, "tfmr.ln_f", h, hp.layer_norm_eps);
