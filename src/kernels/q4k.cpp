@@ -105,21 +105,75 @@ int64_t rows_per_pass(const q4k::Kernels &isa, int asked) {
     return std::min(isa.rows_per_pass, rows);
 }
 
+// The threads of a product with many activation rows (a prefill) claim its work units from a
+// counter instead of each taking an equal share: computing, one of two threads is often slower than
+// the other, and the faster one waited at the barrier after every product (English q4_k prefill
+// 346 -> 271 ms on the Zen 5 VM, median of 5 interleaved pairs). A product of a few rows (a decode step)
+// is bound by reading the weights, which the thread left alone then reads faster; there the claims
+// cost more than they win (English decode 1.08× slower), and the shares stay fixed. A unit's sums
+// are the same whoever computes them, so the bits do not change. The counters live in the quantised
+// activations' tensor, after its rows (reset by the quantisation, which a barrier separates from
+// every product), one cache line each for the products that read the same activations (q, k and v
+// of a layer; gate and up).
+constexpr int kClaimSlots = 8;
+constexpr int64_t kCounterBytes = 64;
+
+struct Q4kPacked;
+// What a product node passes its op: the weight, and which counter of its activations it claims from.
+struct ProductClaim {
+    const Q4kPacked *packed;
+    int slot;
+};
+
 // A weight packed for one instruction set's kernels, with the rows per pass chosen at load.
 struct Q4kPacked final : PackedWeight {
     Packed weight;
     const q4k::Kernels *isa = nullptr;
     int64_t rows_per_pass = 1;
+    ProductClaim claims[kClaimSlots];
 
+    Q4kPacked() {
+        for (int slot = 0; slot < kClaimSlots; ++slot) claims[slot] = {this, slot};
+    }
     ggml_tensor *product(ggml_context *ctx, ggml_tensor *w, ggml_tensor *x) const override;
     size_t bytes() const override { return weight.bytes; }
 };
 
 #if defined(__x86_64__)
-// x (f32 [k, ne1, ne2, ne3], rows contiguous) -> dst (activation rows, one per row of x).
+// Rows of a quantised activations tensor that hold the claim counters after `rows` rows of row_bytes
+// (with room to align the first counter to a cache line).
+int64_t counter_rows(int64_t row_bytes) {
+    return (kCounterBytes * (kClaimSlots + 1) + row_bytes - 1) / row_bytes;
+}
+
+int64_t *claim_counter(const ggml_tensor *activations, int64_t rows, int slot) {
+    const auto first = reinterpret_cast<uintptr_t>(static_cast<uint8_t *>(activations->data) + rows * activations->nb[1]);
+    const uintptr_t aligned = (first + kCounterBytes - 1) / kCounterBytes * kCounterBytes;
+    return reinterpret_cast<int64_t *>(aligned + uintptr_t(slot) * kCounterBytes);
+}
+
+// The next units [begin, end) for one of nth threads, or false once all are claimed: chunks of the
+// remainder shrinking as it does (guided), so that a dozen claims share a product between two threads.
+bool claim_units(int64_t *counter, int64_t units, int nth, int64_t &begin, int64_t &end) {
+    int64_t next = __atomic_load_n(counter, __ATOMIC_RELAXED);
+    while (next < units) {
+        const int64_t chunk = std::max<int64_t>(1, (units - next) / (2 * int64_t(nth)));
+        if (__atomic_compare_exchange_n(counter, &next, next + chunk, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            begin = next;
+            end = next + chunk;
+            return true;
+        }
+    }
+    return false;
+}
+
+// x (f32 [k, ne1, ne2, ne3], rows contiguous) -> dst (activation rows, one per row of x, then the
+// claim counters, zeroed).
 void quantize_op(ggml_tensor *dst, int ith, int nth, void *) {
     const ggml_tensor *a = dst->src[0];
     const int64_t k = a->ne[0], rows = a->ne[1] * a->ne[2] * a->ne[3], row_bytes = dst->nb[1];
+    if (ith == 0)
+        for (int slot = 0; slot < kClaimSlots; ++slot) __atomic_store_n(claim_counter(dst, rows, slot), 0, __ATOMIC_RELAXED);
     for (int64_t t = rows * ith / nth; t < rows * (ith + 1) / nth; ++t) {
         const int64_t i1 = t % a->ne[1], i2 = t / a->ne[1] % a->ne[2], i3 = t / (a->ne[1] * a->ne[2]);
         const auto *row = reinterpret_cast<const float *>(static_cast<const char *>(a->data) + i1 * a->nb[1] +
@@ -171,20 +225,27 @@ void multiply(const Q4kPacked &packed, int64_t group_first, int64_t group_end, c
     }
 }
 
-// Work units: two groups of 16 columns × up to 64 rows, column-major; each thread a contiguous range.
+// Work units: two groups of 16 columns × up to 64 rows, column-major: each thread a contiguous
+// range of a product of few rows, claimed by the threads otherwise.
 void multiply_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
-    const auto &packed = *static_cast<const Q4kPacked *>(userdata);
+    const ProductClaim &claim = *static_cast<const ProductClaim *>(userdata);
+    const Q4kPacked &packed = *claim.packed;
     const Packed &weight = packed.weight;
     const ggml_tensor *activations = dst->src[0];
-    const int64_t rows = activations->ne[1], groups = (weight.m + kColumns - 1) / kColumns;
+    const int64_t rows = dst->ne[1] * dst->ne[2] * dst->ne[3], groups = (weight.m + kColumns - 1) / kColumns;
     const int64_t column_units = (groups + kGroupsPerUnit - 1) / kGroupsPerUnit;
     const int64_t row_units = (rows + q4k::kRowsPerUnit - 1) / q4k::kRowsPerUnit;
     const int64_t units = column_units * row_units;
-    for (int64_t u = units * ith / nth; u < units * (ith + 1) / nth; ++u) {
-        const int64_t g = u / row_units * kGroupsPerUnit, first = u % row_units * q4k::kRowsPerUnit;
-        multiply(packed, g, std::min(groups, g + kGroupsPerUnit), static_cast<const uint8_t *>(activations->data),
-                 first, std::min(rows, first + q4k::kRowsPerUnit), static_cast<float *>(dst->data));
-    }
+    const auto run = [&](int64_t begin, int64_t end) {
+        for (int64_t u = begin; u < end; ++u) {
+            const int64_t g = u / row_units * kGroupsPerUnit, first = u % row_units * q4k::kRowsPerUnit;
+            multiply(packed, g, std::min(groups, g + kGroupsPerUnit), static_cast<const uint8_t *>(activations->data),
+                     first, std::min(rows, first + q4k::kRowsPerUnit), static_cast<float *>(dst->data));
+        }
+    };
+    if (rows <= q4k::kMaxRowsPerPass) return run(units * ith / nth, units * (ith + 1) / nth);
+    int64_t *counter = claim_counter(activations, rows, claim.slot);
+    for (int64_t begin = 0, end = 0; claim_units(counter, units, nth, begin, end);) run(begin, end);
 }
 #endif
 
@@ -194,13 +255,24 @@ constexpr const char *kQuantizeNode = "q4k.quantize";
 constexpr const char *kMultiplyNode = "q4k.matmul";
 
 #if defined(__x86_64__)
+bool is_node(const ggml_tensor *t, const char *name) { return t->op == GGML_OP_CUSTOM && std::strcmp(t->name, name) == 0; }
+
+// Products in this context that already read `quantized` (each has claimed one of its counters).
+int products_of(ggml_context *ctx, const ggml_tensor *quantized) {
+    int products = 0;
+    for (ggml_tensor *t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t))
+        if (is_node(t, kMultiplyNode) && t->src[0] == quantized) ++products;
+    return products;
+}
+
 // x quantised for the products: the node made for an earlier product of the same x in this context
-// if there is one (q, k and v of a layer share their input, as do gate and up), else a new one.
+// if there is one with a counter left (q, k and v of a layer share their input, as do gate and up),
+// else a new one.
 ggml_tensor *quantized_activations(ggml_context *ctx, ggml_tensor *x) {
     for (ggml_tensor *t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t))
-        if (t->op == GGML_OP_CUSTOM && t->src[0] == x && std::strcmp(t->name, kQuantizeNode) == 0) return t;
-    const int64_t rows = x->ne[1] * x->ne[2] * x->ne[3];
-    ggml_tensor *quantized = ggml_custom_4d(ctx, GGML_TYPE_I8, q4k::activation_row_bytes(x->ne[0]), rows, 1, 1, &x, 1,
+        if (is_node(t, kQuantizeNode) && t->src[0] == x && products_of(ctx, t) < kClaimSlots) return t;
+    const int64_t rows = x->ne[1] * x->ne[2] * x->ne[3], row_bytes = q4k::activation_row_bytes(x->ne[0]);
+    ggml_tensor *quantized = ggml_custom_4d(ctx, GGML_TYPE_I8, row_bytes, rows + counter_rows(row_bytes), 1, 1, &x, 1,
                                             quantize_op, GGML_N_TASKS_MAX, nullptr);
     return ggml_set_name(quantized, kQuantizeNode);
 }
@@ -225,9 +297,11 @@ ggml_tensor *Q4kPacked::product(ggml_context *ctx, ggml_tensor *w, ggml_tensor *
     if (x->type != GGML_TYPE_F32 || x->ne[0] != w->ne[0] || x->nb[0] != sizeof(float))
         fail("q4_K kernels: ", ggml_get_name(w), " needs f32 activations ggml [", w->ne[0],
              ", ...] with contiguous rows, got ", ggml_type_name(x->type), " [", x->ne[0], ", ...]");
-    ggml_tensor *args[] = {quantized_activations(ctx, x), w};
+    ggml_tensor *quantized = quantized_activations(ctx, x);
+    ggml_tensor *args[] = {quantized, w};
+    const ProductClaim &claim = claims[products_of(ctx, quantized)];
     ggml_tensor *y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], x->ne[2], x->ne[3], args, 2, multiply_op,
-                                    GGML_N_TASKS_MAX, const_cast<Q4kPacked *>(this));
+                                    GGML_N_TASKS_MAX, const_cast<ProductClaim *>(&claim));
     return ggml_set_name(y, kMultiplyNode);
 #else
     (void)ctx, (void)w, (void)x;

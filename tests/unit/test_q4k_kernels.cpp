@@ -185,6 +185,38 @@ TEST_P(Q4kKernels, ProductsOfOneInputShareItsQuantisation) {
     EXPECT_EQ(run(true), run(false));
 }
 
+// The threads of a product of many rows claim its work units from a counter kept with the shared
+// quantisation; more products of one input than it has counters get a quantisation of their own.
+// Each product gets the bits it gets alone.
+TEST_P(Q4kKernels, ManyProductsOfOneInputEachClaimTheirOwnUnits) {
+    TwoLayers layers(ours_, 48, GGML_TYPE_Q4_K);
+    const int64_t rows = 70; // more than a pass, so the threads claim
+    const std::vector<float> x = values_.input(size_t(rows * kIn));
+    auto alone = [&](const nn::Linear &layer) {
+        GraphRunner g(layers.h.backend());
+        ggml_tensor *in = g.input("x", GGML_TYPE_F32, {rows, kIn});
+        ggml_tensor *y = layer(g.ctx(), in);
+        g.build({y});
+        g.set_input(in, x);
+        g.compute();
+        return g.read_f32(y);
+    };
+    const std::vector<float> a_alone = alone(layers.a), b_alone = alone(layers.b);
+    GraphRunner g(layers.h.backend());
+    ggml_tensor *in = g.input("x", GGML_TYPE_F32, {rows, kIn});
+    std::vector<ggml_tensor *> outputs;
+    for (int i = 0; i < 11; ++i) outputs.push_back((i % 2 ? layers.b : layers.a)(g.ctx(), in));
+    for (int i = 1; i < 8; ++i) EXPECT_EQ(outputs[size_t(i)]->src[0], outputs[0]->src[0]) << "product " << i;
+    EXPECT_NE(outputs[8]->src[0], outputs[0]->src[0]) << "the ninth product's counter";
+    g.build(outputs);
+    g.set_input(in, x);
+    for (int round = 0; round < 2; ++round) { // the counters start again at every compute
+        g.compute();
+        for (size_t i = 0; i < outputs.size(); ++i)
+            ASSERT_EQ(g.read_f32(outputs[i]), i % 2 ? b_alone : a_alone) << "product " << i << ", round " << round;
+    }
+}
+
 TEST(Q4kIsas, Avx2AndAvx512VnniGiveTheSameBits) {
     if (!kernels::q4k_runs(kernels::Q4kIsa::avx2) || !kernels::q4k_runs(kernels::Q4kIsa::avx512_vnni))
         GTEST_SKIP() << "this CPU does not run both instruction sets";
