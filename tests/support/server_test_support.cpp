@@ -76,19 +76,19 @@ httplib::Client loopback_client(int port) {
     return client;
 }
 
-ServerProcess::ServerProcess(const std::vector<std::string> &args) {
-    log_path_ = (std::filesystem::path(temp_dir("server_process")) / "stderr.txt").string();
+ServerProcess::ServerProcess(const std::vector<std::string> &args, const ServerProcessSetup &setup) {
+    log_path_ = (std::filesystem::path(temp_dir(setup.name)) / "stderr.txt").string();
     std::vector<std::string> argv = {tool_path("chatterbox-server"),
                                      "-m",
                                      tiny_model_path(),
                                      "--host",
                                      "127.0.0.1",
                                      "--port",
-                                     "0",
+                                     std::to_string(setup.port),
                                      "-t",
                                      "1",
                                      "--voices",
-                                     temp_dir("server_process_voices")};
+                                     setup.voices_dir.empty() ? temp_dir(setup.name + "_voices") : setup.voices_dir};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char *> c_argv;
     for (std::string &arg : argv) c_argv.push_back(arg.data());
