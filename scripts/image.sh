@@ -23,7 +23,9 @@ TAG="localhost/chatterbox-server:cpu"
 REFRESH=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --build-dir) BUILD="$(cd "${2:?--build-dir needs a folder}" && pwd)"; shift ;;
+    --build-dir)
+      [[ -d "${2:-}" ]] || { echo "image: --build-dir needs a build folder (got '${2:-}')" >&2; exit 2; }
+      BUILD="$(cd "$2" && pwd)"; shift ;;
     --tag) TAG="${2:?--tag needs a name}"; shift ;;
     --refresh-base) REFRESH=1 ;;
     *) echo "image: unknown argument $1 (see the usage at the top of scripts/image.sh)" >&2; exit 2 ;;

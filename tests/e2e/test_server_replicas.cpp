@@ -21,10 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,8 +38,6 @@
 #include <mutex>
 #include <thread>
 #include <vector>
-
-extern char **environ;
 
 using namespace chatterbox;
 using nlohmann::json;
@@ -97,18 +93,8 @@ class Haproxy {
         for (size_t i = 0; i < replica_ports.size(); ++i)
             out << "  server replica" << i << " 127.0.0.1:" << replica_ports[i] << " check\n";
         out.close();
-        const std::string binary = haproxy_path();
-        std::vector<std::string> args = {binary, "-db", "-f", config};
-        std::vector<char *> argv;
-        for (std::string &arg : args) argv.push_back(arg.data());
-        argv.push_back(nullptr);
-        posix_spawn_file_actions_t files;
-        posix_spawn_file_actions_init(&files);
-        posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_addopen(&files, 1, (dir + "/haproxy.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        posix_spawn_file_actions_adddup2(&files, 1, 2);
-        if (posix_spawn(&pid_, binary.c_str(), &files, nullptr, argv.data(), environ) != 0) pid_ = -1;
-        posix_spawn_file_actions_destroy(&files);
+        // haproxy -db stays in the foreground and logs its checks' findings to stderr.
+        pid_ = test::spawn_logging_stderr({haproxy_path(), "-db", "-f", config}, dir + "/haproxy.log");
     }
     ~Haproxy() {
         if (pid_ <= 0) return;
