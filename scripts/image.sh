@@ -98,5 +98,7 @@ buildah commit --quiet --rm "$container" "$BINARIES_IMAGE" >/dev/null
 buildah bud --quiet --isolation chroot --pull=never --layers=false --format docker \
   --build-arg RUNTIME_BASE="$BASE_IMAGE" --build-arg BINARIES="$BINARIES_IMAGE" \
   -f "$ROOT/deploy/container/Containerfile" -t "$TAG" "$ROOT" >&2
+# The stage made of BINARIES leaves a working container behind; it and the image go.
+for container in $(buildah containers --quiet --filter ancestor="$BINARIES_IMAGE"); do buildah rm "$container" >/dev/null; done
 buildah rmi "$BINARIES_IMAGE" >/dev/null 2>&1 || true
 echo "$TAG"

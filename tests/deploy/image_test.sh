@@ -48,6 +48,7 @@ cleanup() {
   [[ -n "$server_pid" ]] && kill -KILL "$server_pid" 2>/dev/null
   [[ -n "$container" ]] && podman rm --force "$container" >/dev/null 2>&1
   [[ -n "$mounted" ]] && buildah rm "$mounted" >/dev/null 2>&1
+  buildah rmi "$TAG" >/dev/null 2>&1 # ~450 MiB a build; the debootstrap'ed base stays for the next
   rm -rf "$WORK"
   true
 }
@@ -82,6 +83,7 @@ if [[ "$runner" == podman ]]; then
   if container=$(podman "${podman_args[@]}" "$TAG" 2>"$WORK/podman.err"); then
     echo "runner: podman (runc), container ${container:0:12}"
   else
+    podman rm --force "chatterbox-image-test-$$" >/dev/null 2>&1 # created, not started
     echo "this machine cannot run containers: $(tail -1 "$WORK/podman.err")"
     echo "running the image's root file system's server under unshare + chroot instead"
     container="" runner=chroot
@@ -152,7 +154,8 @@ fi
 elapsed=$(seconds_since "$started")
 [[ "$code" == 0 ]] || { server_log | tail -20; fail "exit code $code after SIGTERM"; }
 ((elapsed <= DRAIN_SECONDS * 1000)) || fail "exit took $elapsed ms, more than the drain time"
-server_log | grep -q "draining" || fail "the server did not say it drained"
+# Read whole, not through grep -q: under pipefail, grep's early exit would fail the log's writer.
+[[ "$(server_log)" == *"chatterbox-server: draining"* ]] || { server_log | tail -20; fail "the server did not say it drained"; }
 echo "SIGTERM: drained, exit 0 after $elapsed ms (drain time $DRAIN_SECONDS s)"
 
 [[ "${CI:-}" == true ]] && mkdir -p "$CACHE" && echo "$stamp" >"$CACHE/verified.stamp"

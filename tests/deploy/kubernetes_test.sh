@@ -7,7 +7,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 DEBIAN_KUBECTL="$ROOT/.cache/deploy-tools/kubernetes-client/usr/bin/kubectl"
-dpkg-query -W -f='${Status}' kubernetes-client 2>/dev/null | grep -q "install ok installed" && DEBIAN_KUBECTL=/usr/bin/kubectl
+[[ "$(dpkg-query -W -f='${Status}' kubernetes-client 2>/dev/null)" == "install ok installed" ]] && DEBIAN_KUBECTL=/usr/bin/kubectl
 [[ -x "$DEBIAN_KUBECTL" ]] || { echo "skipped: no Debian kubectl (run scripts/deploy-tools.sh)"; exit 77; }
 [[ -d "$ROOT/tests/deploy/node_modules/kubernetes-models" ]] || { echo "skipped: no tests/deploy/node_modules (run scripts/deploy-tools.sh)"; exit 77; }
 command -v node >/dev/null || { echo "skipped: no node"; exit 77; }
