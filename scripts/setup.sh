@@ -66,4 +66,7 @@ if ! cmp -s "$ROOT/tests/js/package-lock.json" "$ROOT/tests/js/node_modules/.ins
   (cd "$ROOT/tests/js" && npm ci --no-audit --no-fund --loglevel=error &&
     cp package-lock.json node_modules/.installed-package-lock.json)
 fi
+# The deployment tests' tools (ctest -L deploy, e2e.test_server_replicas): haproxy, debootstrap, buildah,
+# podman, Debian's kubectl and tests/deploy's npm packages, pinned.
+if ((APT)); then bash "$ROOT/scripts/deploy-tools.sh"; else bash "$ROOT/scripts/deploy-tools.sh" --no-apt; fi
 echo "setup: built into $BUILD" >&2

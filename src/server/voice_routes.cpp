@@ -105,8 +105,9 @@ void create_voice(const MultipartForm &form, SessionPool &pool, VoiceLibrary &vo
     std::shared_ptr<Session> session = acquire_session(pool, options, response);
     const Voice voice = on_recording<Voice>("file", [&] { return session->voice_from_audio(recording, 0.5f); });
     session.reset();
-    if (!voices.store(name, voice, recording.seconds(), overwrite)) throw voice_exists(name);
-    send_json(response, 201, voices.info(name)->json());
+    const std::optional<VoiceInfo> stored = voices.store(name, voice, recording.seconds(), overwrite);
+    if (!stored) throw voice_exists(name);
+    send_json(response, 201, stored->json());
 }
 
 void convert_voice(const MultipartForm &form, const Engine &engine, SessionPool &pool, const VoiceLibrary &voices,

@@ -4,6 +4,7 @@
 
 #include <cppjieba/MixSegment.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -38,13 +39,19 @@ std::unique_ptr<WordSegmenter> jieba_segmenter(const std::string &dict_dir) {
         const std::string path = (std::filesystem::path(dict_dir) / file).string();
         if (!std::ifstream(path).is_open())
             fail("Chinese word segmentation: cannot read jieba's ", file, " at ", path,
-                 " (scripts/fetch_cppjieba.sh lays it out; the build reads it from CHATTERBOX_JIEBA_DICT_DIR)");
+                 " (scripts/fetch_cppjieba.sh lays it out; the build reads it from CHATTERBOX_JIEBA_DICT_DIR, and so "
+                 "does "
+                 "the program where that environment variable is set)");
         paths.push_back(path);
     }
     return std::make_unique<JiebaSegmenter>(paths[0], paths[1]);
 }
 
-std::string jieba_dict_dir() { return CHATTERBOX_JIEBA_DICT_DIR; }
+std::string jieba_dict_dir() {
+    // A container image keeps the dictionary elsewhere than the build tree the program was built in.
+    const char *moved = std::getenv("CHATTERBOX_JIEBA_DICT_DIR");
+    return moved && moved[0] ? moved : CHATTERBOX_JIEBA_DICT_DIR;
+}
 
 const WordSegmenter &chinese_segmenter() {
     static std::mutex mutex;

@@ -24,7 +24,8 @@ class WordSegmenter {
 // jieba's default cut (MixSegment: dictionary path, HMM for unknown words) with the dictionary of
 // `dict_dir` (jieba.dict.utf8, hmm_model.utf8); throws Error naming a missing or unreadable file.
 std::unique_ptr<WordSegmenter> jieba_segmenter(const std::string &dict_dir);
-// The folder this build reads jieba's dictionary from (CHATTERBOX_JIEBA_DICT_DIR at configure time).
+// The folder jieba's dictionary is read from: $CHATTERBOX_JIEBA_DICT_DIR where set (a container image),
+// else the build's (CHATTERBOX_JIEBA_DICT_DIR at configure time).
 std::string jieba_dict_dir();
 // jieba_segmenter(jieba_dict_dir()), loaded on first use (about 0.5 s) and shared; throws Error when
 // the dictionary is missing (and again on the next call).

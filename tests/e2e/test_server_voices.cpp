@@ -61,11 +61,12 @@ std::string reference_wav(double seconds, const std::string &dir, int sample_rat
     return read_bytes(path);
 }
 
+// The folder's files but its lock file (.lock, made by the first write and kept: voice_library.h).
 std::vector<std::string> files_in(const std::string &dir) {
     std::vector<std::string> out;
     std::error_code ec;
     for (const auto &entry : fs::recursive_directory_iterator(dir, ec))
-        out.push_back(fs::relative(entry.path(), dir).string());
+        if (entry.path().filename() != ".lock") out.push_back(fs::relative(entry.path(), dir).string());
     std::sort(out.begin(), out.end());
     return out;
 }

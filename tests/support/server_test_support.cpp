@@ -39,6 +39,21 @@ std::string read_text(const std::string &path) {
 
 } // namespace
 
+pid_t spawn_logging_stderr(std::vector<std::string> argv, const std::string &log_path) {
+    std::vector<char *> c_argv;
+    for (std::string &arg : argv) c_argv.push_back(arg.data());
+    c_argv.push_back(nullptr);
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&files, 2, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    const int spawned = posix_spawn(&pid, c_argv[0], &files, nullptr, c_argv.data(), environ);
+    posix_spawn_file_actions_destroy(&files);
+    return spawned == 0 ? pid : -1;
+}
+
 RunningServer::RunningServer(const Engine &engine, server::ServerOptions options)
     : runtime_(engine, RuntimeOptions{}), server_(runtime_, with_free_port(options)) {
     port_ = server_.bind();
@@ -76,32 +91,22 @@ httplib::Client loopback_client(int port) {
     return client;
 }
 
-ServerProcess::ServerProcess(const std::vector<std::string> &args) {
-    log_path_ = (std::filesystem::path(temp_dir("server_process")) / "stderr.txt").string();
+ServerProcess::ServerProcess(const std::vector<std::string> &args, const ServerProcessSetup &setup) {
+    log_path_ = (std::filesystem::path(temp_dir(setup.name)) / "stderr.txt").string();
     std::vector<std::string> argv = {tool_path("chatterbox-server"),
                                      "-m",
                                      tiny_model_path(),
                                      "--host",
                                      "127.0.0.1",
                                      "--port",
-                                     "0",
+                                     std::to_string(setup.port),
                                      "-t",
                                      "1",
                                      "--voices",
-                                     temp_dir("server_process_voices")};
+                                     setup.voices_dir.empty() ? temp_dir(setup.name + "_voices") : setup.voices_dir};
     argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char *> c_argv;
-    for (std::string &arg : argv) c_argv.push_back(arg.data());
-    c_argv.push_back(nullptr);
-    posix_spawn_file_actions_t files;
-    posix_spawn_file_actions_init(&files);
-    posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&files, 2, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int spawned = posix_spawn(&pid_, c_argv[0], &files, nullptr, c_argv.data(), environ);
-    posix_spawn_file_actions_destroy(&files);
-    if (spawned != 0) {
-        pid_ = -1;
+    pid_ = spawn_logging_stderr(argv, log_path_);
+    if (pid_ <= 0) {
         ADD_FAILURE() << "cannot start " << argv[0];
         return;
     }

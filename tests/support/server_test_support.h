@@ -51,11 +51,22 @@ server::ServerOptions small_server(); // one thread, a fresh voice library folde
 // The tiny model (ctest fixture tiny_model) on one thread, as the server tests serve it.
 std::unique_ptr<Engine> tiny_engine();
 
+// Starts argv[0] (a path) with argv, no input, its stdout discarded and its stderr written to log_path;
+// its pid, or -1 when it cannot be started.
+pid_t spawn_logging_stderr(std::vector<std::string> argv, const std::string &log_path);
+
+// Where a ServerProcess listens and keeps its files; the defaults suit one process per test.
+struct ServerProcessSetup {
+    std::string name = "server_process"; // its temp folders' tag: a different one for each process of a test
+    int port = 0;                        // 0: any free one
+    std::string voices_dir;              // "": a fresh folder of its own
+};
+
 // build/chatterbox-server -m <tiny model> --host 127.0.0.1 --port 0 -t 1 <args>, its stderr in a
 // file; the constructor waits until it listens (ADD_FAILURE and port() -1 when it does not).
 class ServerProcess {
   public:
-    explicit ServerProcess(const std::vector<std::string> &args);
+    explicit ServerProcess(const std::vector<std::string> &args, const ServerProcessSetup &setup = {});
     ~ServerProcess(); // SIGKILL when still running
     ServerProcess(const ServerProcess &) = delete;
     ServerProcess &operator=(const ServerProcess &) = delete;
