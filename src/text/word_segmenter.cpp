@@ -40,8 +40,7 @@ std::unique_ptr<WordSegmenter> jieba_segmenter(const std::string &dict_dir) {
         if (!std::ifstream(path).is_open())
             fail("Chinese word segmentation: cannot read jieba's ", file, " at ", path,
                  " (scripts/fetch_cppjieba.sh lays it out; the build reads it from CHATTERBOX_JIEBA_DICT_DIR, and so "
-                 "does "
-                 "the program where that environment variable is set)");
+                 "does the program where that environment variable is set)");
         paths.push_back(path);
     }
     return std::make_unique<JiebaSegmenter>(paths[0], paths[1]);
