@@ -8,10 +8,6 @@ namespace chatterbox {
 
 namespace {
 
-// The Cephes single-precision log, sin and cos as ATen's AVX2 normal kernel evaluates them
-// (avx_mathfun.h, after Pommier's sse_mathfun): every step one float operation in the same order,
-// so each lane's result is reproduced to the bit. This file is built with -ffp-contract=off: a
-// fused multiply-add would round differently.
 uint32_t float_bits(float v) {
     uint32_t bits;
     std::memcpy(&bits, &v, sizeof bits);
@@ -24,6 +20,11 @@ float bits_float(uint32_t bits) {
     return v;
 }
 
+// The Cephes single-precision log, sin and cos as ATen's AVX2 normal kernel evaluates them
+// (avx_mathfun.h, after Pommier's sse_mathfun): every step one float operation in the same order,
+// so each lane's result is reproduced to the bit. ATen's build (GCC, -mfma) fuses a product into
+// the addition that is its only use; those are the std::fma here, found against torch's draws. Any
+// other fusion would round differently, so this file is built with -ffp-contract=off.
 namespace cephes {
 
 constexpr float kSqrtHalf = 0.707106781186547524f;
