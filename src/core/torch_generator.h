@@ -19,14 +19,18 @@
 // The float32 Box-Muller of n >= 16 is the ATen kernel of the CPU capability it dispatches to:
 // AVX2 (also chosen on AVX-512 CPUs, which ATen's normal kernel does not dispatch to) computes log,
 // sin and cos with the Cephes polynomials of avx_mathfun.h in float; the scalar kernel (CPUs
-// without AVX2, or ATEN_CPU_CAPABILITY=default) uses libm in double. NormalKernel picks one;
-// avx2 is what the official wheels give on x86-64 and what the golden set was recorded with.
+// without AVX2, or ATEN_CPU_CAPABILITY=default) calls libm in float. NormalKernel picks one;
+// avx2 is what torch gives on x86-64 and what the golden set was recorded with; both are checked
+// against torch 1.13 (the scalar one with ATEN_CPU_CAPABILITY=default).
 //
-// MKL: ATen built with MKL (the official wheels up to 2.6) draws exponential_ for tensors of
-// float type from a VSL stream seeded by one random() word (DistributionKernels.cpp), which
-// changes both the numbers and how far the MT19937 stream advances per token; 2.7 and later turn
-// that path off outside Meta's internal builds (pytorch#132395). It is not reproduced here:
-// docs/architecture.md ("Seeds").
+// MKL: ATen built with MKL (the official x86 wheels) gained, after 1.13 (pytorch#69967), another
+// exponential_ for CPU float tensors: one random() word seeds an MKL VSL stream that draws the
+// whole row (ICDF, shifted by the type's smallest normal). Its numbers differ, and the MT19937
+// stream then advances one word per token instead of two per vocabulary entry, which moves every
+// later draw. pytorch#132395 turned it off outside Meta's builds (pytorch#132532, Aug 2024, landed
+// again as pytorch#146174, Feb 2025); whether the 2.6.0 wheel chatterbox pins still takes it is not
+// settled here (no MKL torch to run). normal_ (randn) and uniform_ have no MKL path. Only ATen's own
+// path is reproduced.
 
 #include <cstddef>
 #include <cstdint>
