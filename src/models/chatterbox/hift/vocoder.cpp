@@ -4,6 +4,7 @@
 #include "models/chatterbox/hift/vocoder_batch.h"
 
 #include <cmath>
+#include <random>
 
 namespace chatterbox::hift {
 
@@ -80,7 +81,7 @@ std::vector<float> Vocoder::synthesize(const std::vector<float> &mel, const Sour
     const int64_t samples = frames * hp.samples_per_frame();
     SourceNoise drawn;
     if (!injected) {
-        TorchGenerator rng(seed);
+        std::mt19937_64 rng(seed);
         drawn = draw_source_noise(rng, hp.harmonics, samples);
     }
     const SourceNoise &noise = injected ? *injected : drawn;
