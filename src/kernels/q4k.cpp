@@ -142,12 +142,11 @@ struct Q4kPacked final : PackedWeight {
 #if defined(__x86_64__)
 // Rows of a quantised activations tensor that hold the claim counters after `rows` rows of row_bytes
 // (with room to align the first counter to a cache line).
-int64_t counter_rows(int64_t row_bytes) {
-    return (kCounterBytes * (kClaimSlots + 1) + row_bytes - 1) / row_bytes;
-}
+int64_t counter_rows(int64_t row_bytes) { return (kCounterBytes * (kClaimSlots + 1) + row_bytes - 1) / row_bytes; }
 
 int64_t *claim_counter(const ggml_tensor *activations, int64_t rows, int slot) {
-    const auto first = reinterpret_cast<uintptr_t>(static_cast<uint8_t *>(activations->data) + rows * activations->nb[1]);
+    const auto first =
+        reinterpret_cast<uintptr_t>(static_cast<uint8_t *>(activations->data) + rows * activations->nb[1]);
     const uintptr_t aligned = (first + kCounterBytes - 1) / kCounterBytes * kCounterBytes;
     return reinterpret_cast<int64_t *>(aligned + uintptr_t(slot) * kCounterBytes);
 }
@@ -173,7 +172,8 @@ void quantize_op(ggml_tensor *dst, int ith, int nth, void *) {
     const ggml_tensor *a = dst->src[0];
     const int64_t k = a->ne[0], rows = a->ne[1] * a->ne[2] * a->ne[3], row_bytes = dst->nb[1];
     if (ith == 0)
-        for (int slot = 0; slot < kClaimSlots; ++slot) __atomic_store_n(claim_counter(dst, rows, slot), 0, __ATOMIC_RELAXED);
+        for (int slot = 0; slot < kClaimSlots; ++slot)
+            __atomic_store_n(claim_counter(dst, rows, slot), 0, __ATOMIC_RELAXED);
     for (int64_t t = rows * ith / nth; t < rows * (ith + 1) / nth; ++t) {
         const int64_t i1 = t % a->ne[1], i2 = t / a->ne[1] % a->ne[2], i3 = t / (a->ne[1] * a->ne[2]);
         const auto *row = reinterpret_cast<const float *>(static_cast<const char *>(a->data) + i1 * a->nb[1] +
@@ -255,7 +255,9 @@ constexpr const char *kQuantizeNode = "q4k.quantize";
 constexpr const char *kMultiplyNode = "q4k.matmul";
 
 #if defined(__x86_64__)
-bool is_node(const ggml_tensor *t, const char *name) { return t->op == GGML_OP_CUSTOM && std::strcmp(t->name, name) == 0; }
+bool is_node(const ggml_tensor *t, const char *name) {
+    return t->op == GGML_OP_CUSTOM && std::strcmp(t->name, name) == 0;
+}
 
 // Products in this context that already read `quantized` (each has claimed one of its counters).
 int products_of(ggml_context *ctx, const ggml_tensor *quantized) {
@@ -265,16 +267,21 @@ int products_of(ggml_context *ctx, const ggml_tensor *quantized) {
     return products;
 }
 
-// x quantised for the products: the node made for an earlier product of the same x in this context
-// if there is one with a counter left (q, k and v of a layer share their input, as do gate and up),
-// else a new one.
-ggml_tensor *quantized_activations(ggml_context *ctx, ggml_tensor *x) {
+// x quantised for the products, and the counter the next product of it claims from: the node made
+// for an earlier product of the same x in this context if there is one with a counter left (q, k and v
+// of a layer share their input, as do gate and up), else a new one.
+struct QuantizedInput {
+    ggml_tensor *tensor;
+    int slot;
+};
+QuantizedInput quantized_activations(ggml_context *ctx, ggml_tensor *x) {
     for (ggml_tensor *t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t))
-        if (is_node(t, kQuantizeNode) && t->src[0] == x && products_of(ctx, t) < kClaimSlots) return t;
+        if (is_node(t, kQuantizeNode) && t->src[0] == x)
+            if (const int slot = products_of(ctx, t); slot < kClaimSlots) return {t, slot};
     const int64_t rows = x->ne[1] * x->ne[2] * x->ne[3], row_bytes = q4k::activation_row_bytes(x->ne[0]);
     ggml_tensor *quantized = ggml_custom_4d(ctx, GGML_TYPE_I8, row_bytes, rows + counter_rows(row_bytes), 1, 1, &x, 1,
                                             quantize_op, GGML_N_TASKS_MAX, nullptr);
-    return ggml_set_name(quantized, kQuantizeNode);
+    return {ggml_set_name(quantized, kQuantizeNode), 0};
 }
 #endif
 
@@ -297,9 +304,9 @@ ggml_tensor *Q4kPacked::product(ggml_context *ctx, ggml_tensor *w, ggml_tensor *
     if (x->type != GGML_TYPE_F32 || x->ne[0] != w->ne[0] || x->nb[0] != sizeof(float))
         fail("q4_K kernels: ", ggml_get_name(w), " needs f32 activations ggml [", w->ne[0],
              ", ...] with contiguous rows, got ", ggml_type_name(x->type), " [", x->ne[0], ", ...]");
-    ggml_tensor *quantized = quantized_activations(ctx, x);
-    ggml_tensor *args[] = {quantized, w};
-    const ProductClaim &claim = claims[products_of(ctx, quantized)];
+    const QuantizedInput quantized = quantized_activations(ctx, x);
+    ggml_tensor *args[] = {quantized.tensor, w};
+    const ProductClaim &claim = claims[quantized.slot];
     ggml_tensor *y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], x->ne[2], x->ne[3], args, 2, multiply_op,
                                     GGML_N_TASKS_MAX, const_cast<ProductClaim *>(&claim));
     return ggml_set_name(y, kMultiplyNode);

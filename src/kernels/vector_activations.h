@@ -23,8 +23,8 @@ bool vector_activations_available();
 ggml_tensor *gelu_erf(ggml_context *ctx, ggml_tensor *x);
 
 // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), the expression of nn::gelu_tanh (GPT-2's gelu_new):
-// one node instead of ggml's seven, and a vector tanh instead of the C library's scalar tanhf (a
-// tenth of a GPT-2 T3 prefill on the Zen 5 VM).
+// one node instead of ggml's seven, and a vector tanh instead of the C library's scalar tanhf
+// (Turbo's T3 prefill 519 -> 319 ms on the Zen 5 VM, bench/history/2026-12-06-zen5-gpt2-gelu-prefill-claims.md).
 ggml_tensor *gelu_tanh(ggml_context *ctx, ggml_tensor *x);
 
 // x·tanh(softplus(x)) with softplus(x) = log1p(exp(x)), or x above 20 (ggml_softplus's threshold,
