@@ -1,4 +1,4 @@
-// The public C API (include/chatterbox/chatterbox.h) over Engine and Session. Every entry point catches
+// The public C API (include/chatterbox/chatterbox.h) over PipelineModel and PipelineSession. Every entry point catches
 // every exception: the status says what kind of failure it was, the thread-local message what
 // exactly. Which status a plain Error gets depends on what the call was doing (loading a model,
 // reading a recording ...); InvalidArgument and Cancelled from the pipeline keep their own.
@@ -8,8 +8,8 @@
 #include "api/engine_params.h"
 #include "audio/audio_file.h"
 #include "core/error.h"
-#include "models/chatterbox/engine.h"
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_model.h"
+#include "models/chatterbox/pipeline_session.h"
 #include "models/chatterbox/voice.h"
 #include "text/languages.h"
 
@@ -23,19 +23,19 @@
 #include <string>
 
 struct chatterbox_engine {
-    std::unique_ptr<chatterbox::Engine> engine;
+    std::unique_ptr<chatterbox::PipelineModel> engine;
     std::unique_ptr<chatterbox::Runtime> runtime; // the engine's sessions share its batches
     std::string description;
     std::mutex internal_mutex; // serialises the engine-level calls on `internal`
-    std::unique_ptr<chatterbox::Session> internal;
+    std::unique_ptr<chatterbox::PipelineSession> internal;
 };
 
 struct chatterbox_session {
-    std::unique_ptr<chatterbox::Session> session;
+    std::unique_ptr<chatterbox::PipelineSession> session;
 };
 
 struct chatterbox_voice {
-    chatterbox::Voice voice;
+    chatterbox::VoiceConditionals voice;
 };
 
 namespace {
@@ -231,7 +231,7 @@ void clear_audio(chatterbox_audio *audio) {
 }
 
 // The voice models, bound on first use: a model without them is a model error.
-void require_voice_models(const chatterbox::Engine &engine) {
+void require_voice_models(const chatterbox::PipelineModel &engine) {
     with_status(CHATTERBOX_ERROR_MODEL, [&] { engine.voice_builder(); });
 }
 
@@ -240,11 +240,11 @@ void check_exaggeration(float exaggeration) {
 }
 
 // A recording or a voice file, told apart by content; a recording is computed on session.
-chatterbox::Voice open_voice(chatterbox::Session &session, const char *path, float exaggeration) {
+chatterbox::VoiceConditionals open_voice(chatterbox::PipelineSession &session, const char *path, float exaggeration) {
     check_exaggeration(exaggeration);
     require_readable_file(path, "voice");
     if (chatterbox::is_voice_file(path)) {
-        chatterbox::Voice loaded = chatterbox::load_voice(path);
+        chatterbox::VoiceConditionals loaded = chatterbox::load_voice(path);
         loaded.t3.exaggeration = exaggeration;
         return loaded;
     }
@@ -253,7 +253,7 @@ chatterbox::Voice open_voice(chatterbox::Session &session, const char *path, flo
 }
 
 // A voice from a recording (not a voice file), computed on session.
-chatterbox::Voice voice_from_recording(chatterbox::Session &session, const char *path,
+chatterbox::VoiceConditionals voice_from_recording(chatterbox::PipelineSession &session, const char *path,
                                        const chatterbox_voice_params *params) {
     const chatterbox_voice_params p = params ? *params : chatterbox_voice_default_params();
     check_exaggeration(p.exaggeration);
@@ -264,12 +264,12 @@ chatterbox::Voice voice_from_recording(chatterbox::Session &session, const char 
     return session.voice_from_file(path, chatterbox::VoiceOptions{p.exaggeration, p.norm_loudness == 1});
 }
 
-chatterbox::Voice builtin_voice(const chatterbox::Engine &engine, float exaggeration) {
+chatterbox::VoiceConditionals builtin_voice(const chatterbox::PipelineModel &engine, float exaggeration) {
     check_exaggeration(exaggeration);
     return with_status(CHATTERBOX_ERROR_MODEL, [&] { return engine.builtin_voice(exaggeration); });
 }
 
-void synthesize(chatterbox::Session &session, const char *text, const chatterbox_voice *voice,
+void synthesize(chatterbox::PipelineSession &session, const char *text, const chatterbox_voice *voice,
                 const chatterbox_synthesis_params *params, chatterbox_audio *audio) {
     require(text, "chatterbox_synthesize", "text");
     require(params, "chatterbox_synthesize", "params");
@@ -281,16 +281,16 @@ void synthesize(chatterbox::Session &session, const char *text, const chatterbox
     fill_audio(result, audio);
 }
 
-void convert_voice(chatterbox::Session &session, const char *source_path, const chatterbox_voice *voice,
+void convert_voice(chatterbox::PipelineSession &session, const char *source_path, const chatterbox_voice *voice,
                    const chatterbox_synthesis_params *params, chatterbox_audio *audio) {
     require(source_path, "chatterbox_convert_voice", "source_path");
     require(params, "chatterbox_convert_voice", "params");
     require(audio, "chatterbox_convert_voice", "audio");
     require_readable_file(source_path, "source recording");
-    const chatterbox::audio::Audio source =
+    const chatterbox::audio::AudioBuffer source =
         with_status(CHATTERBOX_ERROR_AUDIO, [&] { return chatterbox::audio::read_audio(source_path); });
     const chatterbox::SynthesisOptions options = synthesis_options(*params);
-    const chatterbox::Voice target = voice ? voice->voice : builtin_voice(session.engine(), params->exaggeration);
+    const chatterbox::VoiceConditionals target = voice ? voice->voice : builtin_voice(session.engine(), params->exaggeration);
     require_voice_models(session.engine());
     // Failures past reading are about the recording's content (too short, silent ...).
     const chatterbox::SynthesisResult result =
@@ -382,12 +382,12 @@ chatterbox_status chatterbox_engine_load(const chatterbox_engine_params *params,
         require(engine, "chatterbox_engine_load", "engine");
         require(params->model_path, "chatterbox_engine_load", "params->model_path");
         const chatterbox::EngineSettings settings = chatterbox::c_api::engine_settings(*params);
-        const chatterbox::EngineOptions options = settings.engine_options(); // checked before the weights load
+        const chatterbox::PipelineModelOptions options = settings.engine_options(); // checked before the weights load
         const chatterbox::RuntimeOptions runtime = settings.runtime_options();
         auto created = std::make_unique<chatterbox_engine>();
-        created->engine = std::make_unique<chatterbox::Engine>(options);
+        created->engine = std::make_unique<chatterbox::PipelineModel>(options);
         created->runtime = std::make_unique<chatterbox::Runtime>(*created->engine, runtime);
-        created->internal = std::make_unique<chatterbox::Session>(*created->runtime);
+        created->internal = std::make_unique<chatterbox::PipelineSession>(*created->runtime);
         created->description = created->engine->description();
         *engine = created.release();
     });
@@ -426,7 +426,7 @@ chatterbox_status chatterbox_voice_from_audio_file_ex(chatterbox_engine *engine,
         require(engine, "chatterbox_voice_from_audio_file", "engine");
         require(path, "chatterbox_voice_from_audio_file", "path");
         require(voice, "chatterbox_voice_from_audio_file", "voice");
-        on_internal_session(*engine, [&](chatterbox::Session &session) {
+        on_internal_session(*engine, [&](chatterbox::PipelineSession &session) {
             *voice = new chatterbox_voice{voice_from_recording(session, path, params)};
         });
     });
@@ -466,7 +466,7 @@ chatterbox_status chatterbox_voice_open(chatterbox_engine *engine, const char *p
         require(engine, "chatterbox_voice_open", "engine");
         require(path, "chatterbox_voice_open", "path");
         require(voice, "chatterbox_voice_open", "voice");
-        on_internal_session(*engine, [&](chatterbox::Session &session) {
+        on_internal_session(*engine, [&](chatterbox::PipelineSession &session) {
             *voice = new chatterbox_voice{open_voice(session, path, exaggeration)};
         });
     });
@@ -550,7 +550,7 @@ chatterbox_status chatterbox_synthesize(chatterbox_engine *engine, const char *t
     return guarded(CHATTERBOX_ERROR_INTERNAL, [&] {
         require(engine, "chatterbox_synthesize", "engine");
         on_internal_session(*engine,
-                            [&](chatterbox::Session &session) { synthesize(session, text, voice, params, audio); });
+                            [&](chatterbox::PipelineSession &session) { synthesize(session, text, voice, params, audio); });
     });
 }
 
@@ -561,7 +561,7 @@ chatterbox_status chatterbox_convert_voice(chatterbox_engine *engine, const char
     return guarded(CHATTERBOX_ERROR_INTERNAL, [&] {
         require(engine, "chatterbox_convert_voice", "engine");
         on_internal_session(
-            *engine, [&](chatterbox::Session &session) { convert_voice(session, source_path, voice, params, audio); });
+            *engine, [&](chatterbox::PipelineSession &session) { convert_voice(session, source_path, voice, params, audio); });
     });
 }
 
@@ -579,9 +579,9 @@ chatterbox_status chatterbox_session_new(chatterbox_engine *engine, int threads,
         require(session, "chatterbox_session_new", "session");
         if (threads < 0)
             throw argument_error(chatterbox::concat("threads is ", threads, ", expected 0 (the engine's) or more"));
-        chatterbox::SessionOptions options = engine->runtime->session_options();
+        chatterbox::PipelineSessionOptions options = engine->runtime->session_options();
         options.threads = threads;
-        *session = new chatterbox_session{std::make_unique<chatterbox::Session>(*engine->runtime, options)};
+        *session = new chatterbox_session{std::make_unique<chatterbox::PipelineSession>(*engine->runtime, options)};
     });
 }
 

@@ -65,7 +65,7 @@ void append_mono(const std::vector<float> &interleaved, sf_count_t frames, int c
 
 } // namespace
 
-Audio read_audio(const std::string &path, const ReadOptions &options) {
+AudioBuffer read_audio(const std::string &path, const ReadOptions &options) {
     if (!(options.max_seconds > 0)) fail("read_audio: max_seconds must be positive, got ", options.max_seconds);
     std::error_code ec;
     const auto status = std::filesystem::status(path, ec);
@@ -89,7 +89,7 @@ Audio read_audio(const std::string &path, const ReadOptions &options) {
         fail("read_audio: '", path, "' is ", double(info.frames) / info.samplerate, " s long; the limit is ",
              options.max_seconds, " s");
 
-    Audio audio;
+    AudioBuffer audio;
     audio.sample_rate = info.samplerate;
     const int channels = info.channels;
     // ~1 MB per block, or the whole file when libsndfile says it is shorter (the loop reads on

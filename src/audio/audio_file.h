@@ -8,7 +8,7 @@
 
 namespace chatterbox::audio {
 
-struct Audio {
+struct AudioBuffer {
     std::vector<float> samples; // mono, nominally in [-1, 1]
     int sample_rate = 0;
 
@@ -24,7 +24,7 @@ struct ReadOptions {
 // maps to floats exactly as soundfile does (int16 / 32768). Throws Error when the file cannot be
 // opened, is not audio libsndfile understands, has no samples, has a sample rate above
 // max_sample_rate, is longer than max_seconds or holds non-finite samples.
-Audio read_audio(const std::string &path, const ReadOptions &options = {});
+AudioBuffer read_audio(const std::string &path, const ReadOptions &options = {});
 
 enum class WavEncoding { pcm16, float32 };
 

@@ -1,7 +1,7 @@
 #include "server/metrics.h"
 
 #include "core/error.h"
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 
 #include <algorithm>
 #include <charconv>

@@ -57,7 +57,7 @@ class Histogram {
     uint64_t count_ = 0;
 };
 
-// A batch of one stage (t3/batch_scheduler.h, s3gen/flow_batch.h, hift/vocoder_batch.h): its size (0: no batching),
+// A batch of one stage (t3/batch.h, s3gen/flow_batch.h, hift/vocoder_batch.h): its size (0: no batching),
 // requests in it and waiting for room, and since start the steps and the requests those steps ran.
 struct BatchGauges {
     int size = 0;

@@ -53,8 +53,8 @@ ApiError protocol_error(int status) {
 // the same thread once the response is written. {} : not routed (an unreadable request).
 thread_local std::chrono::steady_clock::time_point t_request_started;
 
-SessionOptions session_options(const Runtime &runtime, const ServerOptions &options) {
-    SessionOptions session = runtime.session_options();
+PipelineSessionOptions session_options(const Runtime &runtime, const ServerOptions &options) {
+    PipelineSessionOptions session = runtime.session_options();
     session.threads = options.threads;
     return session;
 }
@@ -146,11 +146,11 @@ void Server::add_routes() {
     });
     http_->Get("/metrics", [this](const httplib::Request &, httplib::Response &response) {
         ServerGauges gauges{pool_.size(), pool_.busy(), pool_.waiting(), watch_.in_flight(), watch_.draining()};
-        if (const t3::BatchScheduler *batch = runtime_.t3_batch())
+        if (const t3::T3Batch *batch = runtime_.t3_batch())
             gauges.t3_batch = {batch->options().max_sequences, batch->counts()};
-        if (const s3gen::FlowBatchScheduler *batch = runtime_.flow_batch())
+        if (const s3gen::FlowBatch *batch = runtime_.flow_batch())
             gauges.flow_batch = {batch->options().max_requests, batch->counts()};
-        if (const hift::VocoderBatchScheduler *batch = runtime_.vocoder_batch())
+        if (const hift::VocoderBatch *batch = runtime_.vocoder_batch())
             gauges.vocoder_batch = {batch->options().max_requests, batch->counts()};
         if (const t3::PrefixCache *prefixes = runtime_.t3_prefixes()) {
             gauges.voice_prefix_hits = prefixes->hits();

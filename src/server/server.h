@@ -1,5 +1,5 @@
 #pragma once
-// chatterbox-server's HTTP side: OpenAI's speech API over one Engine and a SessionPool, on
+// chatterbox-server's HTTP side: OpenAI's speech API over one PipelineModel and a SessionPool, on
 // cpp-httplib.
 //
 //   POST /v1/audio/speech   text -> audio (wav, pcm, flac), whole or streamed (audio bytes or SSE)
@@ -75,7 +75,7 @@ class Server {
     const VoiceLibrary &voices() const { return voices_; }
 
     // What the Wyoming side (wyoming_server.h) shares with the HTTP side.
-    const Engine &engine() const { return runtime_.engine(); }
+    const PipelineModel &engine() const { return runtime_.engine(); }
     SessionPool &pool() { return pool_; }
     const ServerOptions &options() const { return options_; }
 
@@ -83,7 +83,7 @@ class Server {
     void add_routes();
 
     Runtime &runtime_;
-    const Engine &engine_;
+    const PipelineModel &engine_;
     ServerOptions options_;
     SessionPool pool_;
     VoiceLibrary voices_;

@@ -4,12 +4,12 @@
 
 namespace chatterbox::server {
 
-SessionPool::SessionPool(Runtime &runtime, int sessions, int queue_limit, const SessionOptions &options)
+SessionPool::SessionPool(Runtime &runtime, int sessions, int queue_limit, const PipelineSessionOptions &options)
     : queue_limit_(queue_limit) {
     if (sessions < 1) throw InvalidArgument(concat("sessions is ", sessions, ", expected 1 or more"));
     if (queue_limit < 0) throw InvalidArgument(concat("queue is ", queue_limit, ", expected 0 or more"));
     for (int i = 0; i < sessions; ++i) {
-        sessions_.push_back(std::make_unique<Session>(runtime, options));
+        sessions_.push_back(std::make_unique<PipelineSession>(runtime, options));
         free_.push_back(sessions_.back().get());
     }
 }
@@ -18,7 +18,7 @@ SessionPool::SessionPool(Runtime &runtime, int sessions, int queue_limit, const 
 // (and so drops every lease) before the pool goes.
 SessionPool::~SessionPool() = default;
 
-std::shared_ptr<Session> SessionPool::acquire() {
+std::shared_ptr<PipelineSession> SessionPool::acquire() {
     std::unique_lock<std::mutex> lock(mutex_);
     if (free_.empty()) {
         if (waiting_ >= queue_limit_) return nullptr;
@@ -26,12 +26,12 @@ std::shared_ptr<Session> SessionPool::acquire() {
         freed_.wait(lock, [&] { return !free_.empty(); });
         --waiting_;
     }
-    Session *session = free_.back();
+    PipelineSession *session = free_.back();
     free_.pop_back();
-    return std::shared_ptr<Session>(session, [this](Session *s) { release(s); });
+    return std::shared_ptr<PipelineSession>(session, [this](PipelineSession *s) { release(s); });
 }
 
-void SessionPool::release(Session *session) {
+void SessionPool::release(PipelineSession *session) {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         free_.push_back(session);

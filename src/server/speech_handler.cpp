@@ -47,9 +47,9 @@ std::string piece_ends_header(const SynthesisResult &result) {
 // One streamed answer: runs the synthesis inside httplib's content provider, so every chunk goes
 // out as soon as it is final, and a chunk the client no longer takes cancels the synthesis.
 struct StreamJob {
-    std::shared_ptr<Session> session;
+    std::shared_ptr<PipelineSession> session;
     SpeechRequest request;
-    Voice voice;
+    VoiceConditionals voice;
     SynthesisOptions options; // the request's parameters; run() adds streaming and the chunk writer
     std::unique_ptr<WatchedRequest> watched;
     SpeechOperations operations;
@@ -105,7 +105,7 @@ struct StreamJob {
 
 } // namespace
 
-void answer_speech(const Engine &engine, SessionPool &pool, const VoiceLibrary &voices, const ServerOptions &options,
+void answer_speech(const PipelineModel &engine, SessionPool &pool, const VoiceLibrary &voices, const ServerOptions &options,
                    const SpeechOperations &operations, const httplib::Request &http_request,
                    httplib::Response &response) {
     SpeechRequest request = parse_speech_request(http_request.body, options.limits);
@@ -121,7 +121,7 @@ void answer_speech(const Engine &engine, SessionPool &pool, const VoiceLibrary &
     } catch (const InvalidArgument &e) {
         throw ApiError(400, e.what());
     }
-    Voice voice = resolve_voice(engine, voices, request.voice, request.params.exaggeration);
+    VoiceConditionals voice = resolve_voice(engine, voices, request.voice, request.params.exaggeration);
     std::unique_ptr<WatchedRequest> watched =
         watch_request(operations, http_request, options.retry_after_seconds, response);
     synthesis.cancel = watched->cancel_flag();
@@ -129,7 +129,7 @@ void answer_speech(const Engine &engine, SessionPool &pool, const VoiceLibrary &
     // streamed or not (the offline reference computation stays the CLI's and the C API's default).
     synthesis.stream = true;
 
-    std::shared_ptr<Session> session = pool.acquire();
+    std::shared_ptr<PipelineSession> session = pool.acquire();
     if (!session) {
         response.set_header("Retry-After", std::to_string(options.retry_after_seconds));
         throw ApiError(503, concat("all ", pool.size(), " sessions are busy and the queue is full; retry later"), "",

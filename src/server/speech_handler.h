@@ -11,7 +11,7 @@ class VoiceLibrary;
 
 // Throws ApiError for a request refused before synthesis (bad body, unknown voice, busy server,
 // draining).
-void answer_speech(const Engine &engine, SessionPool &pool, const VoiceLibrary &voices, const ServerOptions &options,
+void answer_speech(const PipelineModel &engine, SessionPool &pool, const VoiceLibrary &voices, const ServerOptions &options,
                    const SpeechOperations &operations, const httplib::Request &http_request,
                    httplib::Response &response);
 

@@ -257,7 +257,7 @@ const VoiceLibrary::Entry *VoiceLibrary::refresh(const std::string &name, Folder
     voices_.erase(name);
     if (!loading) return nullptr; // deleted meanwhile
     try {
-        auto voice = std::make_shared<const Voice>(load_voice(voice_path(name)));
+        auto voice = std::make_shared<const VoiceConditionals>(load_voice(voice_path(name)));
         unloadable_.erase(name);
         Entry entry{std::move(voice), read_info(name, meta_path(name), voice_path(name)), *loading};
         return &voices_.insert_or_assign(name, std::move(entry)).first->second;
@@ -293,7 +293,7 @@ void VoiceLibrary::open() {
         try {
             const std::optional<FileIdentity> identity = identity_of(entry.path().string());
             if (!identity) continue; // deleted by another process meanwhile
-            auto voice = std::make_shared<const Voice>(load_voice(entry.path().string()));
+            auto voice = std::make_shared<const VoiceConditionals>(load_voice(entry.path().string()));
             voices_[stem] = Entry{std::move(voice), read_info(stem, meta_path(stem), entry.path().string()), *identity};
         } catch (const std::exception &e) {
             if (const std::optional<FileIdentity> identity = identity_of(entry.path().string()))
@@ -335,14 +335,14 @@ std::optional<VoiceInfo> VoiceLibrary::info(const std::string &name) const {
     return entry->info;
 }
 
-std::shared_ptr<const Voice> VoiceLibrary::voice(const std::string &name) const {
+std::shared_ptr<const VoiceConditionals> VoiceLibrary::voice(const std::string &name) const {
     if (!voice_name_problem(name).empty()) return nullptr;
     std::lock_guard<std::mutex> lock(mutex_);
     const Entry *entry = refresh(name, FolderLocked::no);
     return entry ? entry->voice : nullptr;
 }
 
-std::optional<VoiceInfo> VoiceLibrary::store(const std::string &name, const Voice &voice, double source_seconds,
+std::optional<VoiceInfo> VoiceLibrary::store(const std::string &name, const VoiceConditionals &voice, double source_seconds,
                                              bool overwrite) {
     if (const std::string problem = voice_name_problem(name); !problem.empty())
         throw InvalidArgument(concat("voice name '", name, "': ", problem));
@@ -365,7 +365,7 @@ std::optional<VoiceInfo> VoiceLibrary::store(const std::string &name, const Voic
     const std::optional<FileIdentity> file = identity_of(voice_path(name));
     if (!file) fail("the voice file '", voice_path(name), "' is gone right after it was written");
     unloadable_.erase(name);
-    voices_.insert_or_assign(name, Entry{std::make_shared<const Voice>(voice), info, *file});
+    voices_.insert_or_assign(name, Entry{std::make_shared<const VoiceConditionals>(voice), info, *file});
     return info;
 }
 

@@ -67,12 +67,12 @@ class VoiceLibrary {
     std::vector<VoiceInfo> list() const;
     std::optional<VoiceInfo> info(const std::string &name) const;
     // The voice as its file holds it now; nullptr when the library has none of that name.
-    std::shared_ptr<const Voice> voice(const std::string &name) const;
+    std::shared_ptr<const VoiceConditionals> voice(const std::string &name) const;
 
     // Stores the voice under a valid name (voice_name_problem) atomically and returns what was
     // stored; nullopt, and nothing written, when the name is taken (by any process) and overwrite
     // is false. Throws Error when the disk write fails.
-    std::optional<VoiceInfo> store(const std::string &name, const Voice &voice, double source_seconds, bool overwrite);
+    std::optional<VoiceInfo> store(const std::string &name, const VoiceConditionals &voice, double source_seconds, bool overwrite);
     // False when there was no such voice.
     bool remove(const std::string &name);
 
@@ -114,7 +114,7 @@ class VoiceLibrary {
 
   private:
     struct Entry {
-        std::shared_ptr<const Voice> voice;
+        std::shared_ptr<const VoiceConditionals> voice;
         VoiceInfo info;
         FileIdentity file;
     };

@@ -49,7 +49,7 @@ ApiError unusable_recording(const char *field, const FormPart &part, const std::
     return invalid(field, concat("'", field, "' is not a usable recording: ", message));
 }
 
-audio::Audio read_recording(const VoiceLibrary &voices, const char *field, const FormPart &part) {
+audio::AudioBuffer read_recording(const VoiceLibrary &voices, const char *field, const FormPart &part) {
     if (part.content.empty()) throw invalid(field, concat("'", field, "' is empty: upload a recording"));
     const VoiceLibrary::Scratch scratch(voices.dir(), part.content, safe_extension(part.filename));
     audio::ReadOptions options;
@@ -72,8 +72,8 @@ template <class Result, class Compute> Result on_recording(const char *field, Co
     }
 }
 
-std::shared_ptr<Session> acquire_session(SessionPool &pool, const ServerOptions &options, httplib::Response &response) {
-    std::shared_ptr<Session> session = pool.acquire();
+std::shared_ptr<PipelineSession> acquire_session(SessionPool &pool, const ServerOptions &options, httplib::Response &response) {
+    std::shared_ptr<PipelineSession> session = pool.acquire();
     if (session) return session;
     response.set_header("Retry-After", std::to_string(options.retry_after_seconds));
     throw ApiError(503, concat("all ", pool.size(), " sessions are busy and the queue is full; retry later"), "",
@@ -100,17 +100,17 @@ void create_voice(const MultipartForm &form, SessionPool &pool, VoiceLibrary &vo
     const std::string name = checked_name(form.required("name", "the voice's name").content, "name");
     const bool overwrite = parse_flag(form, "overwrite");
     if (!overwrite && voices.info(name)) throw voice_exists(name); // before the costly part
-    const audio::Audio recording = read_recording(voices, "file", form.required("file", "a recording of the voice"));
+    const audio::AudioBuffer recording = read_recording(voices, "file", form.required("file", "a recording of the voice"));
 
-    std::shared_ptr<Session> session = acquire_session(pool, options, response);
-    const Voice voice = on_recording<Voice>("file", [&] { return session->voice_from_audio(recording, 0.5f); });
+    std::shared_ptr<PipelineSession> session = acquire_session(pool, options, response);
+    const VoiceConditionals voice = on_recording<VoiceConditionals>("file", [&] { return session->voice_from_audio(recording, 0.5f); });
     session.reset();
     const std::optional<VoiceInfo> stored = voices.store(name, voice, recording.seconds(), overwrite);
     if (!stored) throw voice_exists(name);
     send_json(response, 201, stored->json());
 }
 
-void convert_voice(const MultipartForm &form, const Engine &engine, SessionPool &pool, const VoiceLibrary &voices,
+void convert_voice(const MultipartForm &form, const PipelineModel &engine, SessionPool &pool, const VoiceLibrary &voices,
                    const ServerOptions &options, httplib::Response &response) {
     const FormPart &source_part = form.required("file", "the recording to convert");
     const FormPart *voice_name = form.part("voice");
@@ -122,15 +122,15 @@ void convert_voice(const MultipartForm &form, const Engine &engine, SessionPool 
     SynthesisOptions synthesis;
     synthesis.params.sampling.seed = parse_seed(form);
 
-    std::optional<Voice> target;
+    std::optional<VoiceConditionals> target;
     if (voice_name) target = resolve_voice(engine, voices, voice_name->content, synthesis.params.exaggeration);
-    const audio::Audio source = read_recording(voices, "file", source_part);
-    std::optional<audio::Audio> reference;
+    const audio::AudioBuffer source = read_recording(voices, "file", source_part);
+    std::optional<audio::AudioBuffer> reference;
     if (voice_part) reference = read_recording(voices, "voice_file", *voice_part);
 
-    std::shared_ptr<Session> session = acquire_session(pool, options, response);
+    std::shared_ptr<PipelineSession> session = acquire_session(pool, options, response);
     if (reference)
-        target = on_recording<Voice>(
+        target = on_recording<VoiceConditionals>(
             "voice_file", [&] { return session->voice_from_audio(*reference, synthesis.params.exaggeration); });
     const SynthesisResult result =
         on_recording<SynthesisResult>("file", [&] { return session->convert(source, *target, synthesis); });
@@ -140,9 +140,9 @@ void convert_voice(const MultipartForm &form, const Engine &engine, SessionPool 
 
 } // namespace
 
-Voice resolve_voice(const Engine &engine, const VoiceLibrary &voices, const std::string &name, float exaggeration) {
-    if (std::shared_ptr<const Voice> stored = voices.voice(name)) {
-        Voice voice = *stored;
+VoiceConditionals resolve_voice(const PipelineModel &engine, const VoiceLibrary &voices, const std::string &name, float exaggeration) {
+    if (std::shared_ptr<const VoiceConditionals> stored = voices.voice(name)) {
+        VoiceConditionals voice = *stored;
         // As for the built-in voice: exaggeration is a field of the conditionals, applied each synthesis.
         voice.t3.exaggeration = exaggeration;
         return voice;
@@ -153,7 +153,7 @@ Voice resolve_voice(const Engine &engine, const VoiceLibrary &voices, const std:
                                   "one of OpenAI's voice names (the model's built-in voice)"));
 }
 
-void add_voice_routes(httplib::Server &http, const Engine &engine, SessionPool &pool, VoiceLibrary &voices,
+void add_voice_routes(httplib::Server &http, const PipelineModel &engine, SessionPool &pool, VoiceLibrary &voices,
                       const ServerOptions &options) {
     http.Get("/v1/audio/voices", [&voices](const httplib::Request &, httplib::Response &response) {
         json data = json::array();

@@ -19,12 +19,12 @@ class Server;
 
 namespace chatterbox::server {
 
-void add_voice_routes(httplib::Server &http, const Engine &engine, SessionPool &pool, VoiceLibrary &voices,
+void add_voice_routes(httplib::Server &http, const PipelineModel &engine, SessionPool &pool, VoiceLibrary &voices,
                       const ServerOptions &options);
 
 // The voice `name` means in a speech request, with the request's exaggeration: the library's voice
 // of that name, else the model's built-in voice for "default" and OpenAI's voice names. Throws
 // ApiError 400 naming `voice` for any other name.
-Voice resolve_voice(const Engine &engine, const VoiceLibrary &voices, const std::string &name, float exaggeration);
+VoiceConditionals resolve_voice(const PipelineModel &engine, const VoiceLibrary &voices, const std::string &name, float exaggeration);
 
 } // namespace chatterbox::server

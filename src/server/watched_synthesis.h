@@ -6,7 +6,7 @@
 #include "server/metrics.h"
 #include "server/request_watch.h"
 
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 
 #include <functional>
 #include <memory>

@@ -104,8 +104,8 @@ SpeechRequest speech_request(const std::string &text, const SpeechSettings &sett
     }
 }
 
-// The request's synthesis options, checked as Session::synthesize checks them; throws InvalidArgument.
-SynthesisOptions checked_options(const Engine &engine, const SpeechRequest &request) {
+// The request's synthesis options, checked as PipelineSession::synthesize checks them; throws InvalidArgument.
+SynthesisOptions checked_options(const PipelineModel &engine, const SpeechRequest &request) {
     SynthesisOptions synthesis;
     synthesis.params = request.params;
     check_synthesis(engine, request.input, synthesis);
@@ -113,7 +113,7 @@ SynthesisOptions checked_options(const Engine &engine, const SpeechRequest &requ
 }
 
 // What every voice speaks: the multilingual model's languages, the others' English.
-json model_languages(const Engine &engine) {
+json model_languages(const PipelineModel &engine) {
     if (!engine.text().has_languages()) return json::array({"en"});
     json codes = json::array();
     for (const text::Language &language : text::supported_languages()) codes.push_back(language.code);
@@ -236,7 +236,7 @@ class Connection {
         unspoken_ = sentences.back() + (space_at_end ? " " : "");
     }
 
-    Voice voice(const SpeechSettings &settings, const SpeechRequest &request) const {
+    VoiceConditionals voice(const SpeechSettings &settings, const SpeechRequest &request) const {
         try {
             return resolve_voice(context_.engine, context_.voices, settings.voice, request.params.exaggeration);
         } catch (const ApiError &e) {
@@ -256,11 +256,11 @@ class Connection {
             if (streamed) return; // the parameters passed at synthesize-start: it is the text
             throw WyomingError("invalid_request", e.what());
         }
-        const Voice chosen = voice(settings, request);
+        const VoiceConditionals chosen = voice(settings, request);
         const SpeechOperations operations{context_.watch, context_.metrics};
         synthesis.cancel = answer_->cancel_flag();
         synthesis.stream = true; // the same windows as the HTTP API, so the same audio
-        std::shared_ptr<Session> session = context_.pool.acquire();
+        std::shared_ptr<PipelineSession> session = context_.pool.acquire();
         if (!session)
             throw WyomingError("server_busy", concat("all ", context_.pool.size(),
                                                      " sessions are busy and the queue is full; retry later"));
@@ -342,7 +342,7 @@ bool send_all(int socket, const std::string &bytes) {
     return true;
 }
 
-json wyoming_info(const Engine &engine, const VoiceLibrary &voices) {
+json wyoming_info(const PipelineModel &engine, const VoiceLibrary &voices) {
     const json resemble = {{"name", "Resemble AI"}, {"url", "https://github.com/resemble-ai/chatterbox"}};
     const json library = {{"name", "chatterbox-server voice library"}, {"url", ""}};
     const json languages = model_languages(engine);

@@ -9,7 +9,7 @@
 namespace chatterbox::server {
 
 struct WyomingContext {
-    const Engine &engine;
+    const PipelineModel &engine;
     SessionPool &pool;
     const VoiceLibrary &voices;
     const ServerOptions &options; // limits, retry time
@@ -26,6 +26,6 @@ void serve_wyoming_connection(const WyomingContext &context, int socket);
 bool send_all(int socket, const std::string &bytes);
 
 // The info event's data: the TTS program and its voices.
-nlohmann::json wyoming_info(const Engine &engine, const VoiceLibrary &voices);
+nlohmann::json wyoming_info(const PipelineModel &engine, const VoiceLibrary &voices);
 
 } // namespace chatterbox::server

@@ -1,6 +1,6 @@
 #pragma once
 // chatterbox-server's Wyoming side (Rhasspy / Home Assistant's protocol for local voice services):
-// a TCP listener beside (or instead of) the HTTP one, on the same Engine, SessionPool (sessions and
+// a TCP listener beside (or instead of) the HTTP one, on the same PipelineModel, SessionPool (sessions and
 // queue limit), voice library, limits, metrics and drain (server.h). Framing: wyoming_event.h.
 //
 //   describe                      -> info: one TTS program "chatterbox" (supports_synthesize_streaming),

@@ -52,7 +52,7 @@ class Cli : public ::testing::Test {
     static std::string path(const std::string &name) { return (*dir_ / name).string(); }
 
     static void write_head_of_reference(const std::string &out, double seconds) {
-        audio::Audio head = audio::read_audio(test::golden_path("ref_voice.wav"));
+        audio::AudioBuffer head = audio::read_audio(test::golden_path("ref_voice.wav"));
         head.samples.resize(std::min<size_t>(head.samples.size(), size_t(seconds * head.sample_rate)));
         audio::write_audio(out, head.samples, head.sample_rate);
     }
@@ -75,7 +75,7 @@ ToolRun Cli::from_recording_;
 
 TEST_F(Cli, SynthesisToWavWithSummary) {
     ASSERT_EQ(from_recording_.exit_code, 0) << from_recording_.err;
-    const audio::Audio wav = audio::read_audio(path("from_recording.wav"));
+    const audio::AudioBuffer wav = audio::read_audio(path("from_recording.wav"));
     EXPECT_EQ(wav.sample_rate, kSampleRate);
     expect_plausible_speech(wav.samples);
     EXPECT_TRUE(contains(from_recording_.err, "saved the voice to " + voice_file()));
@@ -91,7 +91,7 @@ TEST_F(Cli, SavedVoiceToFlacGivesTheSameAudioAsItsRecording) {
     const ToolRun run = chatterbox_cli({"-q", "--voice", voice_file(), "-o", path("from_voice_file.flac"), kText});
     ASSERT_EQ(run.exit_code, 0) << run.err;
     EXPECT_EQ(run.err, ""); // -q
-    const audio::Audio flac = audio::read_audio(path("from_voice_file.flac"));
+    const audio::AudioBuffer flac = audio::read_audio(path("from_voice_file.flac"));
     EXPECT_EQ(flac.sample_rate, kSampleRate);
     const std::vector<float> wav = audio::read_audio(path("from_recording.wav")).samples;
     ASSERT_EQ(flac.samples.size(), wav.size());
@@ -113,13 +113,13 @@ TEST_F(Cli, StreamWritesPcmToStdout) {
 
 TEST_F(Cli, VoiceConversion) {
     write_head_of_reference(path("source.wav"), 1.0); // one second of speech to convert
-    const audio::Audio source = audio::read_audio(path("source.wav"));
+    const audio::AudioBuffer source = audio::read_audio(path("source.wav"));
 
     const ToolRun run =
         test::run_tool("chatterbox", {"vc", "-m", test::tiny_model_path(), "--source", path("source.wav"), "--voice",
                                       voice_file(), "-o", path("converted.wav")});
     ASSERT_EQ(run.exit_code, 0) << run.err;
-    const audio::Audio converted = audio::read_audio(path("converted.wav"));
+    const audio::AudioBuffer converted = audio::read_audio(path("converted.wav"));
     EXPECT_EQ(converted.sample_rate, kSampleRate);
     // Speech tokens at 25 per second give back about the source's duration.
     EXPECT_NEAR(converted.seconds(), source.seconds(), 0.25 * source.seconds());
@@ -176,7 +176,7 @@ TEST_F(Cli, LongTextIsWrittenAsItIsMadeInFlatMemory) {
     ASSERT_EQ(short_run.exit_code, 0) << short_run.err;
     ASSERT_EQ(long_run.exit_code, 0) << long_run.err;
     const double pause = 0.25, ten = audio::read_audio(path("ten.wav")).seconds();
-    const audio::Audio many = audio::read_audio(path("many.wav"), {.max_seconds = 3600});
+    const audio::AudioBuffer many = audio::read_audio(path("many.wav"), {.max_seconds = 3600});
     EXPECT_NEAR(many.seconds(), (ten + pause) * 16 - pause, 0.05 * many.seconds()); // pieces trim differently
     std::printf("peak memory: 10 sentences %ld KiB, 160 sentences %ld KiB (%.0f s of audio)\n", short_run.max_rss_kb,
                 long_run.max_rss_kb, many.seconds());

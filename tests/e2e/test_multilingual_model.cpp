@@ -6,7 +6,7 @@
 // recording speaking French and Japanese), the last-token trim, and the C API's language field.
 
 #include "chatterbox/chatterbox.h"
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 #include "models/chatterbox/t3/generate.h"
 #include "support/test_support.h"
 #include "text/languages.h"
@@ -35,8 +35,8 @@ const std::map<std::string, std::string> &sentences() {
     return s;
 }
 
-const Engine &multilingual() {
-    static const Engine engine({test::tiny_multilingual_model_path(), BackendOptions{"cpu", 2}});
+const PipelineModel &multilingual() {
+    static const PipelineModel engine({test::tiny_multilingual_model_path(), BackendOptions{"cpu", 2}});
     return engine;
 }
 
@@ -55,7 +55,7 @@ void expect_speech(const SynthesisResult &result) {
 }
 
 TEST(MultilingualModel, TextFrontEndGivesTheGoldenTokens) {
-    const Engine &engine = multilingual();
+    const PipelineModel &engine = multilingual();
     EXPECT_EQ(engine.files().hparams().variant, Variant::multilingual);
     EXPECT_EQ(engine.t3().hparams().text_vocab, 2454);
     std::ifstream in(test::mtl_golden_path("index.json"));
@@ -72,8 +72,8 @@ TEST(MultilingualModel, TextFrontEndGivesTheGoldenTokens) {
 }
 
 TEST(MultilingualModel, EveryLanguageSpeaksOneSentenceWithItsTag) {
-    const Engine &engine = multilingual();
-    Session session(engine);
+    const PipelineModel &engine = multilingual();
+    PipelineSession session(engine);
     ASSERT_EQ(sentences().size(), text::supported_languages().size());
     for (const text::Language &language : text::supported_languages()) {
         SCOPED_TRACE(language.code);
@@ -88,14 +88,14 @@ TEST(MultilingualModel, EveryLanguageSpeaksOneSentenceWithItsTag) {
 }
 
 TEST(MultilingualModel, MissingUnknownAndMisplacedLanguagesAreClearErrors) {
-    Session session(multilingual());
-    const Voice voice = multilingual().builtin_voice(0.5f);
+    PipelineSession session(multilingual());
+    const VoiceConditionals voice = multilingual().builtin_voice(0.5f);
     test::expect_error([&] { session.synthesize("Hola.", voice, short_request("")); },
                        {"needs a language", "ar, da, de", "zh"});
     test::expect_error([&] { session.synthesize("Hola.", voice, short_request("xx")); },
                        {"unsupported language \"xx\"", "ar, da, de", "zh"});
-    const Engine english({test::tiny_model_path(), BackendOptions{"cpu", 1}});
-    Session english_session(english);
+    const PipelineModel english({test::tiny_model_path(), BackendOptions{"cpu", 1}});
+    PipelineSession english_session(english);
     test::expect_error([&] { english_session.synthesize("Hello.", english.builtin_voice(0.5f), short_request("fr")); },
                        {"english model takes no language", "fr (French)"});
     // Upper case is accepted, as mtl_tts.py lowers the code.
@@ -103,12 +103,12 @@ TEST(MultilingualModel, MissingUnknownAndMisplacedLanguagesAreClearErrors) {
 }
 
 TEST(MultilingualModel, CrossLingualCloningAndTheLastTokenTrim) {
-    const Engine &engine = multilingual();
-    Session session(engine);
+    const PipelineModel &engine = multilingual();
+    PipelineSession session(engine);
     // An English recording (the English golden voice) speaking French and Japanese.
-    const Voice english_speaker = session.voice_from_file(test::golden_path("ref_voice.wav"), 0.5f);
+    const VoiceConditionals english_speaker = session.voice_from_file(test::golden_path("ref_voice.wav"), 0.5f);
     EXPECT_EQ(english_speaker.variant, Variant::multilingual);
-    const Engine english({test::tiny_model_path(), BackendOptions{"cpu", 1}});
+    const PipelineModel english({test::tiny_model_path(), BackendOptions{"cpu", 1}});
     for (const char *language : {"fr", "ja"}) {
         SCOPED_TRACE(language);
         SynthesisOptions options = short_request(language);

@@ -49,7 +49,7 @@ class Pipeline : public ::testing::Test {
         ep.backend = device.c_str(); // the CPU, or the GPU of the gpu-labelled entry
         ASSERT_EQ(chatterbox_engine_load(&ep, &engine), CHATTERBOX_OK) << chatterbox_last_error();
         // Most tests use the first 3 s of the reference: the flow's cost grows with the voice prompt.
-        audio::Audio reference = audio::read_audio(test::golden_path("ref_voice.wav"));
+        audio::AudioBuffer reference = audio::read_audio(test::golden_path("ref_voice.wav"));
         reference.samples.resize(size_t(3 * reference.sample_rate));
         const std::string path = (fs::path(test::temp_dir("pipeline_voice")) / "short_ref.wav").string();
         audio::write_audio(path, reference.samples, reference.sample_rate, {audio::WavEncoding::float32});
@@ -140,7 +140,7 @@ TEST_F(Pipeline, SavedVoiceGivesTheSameAudio) {
 
 TEST_F(Pipeline, VoiceConversionKeepsTheSourceDuration) {
     // Two seconds of the reference recording as the source.
-    audio::Audio source = audio::read_audio(test::golden_path("ref_voice.wav"));
+    audio::AudioBuffer source = audio::read_audio(test::golden_path("ref_voice.wav"));
     source.samples.resize(size_t(2 * source.sample_rate));
     const std::string path = (fs::path(test::temp_dir("pipeline_vc")) / "source.wav").string();
     audio::write_audio(path, source.samples, source.sample_rate, {audio::WavEncoding::float32});

@@ -35,7 +35,7 @@ using test::RunningServer;
 using test::small_server;
 using test::speech;
 
-audio::Audio decode_file(const std::string &bytes, const std::string &name) {
+audio::AudioBuffer decode_file(const std::string &bytes, const std::string &name) {
     const std::string path = (std::filesystem::path(test::temp_dir("server")) / name).string();
     std::ofstream(path, std::ios::binary) << bytes;
     return audio::read_audio(path);
@@ -61,7 +61,7 @@ TEST_F(Server, WholeAnswersDecodeToTheSessionsAudio) {
     auto wav = post(client, body);
     ASSERT_EQ(wav->status, 200) << wav->body;
     EXPECT_EQ(wav->get_header_value("Content-Type"), "audio/wav");
-    const audio::Audio wav_audio = decode_file(wav->body, "a.wav");
+    const audio::AudioBuffer wav_audio = decode_file(wav->body, "a.wav");
     EXPECT_EQ(wav_audio.sample_rate, 24000);
     ASSERT_EQ(wav_audio.samples.size(), expected.size());
     for (size_t i = 0; i < expected.size(); ++i) ASSERT_EQ(wav_audio.samples[i], expected[i] / 32768.0f) << i;
@@ -70,7 +70,7 @@ TEST_F(Server, WholeAnswersDecodeToTheSessionsAudio) {
     auto flac = post(client, body);
     ASSERT_EQ(flac->status, 200) << flac->body;
     EXPECT_EQ(flac->get_header_value("Content-Type"), "audio/flac");
-    const audio::Audio flac_audio = decode_file(flac->body, "a.flac");
+    const audio::AudioBuffer flac_audio = decode_file(flac->body, "a.flac");
     ASSERT_EQ(flac_audio.samples.size(), expected.size());
     for (size_t i = 0; i < expected.size(); ++i)
         ASSERT_NEAR(flac_audio.samples[i], wav_audio.samples[i], 1.5 / 32768) << i;

@@ -96,7 +96,7 @@ TEST_F(ServerOps, MetricsParseWithPromtoolAndCountWhatWasServed) {
     offline.params.sampling.seed = 11;
     offline.params.sampling.max_new_tokens = 40;
     const SynthesisResult expected =
-        Session(*engine_, SessionOptions{1})
+        PipelineSession(*engine_, PipelineSessionOptions{1})
             .synthesize(body["input"].get<std::string>(), engine_->builtin_voice(0.5f), offline);
     ASSERT_GT(expected.speech_tokens, 0);
     auto ok = post(client, body);

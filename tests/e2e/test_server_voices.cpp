@@ -1,10 +1,10 @@
 // needs: tiny-model
 // chatterbox-server's voice library and voice conversion on the tiny model: voices created,
-// listed, used and deleted; a library voice speaks as a Session with that voice does (same seed,
+// listed, used and deleted; a library voice speaks as a PipelineSession with that voice does (same seed,
 // the request's exaggeration); overwrite rules; refused names write nothing anywhere; bad and
 // oversized uploads; the library after a restart, with a crash's leftovers and a corrupt file; the
 // real chatterbox-server killed with SIGKILL during uploads keeps its library; voice conversion
-// gives the source's length and the Session's audio.
+// gives the source's length and the PipelineSession's audio.
 
 #include "audio/audio_file.h"
 #include "server/server.h"
@@ -54,7 +54,7 @@ std::string read_bytes(const std::string &path) {
 
 // The first `seconds` of the golden reference recording, as wav bytes.
 std::string reference_wav(double seconds, const std::string &dir, int sample_rate = 0) {
-    audio::Audio head = audio::read_audio(test::golden_path("ref_voice.wav"));
+    audio::AudioBuffer head = audio::read_audio(test::golden_path("ref_voice.wav"));
     head.samples.resize(std::min(head.samples.size(), size_t(seconds * head.sample_rate)));
     const std::string path = (fs::path(dir) / "reference.wav").string();
     audio::write_audio(path, head.samples, sample_rate ? sample_rate : head.sample_rate);
@@ -141,16 +141,16 @@ class ServerVoices : public ::testing::Test {
         return options;
     }
 
-    // The voice a Session builds from the same recording.
-    static Voice session_voice(const std::string &recording, float exaggeration) {
+    // The voice a PipelineSession builds from the same recording.
+    static VoiceConditionals session_voice(const std::string &recording, float exaggeration) {
         const std::string path = (fs::path(test::temp_dir("voices_session")) / "r.wav").string();
         std::ofstream(path, std::ios::binary) << recording;
-        Session session(*engine_, SessionOptions{1});
+        PipelineSession session(*engine_, PipelineSessionOptions{1});
         return session.voice_from_file(path, exaggeration);
     }
 
-    static std::vector<int16_t> session_speech(const Voice &voice, const json &body) {
-        Session session(*engine_, SessionOptions{1});
+    static std::vector<int16_t> session_speech(const VoiceConditionals &voice, const json &body) {
+        PipelineSession session(*engine_, PipelineSessionOptions{1});
         SynthesisOptions options;
         options.params.sampling.seed = body["seed"];
         options.params.sampling.max_new_tokens = body["max_new_tokens"];
@@ -158,12 +158,12 @@ class ServerVoices : public ::testing::Test {
         return pcm_of(session.synthesize(body["input"].get<std::string>(), voice, options).wave);
     }
 
-    static std::unique_ptr<Engine> engine_;
+    static std::unique_ptr<PipelineModel> engine_;
     static std::string *recording_;
     std::string root_, dir_;
 };
 
-std::unique_ptr<Engine> ServerVoices::engine_;
+std::unique_ptr<PipelineModel> ServerVoices::engine_;
 std::string *ServerVoices::recording_ = nullptr;
 
 TEST_F(ServerVoices, CreateListGetUseDelete) {
@@ -186,7 +186,7 @@ TEST_F(ServerVoices, CreateListGetUseDelete) {
     ASSERT_EQ(got->status, 200);
     EXPECT_EQ(json::parse(got->body), voice);
 
-    // Used by name, at two exaggerations: the Session's audio with a voice built from the same
+    // Used by name, at two exaggerations: the PipelineSession's audio with a voice built from the same
     // recording at that exaggeration, and the same seed.
     for (float exaggeration : {0.5f, 1.2f}) {
         SCOPED_TRACE(exaggeration);
@@ -540,14 +540,14 @@ TEST_F(ServerVoices, VoiceConversionGivesTheSourcesLengthInTheVoice) {
     httplib::Client client = server.client();
     ASSERT_EQ(create_voice(client, "target", *recording_)->status, 201);
     const std::string source = reference_wav(1.0, root_);
-    const audio::Audio source_audio = audio::read_audio(root_ + "/reference.wav");
+    const audio::AudioBuffer source_audio = audio::read_audio(root_ + "/reference.wav");
 
     const auto convert = [&](httplib::UploadFormDataItems items) {
         items.push_back(upload("file", source, "source.wav"));
         return client.Post("/v1/audio/voice-conversion", items);
     };
-    const auto session_conversion = [&](const Voice &voice, uint64_t seed) {
-        Session session(*engine_, SessionOptions{1});
+    const auto session_conversion = [&](const VoiceConditionals &voice, uint64_t seed) {
+        PipelineSession session(*engine_, PipelineSessionOptions{1});
         SynthesisOptions options;
         options.params.sampling.seed = seed;
         return pcm_of(session.convert(source_audio, voice, options).wave);

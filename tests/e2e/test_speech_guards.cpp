@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "models/chatterbox/model_files.h"
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
 #include "support/test_support.h"
@@ -25,24 +25,24 @@ namespace {
 class SpeechGuards : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
-        engine_ = std::make_unique<Engine>(EngineOptions{test::tiny_model_path(), BackendOptions{"cpu", 2}});
+        engine_ = std::make_unique<PipelineModel>(PipelineModelOptions{test::tiny_model_path(), BackendOptions{"cpu", 2}});
     }
     static void TearDownTestSuite() { engine_.reset(); }
 
     static std::vector<int32_t> framed(const std::string &words) { return engine_->text().t3_tokens(words); }
 
     static SynthesisResult say(const std::string &words, const SynthesisParams &params, bool stream = false) {
-        Session session(*engine_);
+        PipelineSession session(*engine_);
         SynthesisOptions options;
         options.params = params;
         options.stream = stream;
         return session.synthesize(words, engine_->builtin_voice(0.5f), options);
     }
 
-    static std::unique_ptr<Engine> engine_;
+    static std::unique_ptr<PipelineModel> engine_;
 };
 
-std::unique_ptr<Engine> SpeechGuards::engine_;
+std::unique_ptr<PipelineModel> SpeechGuards::engine_;
 
 } // namespace
 
@@ -91,11 +91,11 @@ namespace {
 struct TinyT3 {
     ModelFiles files = ModelFiles::open(test::tiny_model_path());
     Backend backend{BackendOptions{"cpu", 2}};
-    std::unique_ptr<t3::Model> model;
+    std::unique_ptr<t3::T3Model> model;
     explicit TinyT3(std::vector<t3::AttentionHead> heads) {
         t3::HParams hp = files.hparams().t3;
         hp.guards.aligned_heads = std::move(heads);
-        model = std::make_unique<t3::Model>(files.weights(), backend, hp);
+        model = std::make_unique<t3::T3Model>(files.weights(), backend, hp);
     }
 };
 
@@ -110,7 +110,7 @@ TEST_F(SpeechGuards, WatchedHeadsLeaveTheLogitsAndGiveCausalProbabilities) {
         SCOPED_TRACE(ggml_type_name(kv_type));
         t3::RuntimeOptions exact;
         exact.kv_type = kv_type;
-        t3::Session plain(*tiny.model, tiny.backend, exact), watched(*tiny.model, tiny.backend, exact);
+        t3::T3Session plain(*tiny.model, tiny.backend, exact), watched(*tiny.model, tiny.backend, exact);
         watched.watch_heads(tiny.model->hparams().guards.aligned_heads);
         test::expect_error([&] { watched.watch_heads({{2, 0}}); }, "outside the backbone");
 
@@ -118,7 +118,7 @@ TEST_F(SpeechGuards, WatchedHeadsLeaveTheLogitsAndGiveCausalProbabilities) {
         const std::vector<float> embeds = t3::prefill_embeddings(*tiny.model, cond, text, 2);
         EXPECT_EQ(watched.prefill(embeds, 2, length, 4), plain.prefill(embeds, 2, length, 4));
         EXPECT_TRUE(plain.watched_attention().values.empty());
-        const t3::Session::AttentionRows prefill = watched.watched_attention();
+        const t3::T3Session::AttentionRows prefill = watched.watched_attention();
         ASSERT_GE(prefill.rows, length);
         for (int r = 0; r < length; ++r) {
             const float *row = prefill.row(r);
@@ -129,14 +129,14 @@ TEST_F(SpeechGuards, WatchedHeadsLeaveTheLogitsAndGiveCausalProbabilities) {
         // A decode step's row is the row the prefill of the longer sequence gives its last position.
         const std::vector<float> next = t3::speech_token_embedding(*tiny.model, 17, 1);
         EXPECT_EQ(watched.decode(next), plain.decode(next));
-        const t3::Session::AttentionRows step = watched.watched_attention();
+        const t3::T3Session::AttentionRows step = watched.watched_attention();
         ASSERT_EQ(step.rows, 1);
         std::vector<float> longer = embeds;
         const size_t hidden = size_t(tiny.model->hparams().hidden);
         for (int r = 1; r >= 0; --r) // (2, length + 1, hidden): the token appended to each row
             longer.insert(longer.begin() + std::ptrdiff_t(size_t(r + 1) * size_t(length) * hidden), next.begin(),
                           next.end());
-        t3::Session reference(*tiny.model, tiny.backend, exact);
+        t3::T3Session reference(*tiny.model, tiny.backend, exact);
         reference.watch_heads(tiny.model->hparams().guards.aligned_heads);
         reference.prefill(longer, 2, length + 1, 1);
         const float *want = reference.watched_attention().row(length);
@@ -150,7 +150,7 @@ TEST_F(SpeechGuards, AnalyzerSuppressesEosBeforeTheTextAndEndsThePiece) {
     const t3::CondEmbeddings cond = t3::encode_conditioning(*tiny.model, tiny.backend, engine_->builtin_voice(0.5f).t3);
     const std::vector<int32_t> text = framed("Hello there, how are you?");
     const int eos = tiny.model->hparams().stop_speech_token;
-    t3::Session session(*tiny.model, tiny.backend);
+    t3::T3Session session(*tiny.model, tiny.backend);
     t3::SamplingParams params = t3::SamplingParams::guarded();
     params.guards.alignment = true;
     params.max_new_tokens = 200;

@@ -1,11 +1,11 @@
 // needs: tiny-model
 // The tiny synthetic model: its file is what the hyper-parameters and the WEIGHTS.md rule say, and
-// an Engine loads it and speaks with the built-in voice and with a cloned one, in seconds.
+// a PipelineModel loads it and speaks with the built-in voice and with a cloned one, in seconds.
 
 #include "audio/audio_file.h"
 #include "models/chatterbox/convert.h"
 #include "models/chatterbox/model_files.h"
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 #include "models/chatterbox/synthetic_weights.h"
 #include "support/test_support.h"
 
@@ -77,12 +77,12 @@ TEST(TinyModel, ConvertsToQ8AndKeepsItsHparams) {
 
 TEST(TinyModel, SpeaksWithTheBuiltinAndAClonedVoice) {
     const auto start = std::chrono::steady_clock::now();
-    const Engine engine({test::tiny_model_path(), BackendOptions{"cpu", 1}});
-    Session session(engine);
+    const PipelineModel engine({test::tiny_model_path(), BackendOptions{"cpu", 1}});
+    PipelineSession session(engine);
     SynthesisOptions options;
     options.params.sampling.max_new_tokens = 50; // random weights rarely stop on their own
     for (const bool cloned : {false, true}) {
-        const Voice voice = cloned ? session.voice_from_file(test::golden_path("ref_voice.wav"), 0.5f)
+        const VoiceConditionals voice = cloned ? session.voice_from_file(test::golden_path("ref_voice.wav"), 0.5f)
                                    : engine.builtin_voice(0.5f);
         const SynthesisResult result = session.synthesize("Hello there.", voice, options);
         ASSERT_GT(result.wave.size(), 0u);

@@ -8,7 +8,7 @@
 #include "audio/audio_file.h"
 #include "chatterbox/chatterbox.h"
 #include "models/chatterbox/convert.h"
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 #include "support/speech_checks.h"
 #include "support/test_support.h"
 #include "text/punc_norm.h"
@@ -34,7 +34,7 @@ SynthesisOptions short_request() { return test::bounded_request(30, 7); }
 using test::expect_speech;
 
 TEST(TurboModel, TextFrontEndGivesTheGoldenTokens) {
-    const Engine engine({test::tiny_turbo_model_path(), BackendOptions{"cpu", 1}, components(Component::text)});
+    const PipelineModel engine({test::tiny_turbo_model_path(), BackendOptions{"cpu", 1}, components(Component::text)});
     const nlohmann::json index = golden_index();
     const std::string text = index["case"]["text"];
     EXPECT_EQ(text::punc_norm(text, engine.text().punctuation()), index["text_normalized"].get<std::string>());
@@ -50,10 +50,10 @@ TEST(TurboModel, TurboAndNanoSpeakWithBuiltinClonedAndSavedVoices) {
     for (const auto &[path, variant] :
          {std::pair{test::tiny_turbo_model_path(), Variant::turbo}, {test::tiny_nano_model_path(), Variant::nano}}) {
         SCOPED_TRACE(variant_name(variant));
-        const Engine engine({path, BackendOptions{"cpu", 2}});
+        const PipelineModel engine({path, BackendOptions{"cpu", 2}});
         EXPECT_EQ(engine.files().hparams().variant, variant);
         EXPECT_NE(engine.description().find(variant_name(variant)), std::string::npos);
-        Session session(engine);
+        PipelineSession session(engine);
         const SynthesisOptions options = short_request();
 
         const SynthesisResult builtin = session.synthesize("Hello there [laugh].", engine.builtin_voice(0.5f), options);
@@ -61,12 +61,12 @@ TEST(TurboModel, TurboAndNanoSpeakWithBuiltinClonedAndSavedVoices) {
         // The same seed, text and voice give the same audio.
         EXPECT_EQ(session.synthesize("Hello there [laugh].", engine.builtin_voice(0.5f), options).wave, builtin.wave);
 
-        const Voice cloned = session.voice_from_file(test::turbo_golden_path("ref_voice.wav"), 0.5f);
+        const VoiceConditionals cloned = session.voice_from_file(test::turbo_golden_path("ref_voice.wav"), 0.5f);
         EXPECT_EQ(cloned.variant, variant);
         EXPECT_EQ(cloned.t3.prompt_tokens.size(), 375u); // 15 s at 25 Hz
         const std::string voice_file = test::temp_dir("turbo-voice") + "/ref.voice";
         save_voice(cloned, voice_file);
-        const Voice loaded = load_voice(voice_file);
+        const VoiceConditionals loaded = load_voice(voice_file);
         EXPECT_EQ(loaded.variant, variant);
         EXPECT_EQ(session.synthesize("Hello there.", loaded, options).wave,
                   session.synthesize("Hello there.", cloned, options).wave);
@@ -74,20 +74,20 @@ TEST(TurboModel, TurboAndNanoSpeakWithBuiltinClonedAndSavedVoices) {
 }
 
 TEST(TurboModel, VoicesOfAnotherVariantAndShortReferencesAreRefused) {
-    const Engine turbo({test::tiny_turbo_model_path(), BackendOptions{"cpu", 2}});
-    const Engine english({test::tiny_model_path(), BackendOptions{"cpu", 1}});
-    const Engine nano({test::tiny_nano_model_path(), BackendOptions{"cpu", 1}});
-    Session session(turbo);
+    const PipelineModel turbo({test::tiny_turbo_model_path(), BackendOptions{"cpu", 2}});
+    const PipelineModel english({test::tiny_model_path(), BackendOptions{"cpu", 1}});
+    const PipelineModel nano({test::tiny_nano_model_path(), BackendOptions{"cpu", 1}});
+    PipelineSession session(turbo);
     const SynthesisOptions options = short_request();
     test::expect_error([&] { session.synthesize("Hello.", english.builtin_voice(0.5f), options); },
                        {"built with a english model", "this turbo model", "build it again"});
     // Nano builds voices as Turbo does: its voices serve Turbo.
     expect_speech(session.synthesize("Hello.", nano.builtin_voice(0.5f), options));
-    Session english_session(english);
+    PipelineSession english_session(english);
     test::expect_error([&] { english_session.synthesize("Hello.", turbo.builtin_voice(0.5f), options); },
                        {"built with a turbo model", "this english model"});
 
-    audio::Audio short_reference = audio::read_audio(test::turbo_golden_path("ref_voice.wav"));
+    audio::AudioBuffer short_reference = audio::read_audio(test::turbo_golden_path("ref_voice.wav"));
     short_reference.samples.resize(size_t(5 * short_reference.sample_rate));
     test::expect_error([&] { session.voice_from_audio(short_reference, 0.5f); }, "5");
 }
@@ -178,8 +178,8 @@ TEST(TurboModel, ConvertedGgufHoldsConv1dWeightsTransposedAndSpeaksTheSame) {
     }
     const SynthesisOptions options = short_request();
     const auto speak = [&](const std::string &path) {
-        const Engine engine({path, BackendOptions{"cpu", 2}});
-        Session session(engine);
+        const PipelineModel engine({path, BackendOptions{"cpu", 2}});
+        PipelineSession session(engine);
         return session.synthesize("Hello there.", engine.builtin_voice(0.5f), options);
     };
     const SynthesisResult official_layout = speak(test::tiny_turbo_model_path());
@@ -188,8 +188,8 @@ TEST(TurboModel, ConvertedGgufHoldsConv1dWeightsTransposedAndSpeaksTheSame) {
 }
 
 TEST(TurboModel, StreamsAndSplitsLongText) {
-    const Engine engine({test::tiny_turbo_model_path(), BackendOptions{"cpu", 2}});
-    Session session(engine);
+    const PipelineModel engine({test::tiny_turbo_model_path(), BackendOptions{"cpu", 2}});
+    PipelineSession session(engine);
     SynthesisOptions options = short_request();
     options.stream = true;
     std::vector<float> streamed;

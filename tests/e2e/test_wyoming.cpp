@@ -439,10 +439,10 @@ TEST_F(WyomingTest, BusySessionsAndIdleConnectionsAreErrorEvents) {
 }
 
 TEST(WyomingMultilingual, VoicesListTheModelsLanguagesAndVoiceLanguagePicksOne) {
-    EngineOptions engine_options;
+    PipelineModelOptions engine_options;
     engine_options.model_path = test::tiny_multilingual_model_path();
     engine_options.backend.threads = 1;
-    const Engine engine(engine_options);
+    const PipelineModel engine(engine_options);
     test::RunningServer http(engine, test::small_server());
     RunningWyoming wyoming(http);
     Client client(wyoming.port());

@@ -11,7 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     audio::ReadOptions options;
     options.max_seconds = 30; // keeps each input quick; the guard is the same at any limit
     fuzz::expect_refusal_or_success([&] {
-        const audio::Audio audio = audio::read_audio(path, options);
+        const audio::AudioBuffer audio = audio::read_audio(path, options);
         // What it accepts is what it promises: samples, a rate, finite values, within the limit.
         if (audio.samples.empty() || audio.sample_rate <= 0 || audio.seconds() > options.max_seconds) std::abort();
         for (const float sample : audio.samples)

@@ -59,7 +59,7 @@ void write_npy_seeds(const std::string &dir) {
 }
 
 void write_voice_seeds(const std::string &dir) {
-    Voice voice;
+    VoiceConditionals voice;
     voice.t3.speaker_emb = ramp(256, 0.001f);
     voice.t3.prompt_tokens = {1, 2, 3, 4};
     voice.s3gen.prompt_tokens = {5, 6};

@@ -47,7 +47,7 @@ class HiftGolden : public test::GoldenComponent<VocoderModel> {
         load("s3gen.safetensors", "s3gen.", [](const WeightStore &s, Backend &b) {
             return std::make_unique<VocoderModel>(s, b, HiftHParams::standard());
         });
-        vocoder_ = std::make_unique<Vocoder>(*model_, *backend_);
+        vocoder_ = std::make_unique<VocoderSession>(*model_, *backend_);
         mel_ = read_f32("flow_mel");
         recorded_.phases = read_f32("hift_phase_vec");
         recorded_.noise = read_f32("hift_sine_noise");
@@ -62,12 +62,12 @@ class HiftGolden : public test::GoldenComponent<VocoderModel> {
         return draw_source_noise(rng, model_->hparams().harmonics, frames * model_->hparams().samples_per_frame());
     }
 
-    static std::unique_ptr<Vocoder> vocoder_;
+    static std::unique_ptr<VocoderSession> vocoder_;
     static std::vector<float> mel_;
     static SourceNoise recorded_;
 };
 
-std::unique_ptr<Vocoder> HiftGolden::vocoder_;
+std::unique_ptr<VocoderSession> HiftGolden::vocoder_;
 std::vector<float> HiftGolden::mel_;
 SourceNoise HiftGolden::recorded_;
 

@@ -53,7 +53,7 @@ nlohmann::json golden_case() {
 struct MtlModel {
     ModelFiles files = ModelFiles::open(mtl_model_dir());
     Backend backend{test_backend_options(2)};
-    t3::Model t3{files.weights(), backend, files.hparams().t3};
+    t3::T3Model t3{files.weights(), backend, files.hparams().t3};
     t3::Conditioning conditioning = [] {
         t3::Conditioning c;
         c.speaker_emb = golden_f32("ve_speaker_emb");
@@ -85,7 +85,7 @@ t3::RuntimeOptions exact_path() {
 t3::SamplingParams mtl_params() { return variant_spec(Variant::multilingual).t3.sampler.defaults; }
 
 T3Recording run(const t3::SamplingParams &params, const std::vector<int32_t> &forced = {}) {
-    t3::Session session(mtl().t3, mtl().backend, exact_path());
+    t3::T3Session session(mtl().t3, mtl().backend, exact_path());
     return record_generation(session, mtl().cond, mtl().text, params, forced);
 }
 
@@ -113,7 +113,7 @@ TEST(MtlGolden, TextTokensOfTheCase) {
 TEST(MtlGolden, VoiceFromTheReference) {
     Backend &backend = mtl().backend;
     const VoiceBuilder builder(mtl().files, backend);
-    const Voice voice = builder.from_file(backend, mtl_golden_path("ref_voice.wav"), 0.5f);
+    const VoiceConditionals voice = builder.from_file(backend, mtl_golden_path("ref_voice.wav"), 0.5f);
     EXPECT_EQ(voice.variant, Variant::multilingual);
     EXPECT_EQ(voice.t3.prompt_tokens, golden_tokens("t3_cond_prompt_tokens"));
     expect_matches_mtl_golden(voice.t3.speaker_emb, "ve_speaker_emb");
@@ -138,7 +138,7 @@ TEST(MtlGolden, PublishedPtStateDictsGiveTheSameVoiceAndMel) {
     const auto voice_of = [&](const ModelFiles &files) {
         return VoiceBuilder(files, backend).from_file(backend, mtl_golden_path("ref_voice.wav"), 0.5f);
     };
-    const Voice want = voice_of(mtl().files), got = voice_of(pt);
+    const VoiceConditionals want = voice_of(mtl().files), got = voice_of(pt);
     EXPECT_EQ(got.t3.speaker_emb, want.t3.speaker_emb);
     EXPECT_EQ(got.t3.prompt_tokens, want.t3.prompt_tokens);
     EXPECT_EQ(got.s3gen.prompt_mel, want.s3gen.prompt_mel);
@@ -201,7 +201,7 @@ TEST(MtlGolden, FlowMelFromTheGoldenInputs) {
 
 TEST(MtlGolden, WaveAfterTheLastTokenTrim) {
     const hift::VocoderModel model(mtl().files.weights(), mtl().backend, mtl().files.hparams().hift);
-    hift::Vocoder vocoder(model, mtl().backend);
+    hift::VocoderSession vocoder(model, mtl().backend);
     std::vector<float> wave = vocoder.decode(golden_f32("flow_mel"), golden_f32("hift_source"));
     expect_matches_mtl_golden(wave, "hift_wav_raw");
     hift::apply_trim_fade(wave, model.hparams().fade_samples);

@@ -184,7 +184,7 @@ TEST_F(S3GenMeanFlowGolden, SameSeedGivesIdenticalMel) {
 TEST_F(S3GenMeanFlowGolden, HiftOnTheGoldenMel) {
     const hift::VocoderModel vocoder_model(*store_, *backend_,
                                            hift::HiftHParams::from_checkpoint(*store_, "s3gen.mel2wav."));
-    hift::Vocoder vocoder(vocoder_model, *backend_);
+    hift::VocoderSession vocoder(vocoder_model, *backend_);
     std::vector<float> wave = vocoder.decode(read_f32("flow_mel"), read_f32("hift_source"));
     expect_matches_turbo_golden(wave, "hift_wav_raw");
     hift::apply_trim_fade(wave, vocoder.hparams().fade_samples);

@@ -37,11 +37,11 @@ constexpr float kRepetitionPenalty = 1.2f; // the penalised goldens
 std::vector<int32_t> golden_tokens(const std::string &name) { return test::read_tokens(golden_path(name)); }
 
 // The model is loaded once for every test here: 2 GB of f32 weights.
-class T3Golden : public test::GoldenComponent<Model> {
+class T3Golden : public test::GoldenComponent<T3Model> {
   protected:
     static void SetUpTestSuite() {
         load("t3_cfg.safetensors", "t3.", [](const WeightStore &s, Backend &b) {
-            return std::make_unique<Model>(s, b, HParams::from_checkpoint(s, "t3.", variant_spec(Variant::english).t3));
+            return std::make_unique<T3Model>(s, b, HParams::from_checkpoint(s, "t3.", variant_spec(Variant::english).t3));
         });
         voice_.speaker_emb = read_npy(golden_path("ve_speaker_emb.npy")).f32();
         voice_.prompt_tokens = golden_tokens("t3_cond_prompt_tokens.npy");
@@ -59,7 +59,7 @@ class T3Golden : public test::GoldenComponent<Model> {
         return o;
     }
 
-    static Recorded run(Session &session, const SamplingParams &params, const std::vector<int32_t> &forced = {}) {
+    static Recorded run(T3Session &session, const SamplingParams &params, const std::vector<int32_t> &forced = {}) {
         return test::record_generation(session, *cond_, text_, params, forced);
     }
     static SamplingParams teacher_forcing_params(float cfg_weight) {
@@ -98,7 +98,7 @@ TEST_F(T3Golden, ConditioningEmbeddings) {
 }
 
 TEST_F(T3Golden, TeacherForcedLogits) {
-    Session session(*model_, *backend_, exact_path());
+    T3Session session(*model_, *backend_, exact_path());
     const Recorded rec = run(session, teacher_forcing_params(kCfgWeight), golden_tokens("t3_tf_tokens.npy"));
     EXPECT_EQ(rec.result.tokens, golden_tokens("t3_tf_tokens.npy"));
     expect_close(rec.raw, "t3_tf_logits_raw");
@@ -107,7 +107,7 @@ TEST_F(T3Golden, TeacherForcedLogits) {
 }
 
 TEST_F(T3Golden, GreedyDecode) {
-    Session session(*model_, *backend_, exact_path());
+    T3Session session(*model_, *backend_, exact_path());
     const Recorded rec = run(session, greedy_params());
     EXPECT_EQ(rec.result.tokens, golden_tokens("t3_greedy_tokens.npy"));
     expect_close(rec.penalized, "t3_greedy_logits_penalized");
@@ -118,7 +118,7 @@ TEST_F(T3Golden, GreedyDecode) {
 
 TEST_F(T3Golden, WithoutGuidanceRunsTheConditionalRowAlone) {
     // cfg_weight 0: one row, whose logits are the reference's conditional row.
-    Session session(*model_, *backend_, exact_path());
+    T3Session session(*model_, *backend_, exact_path());
     std::vector<int32_t> forced = golden_tokens("t3_tf_tokens.npy");
     forced.resize(5); // a few steps suffice here
     const Recorded rec = run(session, teacher_forcing_params(0.0f), forced);
@@ -137,7 +137,7 @@ TEST_F(T3Golden, WithoutGuidanceRunsTheConditionalRowAlone) {
 }
 
 TEST_F(T3Golden, FastPathTeacherForcedAndGreedy) {
-    Session session(*model_, *backend_); // flash attention, f16 KV cache
+    T3Session session(*model_, *backend_); // flash attention, f16 KV cache
     const Recorded tf = run(session, teacher_forcing_params(kCfgWeight), golden_tokens("t3_tf_tokens.npy"));
     expect_close(tf.raw, "t3_tf_logits_raw", test::kT3FastPathTolerance);
     expect_close(tf.cfg, "t3_tf_logits_cfg", test::kT3FastPathTolerance);
@@ -171,7 +171,7 @@ TEST_F(T3Golden, FastPathTeacherForcedAndGreedy) {
 }
 
 TEST_F(T3Golden, SeededSamplingIsReproducible) {
-    Session session(*model_, *backend_);
+    T3Session session(*model_, *backend_);
     SamplingParams params; // the official defaults: temperature 0.8, min_p 0.05, top_p 1, penalty 1.2, cfg 0.5
     params.max_new_tokens = 4;
     params.seed = 11;
@@ -183,7 +183,7 @@ TEST_F(T3Golden, SeededSamplingIsReproducible) {
 }
 
 TEST_F(T3Golden, InvalidRequestsFailBeforeComputing) {
-    Session session(*model_, *backend_);
+    T3Session session(*model_, *backend_);
     SamplingParams params;
     EXPECT_THROW(generate(session, *cond_, {255, 0}, params), Error);       // empty text
     EXPECT_THROW(generate(session, *cond_, {255, 9999, 0}, params), Error); // outside the text vocabulary

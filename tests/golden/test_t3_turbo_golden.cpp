@@ -46,13 +46,13 @@ void expect_close(const std::vector<float> &got, const std::string &name, double
 }
 
 // The model is loaded once for every test here: 1.6 GB of f32 weights.
-class T3TurboGolden : public test::GoldenComponent<Model> {
+class T3TurboGolden : public test::GoldenComponent<T3Model> {
   protected:
     static void SetUpTestSuite() {
         load(
             "t3_turbo_v1.safetensors", "t3.",
             [](const WeightStore &s, Backend &b) {
-                return std::make_unique<Model>(s, b,
+                return std::make_unique<T3Model>(s, b,
                                                HParams::from_checkpoint(s, "t3.", variant_spec(Variant::turbo).t3));
             },
             test::turbo_synthetic_dir());
@@ -69,7 +69,7 @@ class T3TurboGolden : public test::GoldenComponent<Model> {
         return o;
     }
 
-    static Recorded run(Session &session, const SamplingParams &params, const std::vector<int32_t> &forced = {}) {
+    static Recorded run(T3Session &session, const SamplingParams &params, const std::vector<int32_t> &forced = {}) {
         return test::record_generation(session, *cond_, text_, params, forced);
     }
     // tts_turbo.py generate()'s defaults, as index.json's "teacher_forcing_processors" lists them.
@@ -110,7 +110,7 @@ TEST_F(T3TurboGolden, ConditioningEmbeddings) {
 }
 
 TEST_F(T3TurboGolden, TeacherForcedLogits) {
-    Session session(*model_, *backend_, exact_path());
+    T3Session session(*model_, *backend_, exact_path());
     const std::vector<int32_t> forced = golden_tokens("t3_tf_tokens.npy");
     const Recorded rec = run(session, turbo_params(), forced);
     EXPECT_EQ(session.n_rows(), 1); // no CFG row
@@ -152,7 +152,7 @@ TEST_F(T3TurboGolden, TeacherForcedLogits) {
 }
 
 TEST_F(T3TurboGolden, GreedyDecode) {
-    Session session(*model_, *backend_, exact_path());
+    T3Session session(*model_, *backend_, exact_path());
     const Recorded rec = run(session, greedy_params());
     const std::vector<float> margin = golden_f32("t3_greedy_margin");
     std::printf("  smallest greedy margin %.3g\n", double(*std::min_element(margin.begin(), margin.end())));
@@ -161,7 +161,7 @@ TEST_F(T3TurboGolden, GreedyDecode) {
 }
 
 TEST_F(T3TurboGolden, FastPathTeacherForcedAndGreedy) {
-    Session session(*model_, *backend_); // flash attention, f16 KV cache
+    T3Session session(*model_, *backend_); // flash attention, f16 KV cache
     const Recorded tf = run(session, turbo_params(), golden_tokens("t3_tf_tokens.npy"));
     expect_close(tf.raw, "t3_tf_logits_raw", test::kT3FastPathTolerance);
     // Greedy on the same session (graphs and cache reused): where the reference's margin is clear of
@@ -190,7 +190,7 @@ TEST_F(T3TurboGolden, FastPathTeacherForcedAndGreedy) {
 }
 
 TEST_F(T3TurboGolden, GuidanceAndMinPAreIgnoredAsTheOfficialGenerateDoes) {
-    Session session(*model_, *backend_, exact_path());
+    T3Session session(*model_, *backend_, exact_path());
     SamplingParams params = turbo_params();
     params.cfg_weight = 0.5f;
     params.min_p = 0.3f;
@@ -207,7 +207,7 @@ TEST_F(T3TurboGolden, GuidanceAndMinPAreIgnoredAsTheOfficialGenerateDoes) {
 }
 
 TEST_F(T3TurboGolden, InvalidRequestsFailBeforeComputing) {
-    Session session(*model_, *backend_);
+    T3Session session(*model_, *backend_);
     const SamplingParams params = turbo_params();
     test::expect_error([&] { generate(session, *cond_, {}, params); }, "empty");
     test::expect_error([&] { generate(session, *cond_, {50276}, params); }, "outside the text vocabulary");

@@ -24,7 +24,7 @@ struct TurboVoice {
     Backend backend{test_backend_options(2)};
     VoiceBuilder builder{files, backend};
     VoiceTaps taps;
-    Voice voice = builder.from_file(backend, turbo_golden_path("ref_voice.wav"), 0.5f, &taps);
+    VoiceConditionals voice = builder.from_file(backend, turbo_golden_path("ref_voice.wav"), 0.5f, &taps);
 };
 
 const TurboVoice &turbo() {
@@ -58,7 +58,7 @@ TEST(TurboVoiceGolden, S3GenReferenceMatches) {
 
 TEST(TurboVoiceGolden, BuiltinVoiceIsTheGoldenCasesVoice) {
     // conds.pt was made by the official prepare_conditionals from the same reference.
-    const Voice builtin = builtin_voice(turbo().files);
+    const VoiceConditionals builtin = builtin_voice(turbo().files);
     EXPECT_EQ(builtin.variant, Variant::turbo);
     EXPECT_EQ(builtin.t3.prompt_tokens, golden_tokens("t3_cond_prompt_tokens"));
     EXPECT_EQ(builtin.s3gen.prompt_tokens, golden_tokens("s3gen_prompt_tokens"));

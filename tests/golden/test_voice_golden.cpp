@@ -48,7 +48,7 @@ std::vector<int32_t> golden_tokens(const std::string &name) {
     return {values.begin(), values.end()};
 }
 
-void expect_same_voice(const Voice &a, const Voice &b) {
+void expect_same_voice(const VoiceConditionals &a, const VoiceConditionals &b) {
     EXPECT_EQ(a.t3.speaker_emb, b.t3.speaker_emb);
     EXPECT_EQ(a.t3.prompt_tokens, b.t3.prompt_tokens);
     EXPECT_EQ(std::memcmp(&a.t3.exaggeration, &b.t3.exaggeration, sizeof(float)), 0);
@@ -64,7 +64,7 @@ class VoiceGolden : public ::testing::Test {
         backend_ = std::make_unique<Backend>(test_backend_options(2));
         builder_ = std::make_unique<VoiceBuilder>(*files_, *backend_);
         taps_ = std::make_unique<VoiceTaps>();
-        voice_ = std::make_unique<Voice>(builder_->from_file(*backend_, golden_path("ref_voice.wav"), 0.5f, taps_.get()));
+        voice_ = std::make_unique<VoiceConditionals>(builder_->from_file(*backend_, golden_path("ref_voice.wav"), 0.5f, taps_.get()));
     }
     static void TearDownTestSuite() {
         voice_.reset();
@@ -77,17 +77,17 @@ class VoiceGolden : public ::testing::Test {
     static std::unique_ptr<Backend> backend_;
     static std::unique_ptr<VoiceBuilder> builder_;
     static std::unique_ptr<VoiceTaps> taps_;
-    static std::unique_ptr<Voice> voice_;
+    static std::unique_ptr<VoiceConditionals> voice_;
 };
 
 std::unique_ptr<ModelFiles> VoiceGolden::files_;
 std::unique_ptr<Backend> VoiceGolden::backend_;
 std::unique_ptr<VoiceBuilder> VoiceGolden::builder_;
 std::unique_ptr<VoiceTaps> VoiceGolden::taps_;
-std::unique_ptr<Voice> VoiceGolden::voice_;
+std::unique_ptr<VoiceConditionals> VoiceGolden::voice_;
 
 TEST_F(VoiceGolden, ReferenceMatchesTheOfficialConditionals) {
-    const Voice &v = *voice_;
+    const VoiceConditionals &v = *voice_;
     EXPECT_EQ(taps_->ve_partials, 8);
     expect_matches_golden(taps_->ve_partial_embeds, "ve_partial_embeds");
     expect_matches_golden(v.t3.speaker_emb, "ve_speaker_emb");
@@ -114,7 +114,7 @@ TEST_F(VoiceGolden, SavedVoiceReloadsBitIdentical) {
     expect_same_voice(load_voice(path), *voice_);
 
     // An empty prompt survives too.
-    Voice bare = *voice_;
+    VoiceConditionals bare = *voice_;
     bare.t3.prompt_tokens.clear();
     save_voice(bare, dir + "/bare.voice");
     expect_same_voice(load_voice(dir + "/bare.voice"), bare);
@@ -170,7 +170,7 @@ TEST_F(VoiceGolden, DamagedAndForeignVoiceFilesAreRefused) {
     expect_error([&] { load_voice(future); }, {future, "version 99"});
 
     // Values a voice cannot hold are refused before anything is written.
-    Voice bad = *voice_;
+    VoiceConditionals bad = *voice_;
     bad.s3gen.prompt_tokens[3] = 6561;
     expect_error([&] { save_voice(bad, dir + "/bad.voice"); }, {"S3Gen prompt token 3", "6561"});
     bad = *voice_;
@@ -190,7 +190,7 @@ TEST_F(VoiceGolden, BuiltinVoiceComesFromConds) {
     for (const char *file : {"ve.safetensors", "t3_cfg.safetensors", "s3gen.safetensors"})
         fs::create_symlink(fs::absolute(synthetic_dir() + "/" + file), dir + "/" + file);
     fs::copy_file(data_path("pt/conds.pt"), dir + "/conds.pt");
-    const Voice builtin = builtin_voice(ModelFiles::open(dir));
+    const VoiceConditionals builtin = builtin_voice(ModelFiles::open(dir));
     ASSERT_EQ(builtin.t3.speaker_emb.size(), 256u);
     EXPECT_EQ(builtin.t3.speaker_emb[0], -2.0f);
     ASSERT_EQ(builtin.t3.prompt_tokens.size(), 150u);
@@ -244,7 +244,7 @@ TEST_F(VoiceGolden, LowRatesChannelsAndShortReferencesWork) {
     const std::string dir = temp_dir("voice_audio");
     // 8 kHz: resampled to 24 kHz like librosa.load; one second gives 25 tokens and 50 mel frames.
     audio::write_audio(dir + "/low.wav", speech_like(8000, 8000), 8000);
-    const Voice low = builder_->from_file(*backend_, dir + "/low.wav");
+    const VoiceConditionals low = builder_->from_file(*backend_, dir + "/low.wav");
     EXPECT_EQ(low.t3.prompt_tokens.size(), 25u);
     EXPECT_EQ(low.s3gen.prompt_tokens.size(), 25u);
     EXPECT_EQ(low.s3gen.prompt_mel.size(), 50u * 80);
@@ -274,7 +274,7 @@ TEST_F(VoiceGolden, LowRatesChannelsAndShortReferencesWork) {
     expect_same_voice(builder_->from_file(*backend_, dir + "/six.wav"), builder_->from_audio(*backend_, {mono, 16000}));
 
     // The shortest accepted reference: 0.1 s is 5 mel frames, so the 3 tokens are cut to 2.
-    const Voice shortest = builder_->from_audio(*backend_, {speech_like(2400, 24000), 24000});
+    const VoiceConditionals shortest = builder_->from_audio(*backend_, {speech_like(2400, 24000), 24000});
     EXPECT_EQ(shortest.s3gen.prompt_tokens.size(), 2u);
     EXPECT_EQ(shortest.s3gen.prompt_mel.size(), 5u * 80);
     EXPECT_EQ(shortest.t3.prompt_tokens.size(), 3u);

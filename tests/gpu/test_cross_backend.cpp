@@ -7,8 +7,8 @@
 // same wave. Skips where the test device is the CPU or cannot be used.
 
 #include "core/npy.h"
-#include "models/chatterbox/engine.h"
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_model.h"
+#include "models/chatterbox/pipeline_session.h"
 #include "models/chatterbox/t3/generate.h"
 #include "support/t3_recording.h"
 #include "support/test_support.h"
@@ -36,8 +36,8 @@ class CrossBackend : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
         if (test_device() == "cpu") return;
-        cpu_ = std::make_unique<Engine>(EngineOptions{synthetic_model_dir(), BackendOptions{"cpu", 2}});
-        device_ = std::make_unique<Engine>(EngineOptions{synthetic_model_dir(), test_backend_options(2)});
+        cpu_ = std::make_unique<PipelineModel>(PipelineModelOptions{synthetic_model_dir(), BackendOptions{"cpu", 2}});
+        device_ = std::make_unique<PipelineModel>(PipelineModelOptions{synthetic_model_dir(), test_backend_options(2)});
         // The golden case's conditioning and text, so the greedy tokens can also be checked against it.
         voice_.speaker_emb = read_npy(golden_path("ve_speaker_emb.npy")).f32();
         voice_.prompt_tokens = read_tokens(golden_path("t3_cond_prompt_tokens.npy"));
@@ -54,8 +54,8 @@ class CrossBackend : public ::testing::Test {
     }
 
     // The tokens T3 takes on one engine for the golden conditioning and text.
-    static std::vector<int32_t> tokens_on(const Engine &engine, const t3::SamplingParams &params) {
-        Session session(engine);
+    static std::vector<int32_t> tokens_on(const PipelineModel &engine, const t3::SamplingParams &params) {
+        PipelineSession session(engine);
         return t3::generate(session.t3(), voice_, text_, params).tokens;
     }
     static t3::SamplingParams golden_params() {
@@ -65,20 +65,20 @@ class CrossBackend : public ::testing::Test {
         return p;
     }
 
-    static std::unique_ptr<Engine> cpu_, device_;
+    static std::unique_ptr<PipelineModel> cpu_, device_;
     static t3::Conditioning voice_;
     static std::vector<int32_t> text_;
 };
 
-std::unique_ptr<Engine> CrossBackend::cpu_;
-std::unique_ptr<Engine> CrossBackend::device_;
+std::unique_ptr<PipelineModel> CrossBackend::cpu_;
+std::unique_ptr<PipelineModel> CrossBackend::device_;
 t3::Conditioning CrossBackend::voice_;
 std::vector<int32_t> CrossBackend::text_;
 
 TEST_F(CrossBackend, VoiceFromARecordingAgreesWithinTheGoldenTolerances) {
-    Session on_cpu(*cpu_), on_device(*device_);
-    const Voice a = on_cpu.voice_from_file(golden_path("ref_voice.wav"), 0.5f);
-    const Voice b = on_device.voice_from_file(golden_path("ref_voice.wav"), 0.5f);
+    PipelineSession on_cpu(*cpu_), on_device(*device_);
+    const VoiceConditionals a = on_cpu.voice_from_file(golden_path("ref_voice.wav"), 0.5f);
+    const VoiceConditionals b = on_device.voice_from_file(golden_path("ref_voice.wav"), 0.5f);
     EXPECT_EQ(b.t3.prompt_tokens, a.t3.prompt_tokens);
     EXPECT_EQ(b.s3gen.prompt_tokens, a.s3gen.prompt_tokens);
     expect_close(b.t3.speaker_emb, a.t3.speaker_emb, "ve_speaker_emb", golden_tolerance("ve_speaker_emb"));
@@ -113,13 +113,13 @@ TEST_F(CrossBackend, TheSameSeedSamplesTheSameTokens) {
 }
 
 TEST_F(CrossBackend, ASeededSynthesisGivesTheSameSpeech) {
-    Session builder(*cpu_);
-    const Voice voice = builder.voice_from_file(golden_path("ref_voice.wav"), 0.5f);
+    PipelineSession builder(*cpu_);
+    const VoiceConditionals voice = builder.voice_from_file(golden_path("ref_voice.wav"), 0.5f);
     SynthesisOptions options;
     options.params.sampling.seed = 7;
     options.params.sampling.max_new_tokens = 150;
     const std::string text = "The same seed gives the same speech on every device.";
-    Session on_cpu(*cpu_), on_device(*device_);
+    PipelineSession on_cpu(*cpu_), on_device(*device_);
     const SynthesisResult a = on_cpu.synthesize(text, voice, options);
     const SynthesisResult b = on_device.synthesize(text, voice, options);
     EXPECT_EQ(b.speech_tokens, a.speech_tokens);

@@ -1,7 +1,7 @@
 #include "support/server_test_support.h"
 
 #include "audio/audio_encoding.h"
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 #include "support/test_support.h"
 
 #include <fcntl.h>
@@ -54,7 +54,7 @@ pid_t spawn_logging_stderr(std::vector<std::string> argv, const std::string &log
     return spawned == 0 ? pid : -1;
 }
 
-RunningServer::RunningServer(const Engine &engine, server::ServerOptions options)
+RunningServer::RunningServer(const PipelineModel &engine, server::ServerOptions options)
     : runtime_(engine, RuntimeOptions{}), server_(runtime_, with_free_port(options)) {
     port_ = server_.bind();
     thread_ = std::thread([this] { server_.run(); });
@@ -78,11 +78,11 @@ server::ServerOptions small_server() {
     return options;
 }
 
-std::unique_ptr<Engine> tiny_engine() {
-    EngineOptions options;
+std::unique_ptr<PipelineModel> tiny_engine() {
+    PipelineModelOptions options;
     options.model_path = tiny_model_path();
     options.backend.threads = 1;
-    return std::make_unique<Engine>(options);
+    return std::make_unique<PipelineModel>(options);
 }
 
 httplib::Client loopback_client(int port) {
@@ -291,7 +291,7 @@ void ServerTest::SetUpTestSuite() { engine_ = tiny_engine(); }
 void ServerTest::TearDownTestSuite() { engine_.reset(); }
 
 std::vector<float> ServerTest::session_wave(const json &body) {
-    Session session(*engine_, SessionOptions{1});
+    PipelineSession session(*engine_, PipelineSessionOptions{1});
     SynthesisOptions options;
     options.params.sampling.seed = body["seed"];
     options.params.sampling.max_new_tokens = body["max_new_tokens"];

@@ -5,7 +5,7 @@
 // of PCM, base64 and server-sent events, and reading /metrics (samples, and a check by promtool,
 // Prometheus's own parser).
 
-#include "models/chatterbox/engine.h"
+#include "models/chatterbox/pipeline_model.h"
 #include "server/server.h"
 
 #include <gtest/gtest.h>
@@ -30,7 +30,7 @@ namespace chatterbox::test {
 // no batch.
 class RunningServer {
   public:
-    RunningServer(const Engine &engine, server::ServerOptions options);
+    RunningServer(const PipelineModel &engine, server::ServerOptions options);
     ~RunningServer();
     RunningServer(const RunningServer &) = delete;
     RunningServer &operator=(const RunningServer &) = delete;
@@ -49,7 +49,7 @@ class RunningServer {
 server::ServerOptions small_server(); // one thread, a fresh voice library folder
 
 // The tiny model (ctest fixture tiny_model) on one thread, as the server tests serve it.
-std::unique_ptr<Engine> tiny_engine();
+std::unique_ptr<PipelineModel> tiny_engine();
 
 // Starts argv[0] (a path) with argv, no input, its stdout discarded and its stderr written to log_path;
 // its pid, or -1 when it cannot be started.
@@ -143,7 +143,7 @@ class ServerTest : public ::testing::Test {
     // the body) in the streaming windows, as the server answers it, whole or streamed.
     static std::vector<float> session_wave(const nlohmann::json &body);
 
-    static inline std::unique_ptr<Engine> engine_;
+    static inline std::unique_ptr<PipelineModel> engine_;
 };
 
 } // namespace chatterbox::test

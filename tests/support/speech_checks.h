@@ -1,7 +1,7 @@
 #pragma once
 // Checks of a finished synthesis shared by the end-to-end tests of the variants.
 
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 
 #include <cstdint>
 

@@ -10,7 +10,7 @@ std::vector<int32_t> read_tokens(const std::string &npy_path) {
     return out;
 }
 
-T3Recording record_generation(t3::Session &session, const t3::CondEmbeddings &cond,
+T3Recording record_generation(t3::T3Session &session, const t3::CondEmbeddings &cond,
                               const std::vector<int32_t> &text_tokens, const t3::SamplingParams &params,
                               const std::vector<int32_t> &forced) {
     T3Recording rec;

@@ -23,7 +23,7 @@ struct T3Recording : t3::LogitsLog {
 };
 
 // generate() with forced tokens (teacher forcing; none: the tokens are chosen) and every step recorded.
-T3Recording record_generation(t3::Session &session, const t3::CondEmbeddings &cond,
+T3Recording record_generation(t3::T3Session &session, const t3::CondEmbeddings &cond,
                               const std::vector<int32_t> &text_tokens, const t3::SamplingParams &params,
                               const std::vector<int32_t> &forced = {});
 

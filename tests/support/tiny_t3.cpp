@@ -5,11 +5,11 @@
 namespace chatterbox::test {
 
 TinyT3::TinyT3(const std::string &model_path) {
-    EngineOptions options;
+    PipelineModelOptions options;
     options.model_path = model_path;
     options.backend = test_backend_options(2); // the GPU under CHATTERBOX_TEST_BACKEND=cuda (ctest -L gpu)
     options.components = components(Component::t3, Component::text);
-    engine = std::make_unique<Engine>(options);
+    engine = std::make_unique<PipelineModel>(options);
     backend = std::make_unique<Backend>(options.backend);
     cond = t3::encode_conditioning(engine->t3(), *backend, engine->builtin_voice(0.5f).t3);
 }

@@ -85,7 +85,7 @@ TEST(Features, CampplusFbankMatchesGolden) {
 
 TEST(Features, ChainFromTheReferenceWavStaysWithinTolerance) {
     // The pipeline's own path: file -> both resamplers -> every front end.
-    const Audio ref = read_audio(golden_path("ref_voice.wav"));
+    const AudioBuffer ref = read_audio(golden_path("ref_voice.wav"));
     ASSERT_EQ(ref.sample_rate, 24000);
     const std::vector<float> ref24 = head(ref.samples, 240000);
     const std::vector<float> librosa16 = resample_soxr_hq(ref.samples, 24000, 16000);

@@ -51,7 +51,7 @@ double max_abs_diff(const std::vector<float> &a, const std::vector<float> &b, si
 } // namespace
 
 TEST(AudioFile, ReferenceWavMatchesLibrosaLoad) {
-    const Audio audio = read_audio(golden_path("ref_voice.wav"));
+    const AudioBuffer audio = read_audio(golden_path("ref_voice.wav"));
     const std::vector<float> expected = read_npy(golden_path("ref_wav_24k.npy")).f32();
     EXPECT_EQ(audio.sample_rate, 24000);
     ASSERT_EQ(audio.samples.size(), expected.size());
@@ -64,7 +64,7 @@ TEST(AudioFile, Pcm16WavRoundTripIsWithinOneStep) {
     const std::string path = temp_dir("audio") + "/sine.wav";
     const std::vector<float> x = sine(16000, 16000, 440, 0.9);
     write_audio(path, x, 16000);
-    const Audio back = read_audio(path);
+    const AudioBuffer back = read_audio(path);
     EXPECT_EQ(back.sample_rate, 16000);
     ASSERT_EQ(back.samples.size(), x.size());
     // libsndfile writes x * 32767 rounded and reads n / 32768.
@@ -75,7 +75,7 @@ TEST(AudioFile, FloatWavRoundTripIsExact) {
     const std::string path = temp_dir("audio") + "/sine.WAV";
     const std::vector<float> x = sine(4800, 24000, 1000, 0.7);
     write_audio(path, x, 24000, {WavEncoding::float32});
-    const Audio back = read_audio(path);
+    const AudioBuffer back = read_audio(path);
     EXPECT_EQ(back.sample_rate, 24000);
     EXPECT_EQ(back.samples, x);
 }
@@ -84,7 +84,7 @@ TEST(AudioFile, FlacRoundTripIsWithinOneStep) {
     const std::string path = temp_dir("audio") + "/sine.flac";
     const std::vector<float> x = sine(24000, 24000, 220, 0.5);
     write_audio(path, x, 24000);
-    const Audio back = read_audio(path);
+    const AudioBuffer back = read_audio(path);
     EXPECT_EQ(back.sample_rate, 24000);
     ASSERT_EQ(back.samples.size(), x.size());
     EXPECT_LE(max_abs_diff(back.samples, x, x.size()), 1.0 / 32768 + 1e-7);
@@ -96,7 +96,7 @@ TEST(AudioFile, LossyFormatsKeepRateLengthAndWaveform) {
     for (const std::string name : {"sine.ogg", "sine.mp3"}) {
         SCOPED_TRACE(name);
         write_audio(dir + "/" + name, x, 24000);
-        const Audio back = read_audio(dir + "/" + name);
+        const AudioBuffer back = read_audio(dir + "/" + name);
         EXPECT_EQ(back.sample_rate, 24000);
         // Codec delay and padding may add or drop up to a frame; the waveform itself must survive.
         ASSERT_NEAR(double(back.samples.size()), double(x.size()), 2048.0);
@@ -124,7 +124,7 @@ TEST(AudioFile, ChannelsAreAveragedInFloat) {
     for (float v : base)
         for (int c = 0; c < channels; ++c) interleaved.push_back(v * float(c + 1) * 0.1f - 0.05f * float(c));
     write_raw(path, interleaved, channels, 8000, SF_FORMAT_WAV | SF_FORMAT_FLOAT);
-    const Audio audio = read_audio(path);
+    const AudioBuffer audio = read_audio(path);
     EXPECT_EQ(audio.sample_rate, 8000);
     ASSERT_EQ(audio.samples.size(), base.size());
     for (size_t i = 0; i < base.size(); ++i) {
@@ -138,7 +138,7 @@ TEST(AudioFile, ChannelsAreAveragedInFloat) {
 TEST(AudioFile, ChannelMeanOfHugeSamplesStaysFinite) {
     const std::string path = temp_dir("audio") + "/loud.wav";
     write_raw(path, {3e38f, 3e38f, -3e38f, -3e38f, 1.0f, 3.0f}, 2, 8000, SF_FORMAT_WAV | SF_FORMAT_FLOAT);
-    const Audio audio = read_audio(path);
+    const AudioBuffer audio = read_audio(path);
     ASSERT_EQ(audio.samples.size(), 3u);
     EXPECT_EQ(audio.samples[0], 3e38f);
     EXPECT_EQ(audio.samples[1], -3e38f);
@@ -148,17 +148,17 @@ TEST(AudioFile, ChannelMeanOfHugeSamplesStaysFinite) {
 TEST(AudioFile, ReadsSilenceShortFilesAndLowRates) {
     const std::string dir = temp_dir("audio");
     write_audio(dir + "/silent.wav", std::vector<float>(16000, 0.0f), 16000);
-    const Audio silent = read_audio(dir + "/silent.wav");
+    const AudioBuffer silent = read_audio(dir + "/silent.wav");
     ASSERT_EQ(silent.samples.size(), 16000u);
     for (float v : silent.samples) ASSERT_EQ(v, 0.0f);
 
     write_audio(dir + "/one_ms.wav", sine(16, 16000, 1000, 0.5), 16000);
-    const Audio one_ms = read_audio(dir + "/one_ms.wav");
+    const AudioBuffer one_ms = read_audio(dir + "/one_ms.wav");
     EXPECT_EQ(one_ms.samples.size(), 16u);
     EXPECT_NEAR(one_ms.seconds(), 0.001, 1e-12);
 
     write_audio(dir + "/low.wav", sine(8000, 8000, 100, 0.5), 8000);
-    const Audio low = read_audio(dir + "/low.wav");
+    const AudioBuffer low = read_audio(dir + "/low.wav");
     EXPECT_EQ(low.sample_rate, 8000);
     EXPECT_EQ(low.samples.size(), 8000u);
 }
@@ -191,14 +191,14 @@ TEST(AudioFile, TruncatedWavKeepsWholeFramesOrFailsInTheHeader) {
     const std::string dir = temp_dir("audio");
     const std::vector<float> x = sine(16000, 16000, 440, 0.5);
     write_audio(dir + "/full.wav", x, 16000);
-    const Audio full = read_audio(dir + "/full.wav");
+    const AudioBuffer full = read_audio(dir + "/full.wav");
     const auto size = std::filesystem::file_size(dir + "/full.wav");
     ASSERT_EQ(size, 44u + 2 * x.size());
 
     // Cut inside the data: like soundfile, the whole frames that are present are returned.
     std::filesystem::copy_file(dir + "/full.wav", dir + "/cut_data.wav");
     std::filesystem::resize_file(dir + "/cut_data.wav", 44 + 2 * 1000 + 1);
-    const Audio cut = read_audio(dir + "/cut_data.wav");
+    const AudioBuffer cut = read_audio(dir + "/cut_data.wav");
     ASSERT_EQ(cut.samples.size(), 1000u);
     EXPECT_TRUE(std::equal(cut.samples.begin(), cut.samples.end(), full.samples.begin()));
 
@@ -233,7 +233,7 @@ TEST(AudioFile, SampleRateLimitIsEnforcedBeforeDecoding) {
 TEST(AudioFile, WriteClipsAndRejectsBadRequests) {
     const std::string dir = temp_dir("audio");
     write_audio(dir + "/loud.wav", {1.5f, -1.5f, 0.25f}, 16000);
-    const Audio loud = read_audio(dir + "/loud.wav");
+    const AudioBuffer loud = read_audio(dir + "/loud.wav");
     ASSERT_EQ(loud.samples.size(), 3u);
     EXPECT_FLOAT_EQ(loud.samples[0], 32767.0f / 32768.0f); // clipped, not wrapped
     EXPECT_FLOAT_EQ(loud.samples[1], -1.0f);

@@ -23,7 +23,7 @@ std::vector<float> sine(double frequency, double amplitude, double seconds, int 
 }
 
 TEST(AudioLoudness, MatchesTheGoldenTurboVoice) {
-    const Audio voice = read_audio(test::data_path("turbo/ref_voice.wav"));
+    const AudioBuffer voice = read_audio(test::data_path("turbo/ref_voice.wav"));
     ASSERT_EQ(voice.sample_rate, 24000);
     // index.json: pyloudnorm measured -20.379983 LUFS.
     EXPECT_NEAR(integrated_loudness(voice.samples, 24000), -20.379983, 1e-5);

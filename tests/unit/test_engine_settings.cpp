@@ -80,7 +80,7 @@ TEST(EngineSettings, EveryFieldReachesTheEngineAndRuntimeOptions) {
     s.batch_threads = 2;
     s.voice_prefixes = 9;
     s.kv_cache = "q8_0";
-    const EngineOptions engine = s.engine_options();
+    const PipelineModelOptions engine = s.engine_options();
     EXPECT_EQ(engine.model_path, "/models/x.gguf");
     EXPECT_EQ(engine.backend.device, "cpu");
     EXPECT_EQ(engine.backend.threads, 3);

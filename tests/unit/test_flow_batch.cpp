@@ -8,7 +8,7 @@
 
 #include "core/backend.h"
 #include "core/error.h"
-#include "models/chatterbox/engine.h"
+#include "models/chatterbox/pipeline_model.h"
 #include "models/chatterbox/s3gen/flow_batch.h"
 #include "support/test_support.h"
 
@@ -25,16 +25,16 @@ using namespace chatterbox::s3gen;
 namespace {
 
 struct TinyFlow {
-    std::unique_ptr<Engine> engine;
+    std::unique_ptr<PipelineModel> engine;
     std::unique_ptr<Backend> backend; // for the requests alone
     FlowReference reference;          // the built-in voice's
 
     explicit TinyFlow(const std::string &model_path) {
-        EngineOptions options;
+        PipelineModelOptions options;
         options.model_path = model_path;
         options.backend = test::test_backend_options(2); // the GPU under CHATTERBOX_TEST_BACKEND=cuda
         options.components = components(Component::flow);
-        engine = std::make_unique<Engine>(options);
+        engine = std::make_unique<PipelineModel>(options);
         backend = std::make_unique<Backend>(options.backend);
         reference = engine->builtin_voice(0.5f).s3gen;
     }
@@ -70,7 +70,7 @@ float max_difference(const std::vector<float> &a, const std::vector<float> &b) {
 // flow, 7.7e-7 on Turbo's (its time mixer multiplies a column per row, not a single column).
 constexpr float kTolerance = 1e-5f;
 
-class FlowBatch : public ::testing::TestWithParam<const char *> {
+class FlowBatchTest : public ::testing::TestWithParam<const char *> {
   protected:
     static TinyFlow &flow() {
         static TinyFlow english(test::tiny_model_path()), turbo(test::tiny_turbo_model_path());
@@ -88,7 +88,7 @@ class FlowBatch : public ::testing::TestWithParam<const char *> {
     std::vector<std::vector<float>> alone_;
 };
 
-TEST_P(FlowBatch, ABatchedEstimatorRunGivesEachRequestItsVelocityAlone) {
+TEST_P(FlowBatchTest, ABatchedEstimatorRunGivesEachRequestItsVelocityAlone) {
     TinyFlow &f = flow();
     const std::vector<float> grid = cfm_time_grid(f.hp());
     std::vector<int64_t> frames;
@@ -120,11 +120,11 @@ TEST_P(FlowBatch, ABatchedEstimatorRunGivesEachRequestItsVelocityAlone) {
 
 // Runs the requests through a batch of two: the second joins at the first's step 1 (from its
 // observer, so deterministically), the third waits for room and takes the first one's place.
-TEST_P(FlowBatch, RequestsJoiningAndLeavingARunningBatchGetTheirMelAlone) {
+TEST_P(FlowBatchTest, RequestsJoiningAndLeavingARunningBatchGetTheirMelAlone) {
     TinyFlow &f = flow();
     FlowBatchOptions options;
     options.max_requests = 2;
-    FlowBatchScheduler batch(f.model(), test::test_backend_options(0), options);
+    FlowBatch batch(f.model(), test::test_backend_options(0), options);
     std::vector<std::vector<float>> batched(requests_.size());
     std::vector<std::thread> threads;
     const auto submit = [&](size_t i, const CfmStepObserver &observer) {
@@ -159,7 +159,7 @@ TEST_P(FlowBatch, RequestsJoiningAndLeavingARunningBatchGetTheirMelAlone) {
 // Each request solves with its own CFM step count (SynthesisParams::cfm_steps): alone, the model's
 // own count asked for by number is the default exactly, and in one batch requests of 3, the
 // model's and 5 steps each get their mel alone and take their own number of steps.
-TEST_P(FlowBatch, RequestsOfDifferentStepCountsShareABatch) {
+TEST_P(FlowBatchTest, RequestsOfDifferentStepCountsShareABatch) {
     TinyFlow &f = flow();
     const int model_steps = f.hp().cfm_steps;
     const std::vector<int> counts{3, 0, 5};
@@ -180,7 +180,7 @@ TEST_P(FlowBatch, RequestsOfDifferentStepCountsShareABatch) {
 
     FlowBatchOptions options;
     options.max_requests = 3;
-    FlowBatchScheduler batch(f.model(), test::test_backend_options(0), options);
+    FlowBatch batch(f.model(), test::test_backend_options(0), options);
     std::vector<std::vector<float>> batched(requests_.size());
     std::vector<std::thread> threads;
     const auto solve = [&](size_t i, const CfmStepObserver &observer) {
@@ -200,9 +200,9 @@ TEST_P(FlowBatch, RequestsOfDifferentStepCountsShareABatch) {
     EXPECT_LT(stats.steps, stats.request_steps); // the three shared steps
 }
 
-TEST_P(FlowBatch, ACancelledRequestLeavesAtTheNextStepAndTheOthersGoOn) {
+TEST_P(FlowBatchTest, ACancelledRequestLeavesAtTheNextStepAndTheOthersGoOn) {
     TinyFlow &f = flow();
-    FlowBatchScheduler batch(f.model(), test::test_backend_options(0), FlowBatchOptions{});
+    FlowBatch batch(f.model(), test::test_backend_options(0), FlowBatchOptions{});
     CancelFlag cancel;
     std::exception_ptr second_error;
     std::thread second;
@@ -235,9 +235,9 @@ TEST_P(FlowBatch, ACancelledRequestLeavesAtTheNextStepAndTheOthersGoOn) {
     EXPECT_EQ(batch.counts().active, 0);
 }
 
-TEST_P(FlowBatch, BadRequestsAreRefusedWithoutHarmingTheBatch) {
+TEST_P(FlowBatchTest, BadRequestsAreRefusedWithoutHarmingTheBatch) {
     TinyFlow &f = flow();
-    FlowBatchScheduler batch(f.model(), test::test_backend_options(0), FlowBatchOptions{});
+    FlowBatch batch(f.model(), test::test_backend_options(0), FlowBatchOptions{});
     std::vector<float> short_noise = requests_[0].noise;
     short_noise.pop_back();
     EXPECT_THROW(batch.solve(requests_[0].encoding, requests_[0].prompt_condition, short_noise), Error);
@@ -246,9 +246,9 @@ TEST_P(FlowBatch, BadRequestsAreRefusedWithoutHarmingTheBatch) {
               kTolerance);
     FlowBatchOptions none;
     none.max_requests = 0;
-    EXPECT_THROW(FlowBatchScheduler(f.model(), test::test_backend_options(0), none), Error);
+    EXPECT_THROW(FlowBatch(f.model(), test::test_backend_options(0), none), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Flows, FlowBatch, ::testing::Values("english", "turbo"));
+INSTANTIATE_TEST_SUITE_P(Flows, FlowBatchTest, ::testing::Values("english", "turbo"));
 
 } // namespace

@@ -176,7 +176,7 @@ TEST_P(MatmulWeightPlacement, T3) {
                     {8194, hp.speech_vocab},
                     {2050, hp.text_positions},
                     {4100, hp.speech_positions}});
-    const t3::Model model(h.store(), h.backend(), hp);
+    const t3::T3Model model(h.store(), h.backend(), hp);
     const t3::KvCache cache(h.backend(), hp, /*n_rows=*/2, /*capacity=*/8, GGML_TYPE_F16);
 
     GraphScratch scratch;

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "models/chatterbox/convert.h"
 #include "models/chatterbox/model_files.h"
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 #include "models/chatterbox/synthetic_weights.h"
 #include "support/test_support.h"
 #include "support/torch_state_dict.h"
@@ -159,9 +159,9 @@ TEST(MtlFolder, AskingForAT3TheModelLacksIsAnErrorNamingTheFiles) {
 }
 
 TEST(MtlFolder, TheEngineAndTheCApiLoadTheChosenT3) {
-    EngineOptions options{tiny_folder(), BackendOptions{"cpu", 2}, components(Component::t3)};
+    PipelineModelOptions options{tiny_folder(), BackendOptions{"cpu", 2}, components(Component::t3)};
     options.open.t3_model = "v3";
-    const Engine engine(options);
+    const PipelineModel engine(options);
     EXPECT_EQ(engine.files().t3_model(), "v3");
     expect_t3_of_seed(engine.files(), kV3Seed);
     EXPECT_TRUE(test::contains(engine.description(), "multilingual v3 model"));
@@ -234,9 +234,9 @@ TEST(MtlFolder, PublishedPtStateDictsReadBitEqualToTheirSafetensorsTwins) {
 
     // Same weights, same computation: a voice from a recording and the speech made with it are bit-equal.
     const auto speak = [](const std::string &folder) {
-        const Engine engine({folder, BackendOptions{"cpu", 2}});
-        Session session(engine);
-        const Voice voice = session.voice_from_file(test::mtl_golden_path("ref_voice.wav"), 0.5f);
+        const PipelineModel engine({folder, BackendOptions{"cpu", 2}});
+        PipelineSession session(engine);
+        const VoiceConditionals voice = session.voice_from_file(test::mtl_golden_path("ref_voice.wav"), 0.5f);
         SynthesisOptions options;
         options.params.sampling.max_new_tokens = 12; // random weights rarely stop on their own
         options.params.sampling.seed = 11;

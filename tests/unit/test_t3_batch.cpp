@@ -1,5 +1,5 @@
 // needs: tiny-model tiny-turbo-model
-// T3 decode batched across requests (t3/batch_session.h, t3/batch_scheduler.h), on the tiny models
+// T3 decode batched across requests (t3/batch_decoder.h, t3/batch.h), on the tiny models
 // (Llama with CFG rows, GPT-2 without): sequences of different lengths that join and leave
 // mid-batch get, step for step, the logits they get alone; the scheduler gives every request the
 // tokens it gives alone (sampling with its own seed, guidance or not, different lengths, from many
@@ -8,9 +8,9 @@
 // leaves the batch before the exception reaches the caller.
 
 #include "core/backend.h"
-#include "models/chatterbox/engine.h"
-#include "models/chatterbox/t3/batch_scheduler.h"
-#include "models/chatterbox/t3/batch_session.h"
+#include "models/chatterbox/pipeline_model.h"
+#include "models/chatterbox/t3/batch.h"
+#include "models/chatterbox/t3/batch_decoder.h"
 #include "models/chatterbox/t3/embeddings.h"
 #include "support/test_support.h"
 #include "support/tiny_t3.h"
@@ -35,7 +35,7 @@ RuntimeOptions runtime(nn::AttentionPath attention, ggml_type kv_type) {
     return o;
 }
 
-class T3Batch : public ::testing::TestWithParam<const char *> {
+class T3BatchTest : public ::testing::TestWithParam<const char *> {
   protected:
     static TinyT3 &model(const std::string &name) {
         static TinyT3 llama(test::tiny_model_path()), gpt2(test::tiny_turbo_model_path());
@@ -61,7 +61,7 @@ int32_t token_of(int sequence, int step, const HParams &hp) {
 // distributions turn that into other draws within a few steps (seen on an H200).
 constexpr const char *kTokensOnGpu = "a GPU's batch rounds otherwise than one request alone (testing_on_gpu)";
 
-TEST_P(T3Batch, SequencesJoiningAndLeavingGetTheirLogitsAlone) {
+TEST_P(T3BatchTest, SequencesJoiningAndLeavingGetTheirLogitsAlone) {
     TinyT3 &m = t3();
     const bool cfg = m.hp().variant != Variant::turbo;
     for (const auto &[attention, kv_type] :
@@ -82,25 +82,25 @@ TEST_P(T3Batch, SequencesJoiningAndLeavingGetTheirLogitsAlone) {
             const std::vector<int32_t> ids = m.text(s.text_ids);
             s.length = prefill_length(m.hp(), m.cond, ids);
             s.prefill_embeds = prefill_embeddings(m.model(), m.cond, ids, s.n_rows);
-            Session alone(m.model(), *m.backend, runtime(attention, kv_type));
+            T3Session alone(m.model(), *m.backend, runtime(attention, kv_type));
             alone.prefill(s.prefill_embeds, s.n_rows, s.length, s.steps);
             for (int step = 0; step < s.steps; ++step)
                 s.alone.push_back(
                     alone.decode(speech_token_embedding(m.model(), token_of(int(i), step, m.hp()), step + 1)));
         }
-        BatchSession batch(m.model(), *m.backend, /*max_rows=*/6, /*capacity=*/1024, runtime(attention, kv_type));
-        std::vector<std::unique_ptr<Session>> prefills;
+        T3BatchDecoder batch(m.model(), *m.backend, /*max_rows=*/6, /*capacity=*/1024, runtime(attention, kv_type));
+        std::vector<std::unique_ptr<T3Session>> prefills;
         std::vector<int> handle(sequences.size(), -1), done(sequences.size(), 0);
         int max_in_batch = 0;
         for (int clock = 0;; ++clock) {
             for (size_t i = 0; i < sequences.size(); ++i) {
                 Sequence &s = sequences[i];
                 if (s.join_step != clock) continue;
-                prefills.push_back(std::make_unique<Session>(m.model(), *m.backend, runtime(attention, kv_type)));
+                prefills.push_back(std::make_unique<T3Session>(m.model(), *m.backend, runtime(attention, kv_type)));
                 prefills.back()->prefill(s.prefill_embeds, s.n_rows, s.length, s.steps);
                 handle[i] = batch.join(*prefills.back(), s.length + s.steps);
             }
-            std::vector<BatchSession::Step> steps;
+            std::vector<T3BatchDecoder::Step> steps;
             std::vector<size_t> which;
             for (size_t i = 0; i < sequences.size(); ++i)
                 if (handle[i] >= 0) {
@@ -141,18 +141,18 @@ TEST_P(T3Batch, SequencesJoiningAndLeavingGetTheirLogitsAlone) {
     }
 }
 
-TEST_P(T3Batch, JoiningWithoutRoomOrPastTheCapacityIsAnError) {
+TEST_P(T3BatchTest, JoiningWithoutRoomOrPastTheCapacityIsAnError) {
     TinyT3 &m = t3();
     const std::vector<int32_t> ids = m.text(10);
     const int length = prefill_length(m.hp(), m.cond, ids);
-    BatchSession batch(m.model(), *m.backend, /*max_rows=*/2, /*capacity=*/length + 8);
-    Session session(m.model(), *m.backend);
+    T3BatchDecoder batch(m.model(), *m.backend, /*max_rows=*/2, /*capacity=*/length + 8);
+    T3Session session(m.model(), *m.backend);
     session.prefill(prefill_embeddings(m.model(), m.cond, ids, 1), 1, length, 8);
     EXPECT_THROW(batch.join(session, length + 9), Error);
     batch.join(session, length + 8);
     batch.join(session, length + 8);
     EXPECT_THROW(batch.join(session, length + 8), Error);
-    Session empty(m.model(), *m.backend);
+    T3Session empty(m.model(), *m.backend);
     EXPECT_THROW(batch.join(empty, 10), Error);
 }
 
@@ -173,7 +173,7 @@ SamplingParams sampling(const RequestSpec &r) {
     return p;
 }
 
-TEST_P(T3Batch, ScheduledRequestsGetTheTokensTheyGetAlone) {
+TEST_P(T3BatchTest, ScheduledRequestsGetTheTokensTheyGetAlone) {
     if (test::testing_on_gpu()) GTEST_SKIP() << kTokensOnGpu;
     TinyT3 &m = t3();
     for (const ggml_type kv_type : {GGML_TYPE_F16, GGML_TYPE_Q8_0}) {
@@ -183,22 +183,22 @@ TEST_P(T3Batch, ScheduledRequestsGetTheTokensTheyGetAlone) {
                                              {12, 4, 40, 0.5f}, {3, 5, 70, 0.0f}, {25, 6, 15, 0.5f}};
         std::vector<GenerationResult> alone;
         for (const RequestSpec &r : specs) {
-            Session session(m.model(), *m.backend, cache);
+            T3Session session(m.model(), *m.backend, cache);
             alone.push_back(generate(session, m.cond, m.text(r.text_ids), sampling(r)));
         }
         BatchOptions options;
         options.max_sequences = 3; // fewer than the requests: some wait for room
         options.capacity = 1024;
         options.runtime = cache;
-        BatchScheduler scheduler(m.model(), m.engine->options().backend, options);
-        // Each request has its own backend, as an engine Session has. All are built, and every
+        T3Batch scheduler(m.model(), m.engine->options().backend, options);
+        // Each request has its own backend, as a PipelineSession has. All are built, and every
         // request's thread is running, before any request is submitted; then all are submitted at once:
         // on a loaded machine, starting them one by one could let each finish before the next came.
         std::vector<std::unique_ptr<Backend>> backends;
-        std::vector<std::unique_ptr<Session>> sessions;
+        std::vector<std::unique_ptr<T3Session>> sessions;
         for (size_t i = 0; i < specs.size(); ++i) {
             backends.push_back(std::make_unique<Backend>(m.engine->options().backend));
-            sessions.push_back(std::make_unique<Session>(m.model(), *backends.back(), cache));
+            sessions.push_back(std::make_unique<T3Session>(m.model(), *backends.back(), cache));
         }
         std::vector<std::promise<void>> started(specs.size());
         std::promise<void> submit;
@@ -235,20 +235,20 @@ TEST_P(T3Batch, ScheduledRequestsGetTheTokensTheyGetAlone) {
     }
 }
 
-TEST_P(T3Batch, AStoppedRequestEndsAsAloneAndFreesItsRowsAtOnce) {
+TEST_P(T3BatchTest, AStoppedRequestEndsAsAloneAndFreesItsRowsAtOnce) {
     TinyT3 &m = t3();
     const RequestSpec spec{15, 7, 200, 0.5f}, next{10, 8, 30, 0.5f};
     constexpr int kStopAt = 9;
     GenerationHooks hooks;
     hooks.on_step = [](const StepRecord &step) { return step.step < kStopAt; };
-    Session session(m.model(), *m.backend);
+    T3Session session(m.model(), *m.backend);
     const GenerationResult alone = generate(session, m.cond, m.text(spec.text_ids), sampling(spec), hooks);
     ASSERT_EQ(alone.end, PieceEnd::stopped);
     ASSERT_EQ(alone.tokens.size(), size_t(kStopAt) + 1);
 
     BatchOptions options;
     options.max_sequences = 1; // the next request waits for the stopped one's rows
-    BatchScheduler scheduler(m.model(), m.engine->options().backend, options);
+    T3Batch scheduler(m.model(), m.engine->options().backend, options);
     // Read from the hook at step 1: the request is in the batch until its hook says stop (step 9),
     // so the count is seen however fast the tiny model decodes (polling could miss the whole run).
     std::promise<int> active_at_step_1;
@@ -263,7 +263,7 @@ TEST_P(T3Batch, AStoppedRequestEndsAsAloneAndFreesItsRowsAtOnce) {
     ASSERT_EQ(active_at_step_1.get_future().get(), 1);
     std::future<GenerationResult> waiting = std::async(std::launch::async, [&] {
         Backend backend(m.engine->options().backend);
-        Session s(m.model(), backend);
+        T3Session s(m.model(), backend);
         return scheduler.generate(s, m.cond, m.text(next.text_ids), sampling(next));
     });
     const GenerationResult result = stopped.get();
@@ -278,17 +278,17 @@ TEST_P(T3Batch, AStoppedRequestEndsAsAloneAndFreesItsRowsAtOnce) {
     EXPECT_EQ(stats.active, 0);
 }
 
-TEST_P(T3Batch, AHookThatThrowsLeavesTheBatchBeforeTheCallRethrows) {
+TEST_P(T3BatchTest, AHookThatThrowsLeavesTheBatchBeforeTheCallRethrows) {
     TinyT3 &m = t3();
     BatchOptions options;
     options.max_sequences = 2;
-    BatchScheduler scheduler(m.model(), m.engine->options().backend, options);
+    T3Batch scheduler(m.model(), m.engine->options().backend, options);
     GenerationHooks hooks;
     hooks.on_step = [](const StepRecord &step) {
         if (step.step == 5) throw Cancelled("stop here");
         return true;
     };
-    Session session(m.model(), *m.backend);
+    T3Session session(m.model(), *m.backend);
     EXPECT_THROW(scheduler.generate(session, m.cond, m.text(12), sampling({12, 9, 200, 0.5f}), hooks), Cancelled);
     EXPECT_EQ(scheduler.counts().active, 0);
     const GenerationResult after = scheduler.generate(session, m.cond, m.text(12), sampling({12, 9, 20, 0.5f}));
@@ -297,18 +297,18 @@ TEST_P(T3Batch, AHookThatThrowsLeavesTheBatchBeforeTheCallRethrows) {
 
 // A newcomer prefills in parts of a full step's rows, one part between two of the others' steps,
 // and takes the tokens it takes alone; one cancelled while it prefills leaves, and the others go on.
-TEST_P(T3Batch, ANewcomerPrefillsInPartsBetweenTheOthersSteps) {
+TEST_P(T3BatchTest, ANewcomerPrefillsInPartsBetweenTheOthersSteps) {
     if (test::testing_on_gpu()) GTEST_SKIP() << kTokensOnGpu;
     TinyT3 &m = t3();
     const RequestSpec newcomer{18, 11, 30, 0.5f};
     const int n_rows = m.hp().variant == Variant::turbo ? 1 : 2;
     const std::vector<int32_t> newcomer_text = m.text(newcomer.text_ids);
-    Session alone_session(m.model(), *m.backend);
+    T3Session alone_session(m.model(), *m.backend);
     const GenerationResult alone = generate(alone_session, m.cond, newcomer_text, sampling(newcomer));
 
     BatchOptions options;
     options.max_sequences = 2;
-    BatchScheduler scheduler(m.model(), m.engine->options().backend, options);
+    T3Batch scheduler(m.model(), m.engine->options().backend, options);
     const int part = 2 * options.max_sequences / n_rows;
     const int parts = (prefill_length(m.hp(), m.cond, newcomer_text) + part - 1) / part;
     // The running request: long enough to decode through the newcomer's whole prefill, whatever the
@@ -325,7 +325,7 @@ TEST_P(T3Batch, ANewcomerPrefillsInPartsBetweenTheOthersSteps) {
     SamplingParams running_params = sampling({10, 1, running_steps, 0.5f});
     std::future<GenerationResult> running = std::async(std::launch::async, [&] {
         Backend backend(m.engine->options().backend);
-        Session s(m.model(), backend);
+        T3Session s(m.model(), backend);
         return scheduler.generate(s, m.cond, m.text(10), running_params, running_hooks);
     });
     running_started.get_future().wait();
@@ -333,14 +333,14 @@ TEST_P(T3Batch, ANewcomerPrefillsInPartsBetweenTheOthersSteps) {
 
     CancelFlag cancel;
     cancel.request();
-    Session cancelled(m.model(), *m.backend);
+    T3Session cancelled(m.model(), *m.backend);
     EXPECT_THROW(scheduler.generate(cancelled, m.cond, newcomer_text, sampling(newcomer), {}, nullptr, &cancel),
                  Cancelled);
     EXPECT_EQ(scheduler.counts().waiting, 0);
     const uint64_t before = scheduler.prefill_parts();
 
     Backend backend(m.engine->options().backend);
-    Session session(m.model(), backend);
+    T3Session session(m.model(), backend);
     const GenerationResult joined = scheduler.generate(session, m.cond, newcomer_text, sampling(newcomer));
     EXPECT_EQ(joined.tokens, alone.tokens);
     EXPECT_EQ(scheduler.prefill_parts() - before, uint64_t(parts)) << "parts of " << part << " positions";
@@ -350,6 +350,6 @@ TEST_P(T3Batch, ANewcomerPrefillsInPartsBetweenTheOthersSteps) {
     EXPECT_EQ(stats.active, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backbones, T3Batch, ::testing::Values("llama", "gpt2"));
+INSTANTIATE_TEST_SUITE_P(Backbones, T3BatchTest, ::testing::Values("llama", "gpt2"));
 
 } // namespace

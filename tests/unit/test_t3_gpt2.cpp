@@ -128,8 +128,8 @@ TEST(T3Gpt2, NanoSizedModelLoadsAndGenerates) {
                        "GPT-2 backbone");
 
     Backend backend(BackendOptions{"cpu", 2});
-    const Model model(*store, backend, hp);
-    Session session(model, backend);
+    const T3Model model(*store, backend, hp);
+    T3Session session(model, backend);
     SamplingParams params = variant_spec(Variant::nano).t3.sampler.defaults;
     params.max_new_tokens = 6;
     params.ignore_eos = true; // random weights may end at once
@@ -151,7 +151,7 @@ TEST(T3Gpt2, DecodingStepByStepEqualsOnePrefill) {
     const HParams hp = tiny_gpt2();
     const std::unique_ptr<WeightStore> store = gpt2_checkpoint(hp);
     Backend backend(BackendOptions{"cpu", 2});
-    const Model model(*store, backend, hp); // 4 heads: not a head count any checkpoint shape gives
+    const T3Model model(*store, backend, hp); // 4 heads: not a head count any checkpoint shape gives
     const CondEmbeddings cond = encode_conditioning(model, backend, voice(hp, 5));
 
     // Generation teacher-forced through prefill + decode steps.
@@ -164,7 +164,7 @@ TEST(T3Gpt2, DecodingStepByStepEqualsOnePrefill) {
         stepped.push_back(*step.raw);
         return true;
     };
-    Session decoding(model, backend, exact_path());
+    T3Session decoding(model, backend, exact_path());
     ASSERT_EQ(generate(decoding, cond, kText, params, hooks).tokens, forced);
     ASSERT_EQ(stepped.size(), forced.size());
 
@@ -178,7 +178,7 @@ TEST(T3Gpt2, DecodingStepByStepEqualsOnePrefill) {
             const std::vector<float> e = speech_token_embedding(model, forced[j], int(j) + 1);
             embeds.insert(embeds.end(), e.begin(), e.end());
         }
-        Session whole(model, backend, exact_path());
+        T3Session whole(model, backend, exact_path());
         const std::vector<float> logits = whole.prefill(embeds, 1, prefix_length + int(k), 0);
         ASSERT_EQ(embeds.size(), size_t(prefix_length + int(k)) * hidden);
         const test::Diff d = test::compare(stepped[k], logits);
@@ -192,8 +192,8 @@ TEST(T3Gpt2, SpeechGuardsApplyThroughTheVariantsData) {
     const HParams hp = tiny_gpt2();
     const std::unique_ptr<WeightStore> store = gpt2_checkpoint(hp);
     Backend backend(BackendOptions{"cpu", 2});
-    const Model model(*store, backend, hp);
-    Session session(model, backend, exact_path());
+    const T3Model model(*store, backend, hp);
+    T3Session session(model, backend, exact_path());
     const CondEmbeddings cond = encode_conditioning(model, backend, voice(hp, 10));
     SamplingParams params = SamplingParams::guarded();
     params.max_new_tokens = 400;

@@ -1,16 +1,16 @@
 // needs: tiny-model tiny-turbo-model
 // Prefills that do not compute every position at once, on the tiny Llama (CFG rows) and GPT-2
-// (Turbo's long prompt prefix) models. Voice prefix reuse (t3/prefix_cache.h, Session::prefill with a
+// (Turbo's long prompt prefix) models. Voice prefix reuse (t3/prefix_cache.h, T3Session::prefill with a
 // KvPrefix): a prefill that takes the conditioning's keys/values from a prefix gives the logits of the
 // whole prefill, then decoding goes on as from it (bit for bit, both attention paths) and sampled generation
 // takes the same tokens; the cache computes a voice once, tells voices and KV types apart and drops the
 // least recently used; a prefix is refused while heads are watched or when it leaves nothing to compute.
-// A prefill in parts (Session::begin_prefill / prefill_part, as the T3 batch interleaves a newcomer's
+// A prefill in parts (T3Session::begin_prefill / prefill_part, as the T3 batch interleaves a newcomer's
 // with its steps), with or without a prefix, gives the whole prefill's logits and decoding, and is
 // refused where it cannot serve.
 
 #include "core/backend.h"
-#include "models/chatterbox/engine.h"
+#include "models/chatterbox/pipeline_model.h"
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
 #include "models/chatterbox/t3/prefix_cache.h"
@@ -78,7 +78,7 @@ std::vector<float> token_embedding(const TinyT3 &m, int step) {
 const std::vector<RuntimeOptions> kBothPaths{exact_runtime(), RuntimeOptions{}};
 
 KvPrefix voice_prefix(const TinyT3 &m, const RuntimeOptions &runtime) {
-    Session voice(m.model(), *m.backend, runtime);
+    T3Session voice(m.model(), *m.backend, runtime);
     voice.prefill(m.cond.values, 1, m.cond.length, 0);
     return voice.export_prefix(m.cond.length);
 }
@@ -88,7 +88,7 @@ TEST_P(T3Prefix, APrefilledPrefixGivesTheLogitsOfTheWholePrefill) {
     const Prefill p(m);
     for (const RuntimeOptions &runtime : kBothPaths) {
         SCOPED_TRACE(attention_path_name(runtime.attention));
-        Session whole(m.model(), *m.backend, runtime), prefixed(m.model(), *m.backend, runtime);
+        T3Session whole(m.model(), *m.backend, runtime), prefixed(m.model(), *m.backend, runtime);
         const KvPrefix prefix = voice_prefix(m, runtime);
         EXPECT_EQ(prefix.length, m.cond.length);
         EXPECT_EQ(max_difference(prefixed.prefill(p.embeds, p.n_rows, p.length, 40, &prefix),
@@ -105,7 +105,7 @@ TEST_P(T3Prefix, APrefillInPartsGivesTheLogitsOfTheWholePrefill) {
     TinyT3 &m = t3();
     const Prefill p(m);
     for (const RuntimeOptions &runtime : kBothPaths) {
-        Session whole(m.model(), *m.backend, runtime);
+        T3Session whole(m.model(), *m.backend, runtime);
         const std::vector<float> whole_logits = whole.prefill(p.embeds, p.n_rows, p.length, 12);
         std::vector<std::vector<float>> whole_steps;
         for (int step = 0; step < 12; ++step) whole_steps.push_back(whole.decode(token_embedding(m, step)));
@@ -114,7 +114,7 @@ TEST_P(T3Prefix, APrefillInPartsGivesTheLogitsOfTheWholePrefill) {
             for (int part : {1, 3, 8, p.length}) {
                 SCOPED_TRACE(testing::Message() << attention_path_name(runtime.attention) << ", part " << part
                                                 << (from ? ", with the prefix" : ""));
-                Session parts(m.model(), *m.backend, runtime);
+                T3Session parts(m.model(), *m.backend, runtime);
                 parts.begin_prefill(p.n_rows, p.length, 12, from);
                 const int first = from ? from->length : 0;
                 std::vector<float> logits;
@@ -146,7 +146,7 @@ TEST_P(T3Prefix, APrefillInPartsIsRefusedWhereItCannotServe) {
     const std::vector<int32_t> ids = m.text(5);
     const int length = prefill_length(m.hp(), m.cond, ids);
     const std::vector<float> embeds = prefill_embeddings(m.model(), m.cond, ids, 1);
-    Session session(m.model(), *m.backend);
+    T3Session session(m.model(), *m.backend);
     EXPECT_THROW(session.prefill_part(embeds, 4), Error) << "no prefill begun";
     session.begin_prefill(1, length, 4);
     EXPECT_THROW(session.prefill_part(embeds, 0), Error);
@@ -167,7 +167,7 @@ TEST_P(T3Prefix, GenerationFromACachedVoiceTakesTheSameTokens) {
     for (const RuntimeOptions &runtime : kBothPaths)
         for (uint64_t seed : {1, 2, 3}) {
             params.seed = seed;
-            Session alone(m.model(), *m.backend, runtime), cached(m.model(), *m.backend, runtime);
+            T3Session alone(m.model(), *m.backend, runtime), cached(m.model(), *m.backend, runtime);
             const std::shared_ptr<const KvPrefix> prefix = cache.get(cached, m.cond);
             EXPECT_EQ(generate(cached, m.cond, m.text(15), params, {}, prefix.get()).tokens,
                       generate(alone, m.cond, m.text(15), params).tokens)
@@ -182,7 +182,7 @@ TEST_P(T3Prefix, TheCacheTellsVoicesAndTypesApartAndDropsTheLeastRecentlyUsed) {
     PrefixCache cache(2);
     RuntimeOptions f32;
     f32.kv_type = GGML_TYPE_F32;
-    Session f16_session(m.model(), *m.backend), f32_session(m.model(), *m.backend, f32);
+    T3Session f16_session(m.model(), *m.backend), f32_session(m.model(), *m.backend, f32);
     const auto first = cache.get(f16_session, m.cond);
     EXPECT_EQ(cache.get(f16_session, m.cond), first); // a hit: the same entry
     const auto other = cache.get(f16_session, other_voice(m));
@@ -199,18 +199,18 @@ TEST_P(T3Prefix, TheCacheTellsVoicesAndTypesApartAndDropsTheLeastRecentlyUsed) {
 
 TEST_P(T3Prefix, APrefixIsRefusedWhereItCannotServe) {
     TinyT3 &m = t3();
-    Session voice(m.model(), *m.backend);
+    T3Session voice(m.model(), *m.backend);
     voice.prefill(m.cond.values, 1, m.cond.length, 0);
     const KvPrefix prefix = voice.export_prefix(m.cond.length);
     EXPECT_THROW(voice.export_prefix(m.cond.length + 1), Error);
-    Session session(m.model(), *m.backend);
+    T3Session session(m.model(), *m.backend);
     EXPECT_THROW(session.prefill(m.cond.values, 1, m.cond.length, 0, &prefix), Error) << "nothing left to compute";
     const std::vector<int32_t> ids = m.text(5);
     const int length = prefill_length(m.hp(), m.cond, ids);
     const std::vector<float> embeds = prefill_embeddings(m.model(), m.cond, ids, 1);
     RuntimeOptions f32;
     f32.kv_type = GGML_TYPE_F32;
-    Session other_type(m.model(), *m.backend, f32);
+    T3Session other_type(m.model(), *m.backend, f32);
     EXPECT_THROW(other_type.prefill(embeds, 1, length, 4, &prefix), Error);
     session.watch_heads({{0, 0}});
     EXPECT_THROW(session.prefill(embeds, 1, length, 4, &prefix), Error);

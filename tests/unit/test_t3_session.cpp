@@ -1,5 +1,5 @@
 // needs: tiny-model
-// t3::Session's decode graphs attend over the used cache length rounded up to decode_bucket. On
+// t3::T3Session's decode graphs attend over the used cache length rounded up to decode_bucket. On
 // the tiny model: the logits of every step equal those of one graph over the whole cache (both
 // attention paths, with and without guidance), each bucket's graph is built once per session, and
 // a later request on the same session gives what a fresh session gives. And generation with
@@ -8,7 +8,7 @@
 
 #include "core/backend.h"
 #include "core/error.h"
-#include "models/chatterbox/engine.h"
+#include "models/chatterbox/pipeline_model.h"
 #include "models/chatterbox/runtime.h"
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
@@ -27,14 +27,14 @@ namespace {
 
 constexpr int kWholeCache = 1 << 20; // a decode bucket no cache reaches: one graph over the whole capacity
 
-class T3Session : public ::testing::Test {
+class T3SessionTest : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
-        EngineOptions options;
+        PipelineModelOptions options;
         options.model_path = test::tiny_model_path();
         options.backend.threads = 2;
         options.components = components(Component::t3, Component::text);
-        engine_ = std::make_unique<Engine>(options);
+        engine_ = std::make_unique<PipelineModel>(options);
         backend_ = std::make_unique<Backend>(options.backend);
         cond_ = std::make_unique<CondEmbeddings>(
             encode_conditioning(engine_->t3(), *backend_, engine_->builtin_voice(0.5f).t3));
@@ -63,7 +63,7 @@ class T3Session : public ::testing::Test {
     }
 
     // The raw logits of every step, concatenated.
-    static std::vector<float> raw_logits(Session &session, const std::vector<int32_t> &text_tokens, int steps,
+    static std::vector<float> raw_logits(T3Session &session, const std::vector<int32_t> &text_tokens, int steps,
                                          float cfg_weight) {
         SamplingParams params;
         params.cfg_weight = cfg_weight;
@@ -87,18 +87,18 @@ class T3Session : public ::testing::Test {
         return o;
     }
 
-    static std::unique_ptr<Engine> engine_;
+    static std::unique_ptr<PipelineModel> engine_;
     static std::unique_ptr<Backend> backend_;
     static std::unique_ptr<CondEmbeddings> cond_;
 };
 
-std::unique_ptr<Engine> T3Session::engine_;
-std::unique_ptr<Backend> T3Session::backend_;
-std::unique_ptr<CondEmbeddings> T3Session::cond_;
+std::unique_ptr<PipelineModel> T3SessionTest::engine_;
+std::unique_ptr<Backend> T3SessionTest::backend_;
+std::unique_ptr<CondEmbeddings> T3SessionTest::cond_;
 
 } // namespace
 
-TEST_F(T3Session, BucketedDecodeGivesTheLogitsOfTheWholeCache) {
+TEST_F(T3SessionTest, BucketedDecodeGivesTheLogitsOfTheWholeCache) {
     constexpr int kSteps = 150; // 3 buckets of 64 past the prefill
     for (const auto &[attention, kv_type] :
          {std::pair{nn::AttentionPath::flash, GGML_TYPE_F16}, std::pair{nn::AttentionPath::flash, GGML_TYPE_Q8_0},
@@ -106,8 +106,8 @@ TEST_F(T3Session, BucketedDecodeGivesTheLogitsOfTheWholeCache) {
         for (const float cfg_weight : {0.5f, 0.0f}) {
             SCOPED_TRACE(testing::Message() << nn::attention_path_name(attention) << ", " << ggml_type_name(kv_type)
                                             << ", cfg " << cfg_weight);
-            Session whole(engine_->t3(), *backend_, options(attention, kv_type, kWholeCache));
-            Session bucketed(engine_->t3(), *backend_, options(attention, kv_type, 64));
+            T3Session whole(engine_->t3(), *backend_, options(attention, kv_type, kWholeCache));
+            T3Session bucketed(engine_->t3(), *backend_, options(attention, kv_type, 64));
             const std::vector<float> expected = raw_logits(whole, text(20), kSteps, cfg_weight);
             EXPECT_EQ(whole.graphs_built(), 2); // one prefill and one decode graph
             EXPECT_EQ(raw_logits(bucketed, text(20), kSteps, cfg_weight), expected);
@@ -117,10 +117,10 @@ TEST_F(T3Session, BucketedDecodeGivesTheLogitsOfTheWholeCache) {
 
 // A q8_0 cache holds each key and value to about 1/254 of its block's largest: the logits move a
 // little from the f16 cache's, not far (a wrong scale or block would move them by their own size).
-TEST_F(T3Session, An8BitCacheGivesLogitsNearTheF16Caches) {
+TEST_F(T3SessionTest, An8BitCacheGivesLogitsNearTheF16Caches) {
     constexpr int kSteps = 80;
-    Session f16(engine_->t3(), *backend_, options(nn::AttentionPath::flash, GGML_TYPE_F16, 64));
-    Session q8(engine_->t3(), *backend_, options(nn::AttentionPath::flash, GGML_TYPE_Q8_0, 64));
+    T3Session f16(engine_->t3(), *backend_, options(nn::AttentionPath::flash, GGML_TYPE_F16, 64));
+    T3Session q8(engine_->t3(), *backend_, options(nn::AttentionPath::flash, GGML_TYPE_Q8_0, 64));
     const std::vector<float> want = raw_logits(f16, text(20), kSteps, 0.5f);
     const std::vector<float> got = raw_logits(q8, text(20), kSteps, 0.5f);
     ASSERT_EQ(got.size(), want.size());
@@ -135,8 +135,8 @@ TEST_F(T3Session, An8BitCacheGivesLogitsNearTheF16Caches) {
 
 // Only the CPU's single-query attention reads a q8_0 cache: the plain path says so; a name or an
 // engine option that is not a cache type is refused.
-TEST_F(T3Session, An8BitCacheNeedsTheSingleQueryPath) {
-    Session plain(engine_->t3(), *backend_, options(nn::AttentionPath::plain, GGML_TYPE_Q8_0, 64));
+TEST_F(T3SessionTest, An8BitCacheNeedsTheSingleQueryPath) {
+    T3Session plain(engine_->t3(), *backend_, options(nn::AttentionPath::plain, GGML_TYPE_Q8_0, 64));
     test::expect_error([&] { raw_logits(plain, text(5), 2, 0.5f); }, "q8_0 on the single_query path");
     EXPECT_EQ(kv_cache_type("q8_0"), GGML_TYPE_Q8_0);
     EXPECT_EQ(kv_cache_type("f16"), GGML_TYPE_F16);
@@ -153,8 +153,8 @@ TEST_F(T3Session, An8BitCacheNeedsTheSingleQueryPath) {
     test::expect_error([&] { q8_cache.validate(gpu); }, "q8_0 on the CPU");
 }
 
-TEST_F(T3Session, EachBucketIsBuiltOncePerSession) {
-    Session session(engine_->t3(), *backend_, options(nn::AttentionPath::flash, GGML_TYPE_F16, 32));
+TEST_F(T3SessionTest, EachBucketIsBuiltOncePerSession) {
+    T3Session session(engine_->t3(), *backend_, options(nn::AttentionPath::flash, GGML_TYPE_F16, 32));
     const std::vector<int32_t> text_tokens = text(20);
     constexpr int kSteps = 100;
     raw_logits(session, text_tokens, kSteps, 0.5f);
@@ -167,18 +167,18 @@ TEST_F(T3Session, EachBucketIsBuiltOncePerSession) {
     EXPECT_EQ(session.graphs_built(), 1 + int(buckets.size())) << "a repeated request rebuilt graphs";
 }
 
-TEST_F(T3Session, LaterRequestsMatchAFreshSession) {
+TEST_F(T3SessionTest, LaterRequestsMatchAFreshSession) {
     // The decode masks keep what the previous step showed: a shorter and a longer request after a
     // long one must still see exactly their own positions.
-    Session used(engine_->t3(), *backend_, options(nn::AttentionPath::plain, GGML_TYPE_F32, 32));
+    T3Session used(engine_->t3(), *backend_, options(nn::AttentionPath::plain, GGML_TYPE_F32, 32));
     raw_logits(used, text(30), 120, 0.5f);
     for (const int n_ids : {5, 40}) {
-        Session fresh(engine_->t3(), *backend_, options(nn::AttentionPath::plain, GGML_TYPE_F32, 32));
+        T3Session fresh(engine_->t3(), *backend_, options(nn::AttentionPath::plain, GGML_TYPE_F32, 32));
         EXPECT_EQ(raw_logits(used, text(n_ids), 90, 0.5f), raw_logits(fresh, text(n_ids), 90, 0.5f)) << n_ids;
     }
 }
 
-TEST_F(T3Session, IgnoreEosRunsEveryStepAndReportsWhereItWouldHaveEnded) {
+TEST_F(T3SessionTest, IgnoreEosRunsEveryStepAndReportsWhereItWouldHaveEnded) {
     // Nearly uniform sampling (temperature 5, no min-p) that draws EOS after a few steps for this
     // text and seed.
     SamplingParams params;
@@ -188,7 +188,7 @@ TEST_F(T3Session, IgnoreEosRunsEveryStepAndReportsWhereItWouldHaveEnded) {
     params.cfg_weight = 0;
     params.max_new_tokens = 40;
     const int32_t eos = engine_->t3().hparams().stop_speech_token;
-    Session session(engine_->t3(), *backend_);
+    T3Session session(engine_->t3(), *backend_);
     const GenerationResult ended = generate(session, *cond_, text("Hello there."), params);
     ASSERT_TRUE(ended.reached_eos()) << "seed 12 no longer draws EOS here: choose a seed that does";
     EXPECT_EQ(ended.tokens.size(), size_t(ended.eos_step) + 1);

@@ -7,7 +7,7 @@
 
 #include "core/backend.h"
 #include "core/error.h"
-#include "models/chatterbox/engine.h"
+#include "models/chatterbox/pipeline_model.h"
 #include "models/chatterbox/hift/vocoder_batch.h"
 #include "support/test_support.h"
 
@@ -24,15 +24,15 @@ using namespace chatterbox::hift;
 namespace {
 
 struct TinyVocoder {
-    std::unique_ptr<Engine> engine;
+    std::unique_ptr<PipelineModel> engine;
     std::unique_ptr<Backend> backend; // for the requests alone
 
     TinyVocoder() {
-        EngineOptions options;
+        PipelineModelOptions options;
         options.model_path = test::tiny_model_path();
         options.backend = test::test_backend_options(2); // the GPU under CHATTERBOX_TEST_BACKEND=cuda
         options.components = components(Component::vocoder);
-        engine = std::make_unique<Engine>(options);
+        engine = std::make_unique<PipelineModel>(options);
         backend = std::make_unique<Backend>(options.backend);
     }
     const VocoderModel &model() const { return engine->vocoder(); }
@@ -68,11 +68,11 @@ double max_difference(const std::vector<float> &a, const std::vector<float> &b) 
 // On a GPU, 3.6e-4 on the wave of the tiny model (an H200): its products round by batch width.
 const double kTolerance = test::testing_on_gpu() ? 1e-3 : 1e-5;
 
-class VocoderBatch : public ::testing::Test {
+class VocoderBatchTest : public ::testing::Test {
   protected:
     // Requests of three lengths (the middle one the longest), their f0 and raw wave alone.
     void SetUp() override {
-        Vocoder alone(tiny().model(), *tiny().backend);
+        VocoderSession alone(tiny().model(), *tiny().backend);
         uint64_t seed = 1;
         for (int64_t frames : {40, 57, 52}) {
             requests_.push_back(make_request(frames, seed++));
@@ -82,7 +82,7 @@ class VocoderBatch : public ::testing::Test {
         }
     }
     // Each request on its own thread, started in order; their results.
-    std::vector<VocoderTaps> vocode_concurrently(VocoderBatchScheduler &batch, const std::vector<size_t> &which) {
+    std::vector<VocoderTaps> vocode_concurrently(VocoderBatch &batch, const std::vector<size_t> &which) {
         std::vector<VocoderTaps> out(which.size());
         std::vector<std::thread> threads;
         for (size_t k = 0; k < which.size(); ++k)
@@ -91,7 +91,7 @@ class VocoderBatch : public ::testing::Test {
         return out;
     }
     // Runs a long request, and while it runs submits the others, which wait for it together.
-    std::vector<VocoderTaps> vocode_behind_a_long_one(VocoderBatchScheduler &batch, const std::vector<size_t> &which) {
+    std::vector<VocoderTaps> vocode_behind_a_long_one(VocoderBatch &batch, const std::vector<size_t> &which) {
         const MelRequest long_one = make_request(1000, 99); // about a second on the tiny model
         std::thread first([&] { batch.vocode(long_one.mel, long_one.noise); });
         while (batch.counts().active < 1 && batch.counts().steps == 0) // in the batch, or (a failure below) done
@@ -122,7 +122,7 @@ class VocoderBatch : public ::testing::Test {
     std::vector<VocoderTaps> alone_;
 };
 
-TEST_F(VocoderBatch, OneGraphOverPaddedMelsGivesEachItsF0AndWaveAlone) {
+TEST_F(VocoderBatchTest, OneGraphOverPaddedMelsGivesEachItsF0AndWaveAlone) {
     const std::vector<size_t> all = {0, 1, 2};
     std::vector<int64_t> frames;
     std::vector<const std::vector<float> *> mels;
@@ -146,7 +146,7 @@ TEST_F(VocoderBatch, OneGraphOverPaddedMelsGivesEachItsF0AndWaveAlone) {
     const int64_t bins = tiny().hp().mel_bins;
     std::vector<float> zero_padded(size_t(bins * 57), 0.0f);
     for (int64_t c = 0; c < bins; ++c) std::copy_n(padded.begin() + c * 40, 40, zero_padded.begin() + c * 57);
-    Vocoder plain(tiny().model(), *tiny().backend);
+    VocoderSession plain(tiny().model(), *tiny().backend);
     const std::vector<float> unmasked = plain.predict_f0(zero_padded);
     EXPECT_GT(max_difference(std::vector<float>(unmasked.begin(), unmasked.begin() + 40), alone_[0].f0), 1e-3);
 
@@ -156,10 +156,10 @@ TEST_F(VocoderBatch, OneGraphOverPaddedMelsGivesEachItsF0AndWaveAlone) {
     EXPECT_THROW(VocoderGraphs(tiny().model(), *tiny().backend, {0}), Error);
 }
 
-TEST_F(VocoderBatch, RequestsWaitingTogetherShareARunAndGetTheirWaveAlone) {
+TEST_F(VocoderBatchTest, RequestsWaitingTogetherShareARunAndGetTheirWaveAlone) {
     VocoderBatchOptions options;
     options.max_requests = 3;
-    VocoderBatchScheduler batch(tiny().model(), test::test_backend_options(0), options);
+    VocoderBatch batch(tiny().model(), test::test_backend_options(0), options);
     const std::vector<size_t> which = {0, 1, 2}; // 149 frames padded to 171: 15 % of padding
     expect_alone(vocode_behind_a_long_one(batch, which), which);
     const BatchCounts counts = batch.counts();
@@ -171,11 +171,11 @@ TEST_F(VocoderBatch, RequestsWaitingTogetherShareARunAndGetTheirWaveAlone) {
     expect_alone(vocode_concurrently(batch, {2, 0, 1}), {2, 0, 1});
 }
 
-TEST_F(VocoderBatch, PaddingAndSizeLimitsSplitTheWaitingRequests) {
+TEST_F(VocoderBatchTest, PaddingAndSizeLimitsSplitTheWaitingRequests) {
     VocoderBatchOptions options;
     options.max_requests = 2;   // the third waits for the next run
     options.max_padding = 0.05; // 40 and 57 frames (114 padded for 97) do not share a run
-    VocoderBatchScheduler batch(tiny().model(), test::test_backend_options(0), options);
+    VocoderBatch batch(tiny().model(), test::test_backend_options(0), options);
     const std::vector<size_t> which = {0, 1, 2};
     expect_alone(vocode_behind_a_long_one(batch, which), which);
     // 40 runs alone (57 would pad too much; 52 would too: 104 for 92); then 57 with 52 (114 for 109).
@@ -183,8 +183,8 @@ TEST_F(VocoderBatch, PaddingAndSizeLimitsSplitTheWaitingRequests) {
     EXPECT_EQ(batch.counts().request_steps, 4u);
 }
 
-TEST_F(VocoderBatch, ACancelledWaitingRequestLeavesAndTheOthersGoOn) {
-    VocoderBatchScheduler batch(tiny().model(), test::test_backend_options(0), VocoderBatchOptions{});
+TEST_F(VocoderBatchTest, ACancelledWaitingRequestLeavesAndTheOthersGoOn) {
+    VocoderBatch batch(tiny().model(), test::test_backend_options(0), VocoderBatchOptions{});
     CancelFlag cancel;
     cancel.request();
     EXPECT_THROW(batch.vocode(requests_[0].mel, requests_[0].noise, &cancel), Cancelled);
@@ -193,8 +193,8 @@ TEST_F(VocoderBatch, ACancelledWaitingRequestLeavesAndTheOthersGoOn) {
     expect_alone({batch.vocode(requests_[1].mel, requests_[1].noise)}, {1});
 }
 
-TEST_F(VocoderBatch, BadRequestsAreRefusedWithoutHarmingTheBatch) {
-    VocoderBatchScheduler batch(tiny().model(), test::test_backend_options(0), VocoderBatchOptions{});
+TEST_F(VocoderBatchTest, BadRequestsAreRefusedWithoutHarmingTheBatch) {
+    VocoderBatch batch(tiny().model(), test::test_backend_options(0), VocoderBatchOptions{});
     SourceNoise short_noise = requests_[0].noise;
     short_noise.noise.pop_back();
     EXPECT_THROW(batch.vocode(requests_[0].mel, short_noise), Error);
@@ -209,16 +209,16 @@ TEST_F(VocoderBatch, BadRequestsAreRefusedWithoutHarmingTheBatch) {
 
     VocoderBatchOptions bad;
     bad.max_requests = 0;
-    EXPECT_THROW(VocoderBatchScheduler(tiny().model(), test::test_backend_options(0), bad), Error);
+    EXPECT_THROW(VocoderBatch(tiny().model(), test::test_backend_options(0), bad), Error);
     bad = {};
     bad.max_padding = -1;
-    EXPECT_THROW(VocoderBatchScheduler(tiny().model(), test::test_backend_options(0), bad), Error);
+    EXPECT_THROW(VocoderBatch(tiny().model(), test::test_backend_options(0), bad), Error);
 }
 
-// A session's Vocoder in a batch: synthesize gives its wave alone, trim_fade and taps included.
-TEST_F(VocoderBatch, AVocoderInABatchSynthesizesAsAlone) {
-    VocoderBatchScheduler batch(tiny().model(), test::test_backend_options(0), VocoderBatchOptions{});
-    Vocoder alone(tiny().model(), *tiny().backend), batched(tiny().model(), *tiny().backend, &batch);
+// A session's VocoderSession in a batch: synthesize gives its wave alone, trim_fade and taps included.
+TEST_F(VocoderBatchTest, AVocoderInABatchSynthesizesAsAlone) {
+    VocoderBatch batch(tiny().model(), test::test_backend_options(0), VocoderBatchOptions{});
+    VocoderSession alone(tiny().model(), *tiny().backend), batched(tiny().model(), *tiny().backend, &batch);
     const std::vector<float> want = alone.synthesize(requests_[2].mel, nullptr, 7);
     VocoderTaps taps;
     EXPECT_LE(max_difference(batched.synthesize(requests_[2].mel, nullptr, 7, &taps), want), kTolerance);

@@ -29,8 +29,8 @@ namespace {
 
 // A valid voice whose every value is `fill` (so a voice mixed from two writes shows), large enough
 // (≈ 1.3 MB on disk) that a kill lands inside writes.
-Voice uniform_voice(int fill) {
-    Voice voice;
+VoiceConditionals uniform_voice(int fill) {
+    VoiceConditionals voice;
     voice.t3.speaker_emb.assign(256, float(fill));
     voice.t3.prompt_tokens.assign(150, fill);
     voice.s3gen.prompt_tokens.assign(150, fill);
@@ -40,7 +40,7 @@ Voice uniform_voice(int fill) {
 }
 
 // The fill of a uniform voice, or -1 when its values disagree (a torn or mixed voice).
-int fill_of(const Voice &voice) {
+int fill_of(const VoiceConditionals &voice) {
     const float fill = voice.t3.speaker_emb.at(0);
     auto all = [fill](const auto &values) {
         for (const auto value : values)

@@ -14,8 +14,8 @@
 namespace chatterbox {
 namespace {
 
-audio::Audio tone(double seconds, int rate = 24000) {
-    audio::Audio a;
+audio::AudioBuffer tone(double seconds, int rate = 24000) {
+    audio::AudioBuffer a;
     a.sample_rate = rate;
     a.samples.resize(size_t(seconds * rate));
     for (size_t i = 0; i < a.samples.size(); ++i) a.samples[i] = float(0.3 * std::sin(0.05 * double(i)));
@@ -23,7 +23,7 @@ audio::Audio tone(double seconds, int rate = 24000) {
 }
 
 TEST(VoiceReference, TurboNormalisesTheGoldenVoiceToMinus27Lufs) {
-    const audio::Audio voice = audio::read_audio(test::data_path("turbo/ref_voice.wav"));
+    const audio::AudioBuffer voice = audio::read_audio(test::data_path("turbo/ref_voice.wav"));
     const std::vector<float> prepared = prepare_reference(voice, variant_spec(Variant::turbo).reference);
     const std::vector<float> expected = read_npy(test::data_path("turbo/ref_wav_24k_loudnorm.npy")).f32();
     ASSERT_EQ(prepared.size(), expected.size());

@@ -1,8 +1,8 @@
 #include "batch_bench.h"
 
 #include "core/error.h"
-#include "models/chatterbox/engine.h"
-#include "models/chatterbox/t3/batch_scheduler.h"
+#include "models/chatterbox/pipeline_model.h"
+#include "models/chatterbox/t3/batch.h"
 #include "models/chatterbox/t3/embeddings.h"
 #include "request_inputs.h"
 #include "timing.h"
@@ -53,7 +53,7 @@ Join join_stall(const std::vector<std::vector<Clock::time_point>> &running, Cloc
 
 // `requests` requests decode in one batch; with `late_joiner`, one more starts its prefill once
 // the first has taken a third of its tokens, and joins.
-Level run_level(const Engine &engine, const BackendOptions &backend, const BatchBenchOptions &options,
+Level run_level(const PipelineModel &engine, const BackendOptions &backend, const BatchBenchArguments &options,
                 const t3::CondEmbeddings &cond, const std::vector<int32_t> &text, int requests, Join *late_joiner) {
     const t3::HParams &hp = engine.t3().hparams();
     const int total = requests + (late_joiner ? 1 : 0);
@@ -63,13 +63,13 @@ Level run_level(const Engine &engine, const BackendOptions &backend, const Batch
     batch_options.runtime = runtime;
     batch_options.max_sequences = total;
     batch_options.capacity = t3::prefill_length(hp, cond, text) + options.decode_tokens + 1;
-    t3::BatchScheduler scheduler(engine.t3(), backend, batch_options);
+    t3::T3Batch scheduler(engine.t3(), backend, batch_options);
     std::vector<std::vector<Clock::time_point>> step_times(static_cast<size_t>(total));
     std::atomic<int> first_request_steps{0};
     const double cpu_start = process_cpu_ms();
     auto run_request = [&](int r) {
         Backend request_backend(backend); // holds the session's KV cache; its prefill runs on the batch's
-        t3::Session session(engine.t3(), request_backend, runtime);
+        t3::T3Session session(engine.t3(), request_backend, runtime);
         std::mt19937_64 rng(uint64_t(r) + 1);
         std::uniform_int_distribution<int32_t> unit(0, hp.speech_token_limit - 1);
         t3::GenerationHooks hooks;
@@ -130,9 +130,9 @@ Level run_level(const Engine &engine, const BackendOptions &backend, const Batch
 
 } // namespace
 
-nlohmann::json run_batch_bench(const BackendOptions &backend, const BatchBenchOptions &options) {
+nlohmann::json run_batch_bench(const BackendOptions &backend, const BatchBenchArguments &options) {
     if (options.decode_tokens < 4 || options.rounds < 1) fail("batch bench: need >= 4 tokens and >= 1 round");
-    const Engine engine({options.weights, backend, components(Component::t3)});
+    const PipelineModel engine({options.weights, backend, components(Component::t3)});
     const t3::HParams &hp = engine.t3().hparams();
     std::mt19937_64 rng(1234);
     const RequestInputs inputs = request_inputs(hp, options.prompt_tokens, options.text_tokens, rng);

@@ -1,5 +1,5 @@
 #pragma once
-// T3 decode batched across requests (t3/batch_scheduler.h): for each concurrency level N, N
+// T3 decode batched across requests (t3/batch.h): for each concurrency level N, N
 // requests (own thread and session each, forced tokens so none ends early) decode in a
 // batch of N; the aggregate decode throughput is the tokens all of them took while all N were in
 // the batch, per second of that window. Level 1 is the single request's rate, so the ratios
@@ -15,7 +15,7 @@
 
 namespace chatterbox::bench {
 
-struct BatchBenchOptions {
+struct BatchBenchArguments {
     std::string weights;
     std::vector<int> levels{1, 2, 4, 8}; // concurrent requests, one run each
     // Tokens per request after its prefill: requests that start together prefill one after another
@@ -35,6 +35,6 @@ struct BatchBenchOptions {
 // (against level 1 of the same round, when it ran), "mean_occupancy" (requests per batch step), "cpu_s";
 // with late_joiner, "join" {"prefill_ms", "median_step_ms" (the others' before it), "longest_step_ms"
 // (theirs while it prefilled and joined), "longest_in_steps" (the two's ratio)}.
-nlohmann::json run_batch_bench(const BackendOptions &backend, const BatchBenchOptions &options);
+nlohmann::json run_batch_bench(const BackendOptions &backend, const BatchBenchArguments &options);
 
 } // namespace chatterbox::bench

@@ -2,7 +2,7 @@
 
 #include "batch_comparison.h"
 #include "core/error.h"
-#include "models/chatterbox/engine.h"
+#include "models/chatterbox/pipeline_model.h"
 #include "models/chatterbox/s3gen/flow_batch.h"
 #include "timing.h"
 
@@ -20,7 +20,7 @@ struct FlowRequest {
     std::vector<float> prompt_condition, noise;
 };
 
-std::vector<FlowRequest> make_requests(const Engine &engine, s3gen::FlowSession &session,
+std::vector<FlowRequest> make_requests(const PipelineModel &engine, s3gen::FlowSession &session,
                                        const s3gen::FlowReference &reference, int n, int tokens) {
     const s3gen::FlowHParams &hp = engine.flow().hparams();
     std::mt19937_64 rng(uint64_t(n) * 1000 + uint64_t(tokens));
@@ -50,9 +50,9 @@ s3gen::FlowReference random_reference(const s3gen::FlowHParams &hp, int prompt_t
 
 } // namespace
 
-nlohmann::json run_flow_batch_bench(const BackendOptions &backend, const FlowBatchBenchOptions &options) {
+nlohmann::json run_flow_batch_bench(const BackendOptions &backend, const FlowBatchBenchArguments &options) {
     if (options.tokens < 1 || options.rounds < 1) fail("flow batch bench: need >= 1 token and >= 1 round");
-    const Engine engine({options.weights, backend, components(Component::flow)});
+    const PipelineModel engine({options.weights, backend, components(Component::flow)});
     const s3gen::FlowHParams &hp = engine.flow().hparams();
     const s3gen::FlowReference reference = random_reference(hp, options.prompt_tokens);
     const int64_t prompt_frames = int64_t(reference.prompt_mel.size()) / hp.mel_bins;
@@ -75,7 +75,7 @@ nlohmann::json run_flow_batch_bench(const BackendOptions &backend, const FlowBat
 
             s3gen::FlowBatchOptions batch_options;
             batch_options.max_requests = n;
-            s3gen::FlowBatchScheduler batch(engine.flow(), backend, batch_options);
+            s3gen::FlowBatch batch(engine.flow(), backend, batch_options);
             std::vector<std::vector<float>> batched(requests.size());
             const Clock::time_point batched_start = Clock::now();
             std::vector<std::thread> threads;

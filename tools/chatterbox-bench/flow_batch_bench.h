@@ -2,7 +2,7 @@
 // The flow's CFM steps batched across requests (s3gen/flow_batch.h): for each concurrency level N,
 // N requests of different lengths (a random voice prompt, random speech tokens) solve their
 // 10 (Turbo: 2) Euler steps one after another, each alone on one session, then all at once in a
-// FlowBatchScheduler of size N, interleaved in one run. The ratio sequential / batched wall time
+// FlowBatch of size N, interleaved in one run. The ratio sequential / batched wall time
 // is the batching gain for the same mel.
 
 #include "core/backend.h"
@@ -14,7 +14,7 @@
 
 namespace chatterbox::bench {
 
-struct FlowBatchBenchOptions {
+struct FlowBatchBenchArguments {
     std::string weights;
     std::vector<int> levels{1, 2, 4}; // concurrent requests, one run each
     int tokens = 100;                 // speech tokens of the first request; the k-th has 10 % more per k
@@ -25,6 +25,6 @@ struct FlowBatchBenchOptions {
 // One JSON row per run: "requests", "round", "mel_s" (seconds of mel the requests make),
 // "sequential_s", "batched_s", "ratio" (sequential / batched), "mean_occupancy" (requests per
 // estimator run), "max_difference" (batched mel against the sequential one).
-nlohmann::json run_flow_batch_bench(const BackendOptions &backend, const FlowBatchBenchOptions &options);
+nlohmann::json run_flow_batch_bench(const BackendOptions &backend, const FlowBatchBenchArguments &options);
 
 } // namespace chatterbox::bench

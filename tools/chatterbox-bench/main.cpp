@@ -55,7 +55,7 @@ double probe_read_bandwidth(Backend &backend, nlohmann::json &results) {
 }
 
 void run_t3(Backend &backend, const BackendOptions &backend_options, const std::vector<std::string> &weights,
-            bench::T3BenchOptions options, bool with_bandwidth, nlohmann::json &results) {
+            bench::T3BenchArguments options, bool with_bandwidth, nlohmann::json &results) {
     if (with_bandwidth) options.bandwidth_gb_per_s = probe_read_bandwidth(backend, results);
     std::printf("T3 on %s, %d decode steps, cfg %.2g\n", backend.description().c_str(), options.decode_tokens,
                 double(options.cfg_weight));
@@ -109,7 +109,7 @@ void print_s3gen_row(const nlohmann::json &r, double best_matmul) {
 
 void run_s3gen(Backend &backend, BackendOptions backend_options, const std::vector<std::string> &weights,
                const std::vector<std::string> &f32_kernels, const std::vector<nn::AttentionPath> &attentions,
-               const std::vector<int> &cfm_steps, bench::S3GenBenchOptions options, nlohmann::json &results) {
+               const std::vector<int> &cfm_steps, bench::S3GenBenchArguments options, nlohmann::json &results) {
     const int64_t frames = 2 * int64_t(options.prompt_tokens + options.generated_tokens);
     const double best_matmul = probe_matmul(backend, 2 * frames, results);
     std::printf("S3Gen on %s: %d prompt + %d generated tokens (%lld mel frames, %.1f s of audio), %d timed runs\n",
@@ -149,7 +149,7 @@ void run_s3gen(Backend &backend, BackendOptions backend_options, const std::vect
 }
 
 void run_pipeline(Backend &backend, const BackendOptions &backend_options, const std::vector<std::string> &weights,
-                  bench::PipelineBenchOptions options, bool with_bandwidth, nlohmann::json &results) {
+                  bench::PipelineBenchArguments options, bool with_bandwidth, nlohmann::json &results) {
     if (with_bandwidth) {
         // The machine's own peaks, measured in this run: each stage is stated against them.
         const bench::MachinePeak peak = bench::measure_machine_peak(backend.threads());
@@ -186,7 +186,7 @@ void run_pipeline(Backend &backend, const BackendOptions &backend_options, const
     }
 }
 
-void run_server(const BackendOptions &backend_options, const bench::ServerBenchOptions &options,
+void run_server(const BackendOptions &backend_options, const bench::ServerBenchArguments &options,
                 nlohmann::json &results) {
     const EngineSettings &shared = options.shared;
     std::printf("server, %d thread(s) per session, batches T3 %d, flow %d, vocoder %d (%d thread(s), 0: all cores), "
@@ -212,7 +212,7 @@ void run_server(const BackendOptions &backend_options, const bench::ServerBenchO
     results["server"] = rows;
 }
 
-void run_batch(const BackendOptions &backend_options, const bench::BatchBenchOptions &options,
+void run_batch(const BackendOptions &backend_options, const bench::BatchBenchArguments &options,
                nlohmann::json &results) {
     std::printf("T3 batch, %d thread(s): %d forced decode tokens per request, cfg %g, KV cache %s, %d round(s)\n",
                 backend_options.threads, options.decode_tokens, options.cfg_weight, options.kv_cache.c_str(),
@@ -235,7 +235,7 @@ void run_batch(const BackendOptions &backend_options, const bench::BatchBenchOpt
     results["batch"] = rows;
 }
 
-void run_flow_batch(const BackendOptions &backend_options, const bench::FlowBatchBenchOptions &options,
+void run_flow_batch(const BackendOptions &backend_options, const bench::FlowBatchBenchArguments &options,
                     nlohmann::json &results) {
     std::printf("flow batch, %d thread(s): %d speech tokens in the first request, %d round(s)\n",
                 backend_options.threads, options.tokens, options.rounds);
@@ -249,7 +249,7 @@ void run_flow_batch(const BackendOptions &backend_options, const bench::FlowBatc
     results["flow_batch"] = rows;
 }
 
-void run_vocoder_batch(const BackendOptions &backend_options, const bench::VocoderBatchBenchOptions &options,
+void run_vocoder_batch(const BackendOptions &backend_options, const bench::VocoderBatchBenchArguments &options,
                        nlohmann::json &results) {
     std::printf("vocoder batch, %d thread(s): %lld mel frames in the first request, %d round(s)\n",
                 backend_options.threads, (long long)options.frames, options.rounds);
@@ -264,7 +264,7 @@ void run_vocoder_batch(const BackendOptions &backend_options, const bench::Vocod
     results["vocoder_batch"] = rows;
 }
 
-void run_wyoming(const BackendOptions &backend_options, const bench::WyomingBenchOptions &options,
+void run_wyoming(const BackendOptions &backend_options, const bench::WyomingBenchArguments &options,
                  nlohmann::json &results) {
     std::printf("wyoming, %d thread(s), one session, max_new_tokens %d%s per sentence, %d repeat(s)\n",
                 options.session_threads, options.max_new_tokens, options.ignore_eos ? " (EOS ignored)" : "",
@@ -316,7 +316,7 @@ int main(int argc, char **argv) {
 
     CLI::App *t3 = app.add_subcommand("t3", "T3 prefill and decode ms/token against the memory-bandwidth bound");
     std::vector<std::string> t3_weights;
-    bench::T3BenchOptions t3_options;
+    bench::T3BenchArguments t3_options;
     t3->add_option("--weights", t3_weights, "folder with t3_cfg.safetensors or a GGUF (repeat to compare precisions)")
         ->required();
     t3->add_option("--tokens", t3_options.decode_tokens, "timed decode steps")->capture_default_str();
@@ -339,7 +339,7 @@ int main(int argc, char **argv) {
     CLI::App *s3gen = app.add_subcommand(
         "s3gen", "S3Gen flow encoder, CFM steps and HiFT per second of audio; estimator FLOP rate against mul_mat");
     std::vector<std::string> s3gen_weights;
-    bench::S3GenBenchOptions s3gen_options;
+    bench::S3GenBenchArguments s3gen_options;
     s3gen
         ->add_option("--weights", s3gen_weights,
                      "official folder or GGUF (repeat to compare; later ones are compared with the first)")
@@ -373,7 +373,7 @@ int main(int argc, char **argv) {
     CLI::App *pipeline = app.add_subcommand(
         "pipeline", "whole text-to-speech: per-stage times, real-time factor, time to first audio, peak RSS");
     std::vector<std::string> pipeline_weights;
-    bench::PipelineBenchOptions pipeline_options;
+    bench::PipelineBenchArguments pipeline_options;
     pipeline_options.text = "The quick brown fox jumps over the lazy dog, then it runs back into the forest, where "
                             "nobody can find it again until the morning.";
     bool no_stream = false;
@@ -406,7 +406,7 @@ int main(int argc, char **argv) {
 
     CLI::App *server = app.add_subcommand(
         "server", "chatterbox-server in-process under 1, 4, 16 concurrent clients: time to first byte, throughput");
-    bench::ServerBenchOptions server_options;
+    bench::ServerBenchArguments server_options;
     server->add_option("--weights", server_options.weights, "official folder or GGUF")->required();
     server->add_option("--clients", server_options.clients, "concurrent clients, one run per value")
         ->capture_default_str();
@@ -426,7 +426,7 @@ int main(int argc, char **argv) {
     server->add_option("--text", server_options.text, "what every request says")->capture_default_str();
     CLI::App *batch = app.add_subcommand(
         "batch", "T3 decode batched across 1, 2, 4, 8 concurrent requests: aggregate tokens/s against one request");
-    bench::BatchBenchOptions batch_options;
+    bench::BatchBenchArguments batch_options;
     batch->add_option("--weights", batch_options.weights, "official folder or GGUF")->required();
     batch->add_option("--requests", batch_options.levels, "concurrent requests, one run per value")
         ->capture_default_str();
@@ -441,7 +441,7 @@ int main(int argc, char **argv) {
                     "per level, a second run with one more request prefilling mid-batch: does it stall the others?");
     CLI::App *flow_batch = app.add_subcommand(
         "flow-batch", "the flow's CFM steps of 1, 2, 4 requests: one after another against batched (same mel)");
-    bench::FlowBatchBenchOptions flow_batch_options;
+    bench::FlowBatchBenchArguments flow_batch_options;
     flow_batch->add_option("--weights", flow_batch_options.weights, "official folder or GGUF")->required();
     flow_batch->add_option("--requests", flow_batch_options.levels, "concurrent requests, one run per value")
         ->capture_default_str();
@@ -453,7 +453,7 @@ int main(int argc, char **argv) {
         ->capture_default_str();
     CLI::App *vocoder_batch = app.add_subcommand(
         "vocoder-batch", "the HiFT vocoder on 1, 2, 4 mels: one after another against batched (same waves)");
-    bench::VocoderBatchBenchOptions vocoder_batch_options;
+    bench::VocoderBatchBenchArguments vocoder_batch_options;
     vocoder_batch->add_option("--weights", vocoder_batch_options.weights, "official folder or GGUF")->required();
     vocoder_batch->add_option("--requests", vocoder_batch_options.levels, "concurrent requests, one run per value")
         ->capture_default_str();
@@ -464,7 +464,7 @@ int main(int argc, char **argv) {
     CLI::App *wyoming = app.add_subcommand(
         "wyoming",
         "chatterbox-server's Wyoming side, text streamed word by word: first complete sentence -> first audio");
-    bench::WyomingBenchOptions wyoming_options;
+    bench::WyomingBenchArguments wyoming_options;
     wyoming->add_option("--weights", wyoming_options.weights, "official folder or GGUF")->required();
     wyoming->add_option("--repeats", wyoming_options.repeats, "streams (and plain synthesize events) measured")
         ->capture_default_str();

@@ -4,7 +4,7 @@
 
 #include "audio/audio_file.h"
 #include "core/error.h"
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 #include "t3_bench.h"
 #include "timing.h"
 
@@ -17,10 +17,10 @@ namespace chatterbox::bench {
 namespace {
 
 // The recording repeated end to end until it covers `seconds`, then cut there.
-audio::Audio voice_recording(const std::string &path, double seconds) {
-    const audio::Audio recording = audio::read_audio(path);
+audio::AudioBuffer voice_recording(const std::string &path, double seconds) {
+    const audio::AudioBuffer recording = audio::read_audio(path);
     if (recording.samples.empty()) fail("pipeline bench: ", path, " holds no samples");
-    audio::Audio out{{}, recording.sample_rate};
+    audio::AudioBuffer out{{}, recording.sample_rate};
     const size_t wanted = size_t(seconds * recording.sample_rate);
     while (out.samples.size() < wanted)
         out.samples.insert(out.samples.end(), recording.samples.begin(), recording.samples.end());
@@ -60,21 +60,21 @@ struct StageClock {
 
 } // namespace
 
-nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineBenchOptions &options) {
+nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineBenchArguments &options) {
     if (options.text.empty() || options.max_new_tokens < 1 || options.voice_seconds <= 0)
         fail("pipeline bench: need a text, at least 1 new token and a voice of positive length");
     reset_peak_rss();
     auto start = Clock::now();
-    const Engine engine({options.weights, backend});
+    const PipelineModel engine({options.weights, backend});
     engine.voice_builder();
-    Session session(engine);
+    PipelineSession session(engine);
     const double load_ms = ms_since(start);
 
-    const audio::Audio recording = voice_recording(options.voice_wav, options.voice_seconds);
+    const audio::AudioBuffer recording = voice_recording(options.voice_wav, options.voice_seconds);
     StageFlops flops; // of the offline run: the streaming run below does the same work again
     flops.set_stage("voice");
     start = Clock::now();
-    const Voice voice = session.voice_from_audio(recording, SynthesisParams{}.exaggeration);
+    const VoiceConditionals voice = session.voice_from_audio(recording, SynthesisParams{}.exaggeration);
     const double voice_ms = ms_since(start);
 
     SynthesisOptions synthesis;
@@ -129,7 +129,7 @@ nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineB
         out["t3_decode_ms_median"] = decode.median;
         if (offline.pieces == 1) {
             // The steps attended to length - steps + 1 ... length positions of the cache.
-            const t3::Session &t3 = session.t3();
+            const t3::T3Session &t3 = session.t3();
             const double mean_positions = t3.length() - double(stages.t3_decode_ms.size() - 1) / 2;
             const size_t step_bytes = decode_step_bytes(engine.t3(), t3.n_rows(), mean_positions, t3.options().kv_type);
             out["t3_step_bytes"] = step_bytes;

@@ -13,7 +13,7 @@
 
 namespace chatterbox::bench {
 
-struct PipelineBenchOptions {
+struct PipelineBenchArguments {
     std::string weights;   // official folder or a GGUF from chatterbox-convert
     std::string voice_wav; // recording, repeated or cut to voice_seconds
     double voice_seconds = 10.0;
@@ -38,6 +38,6 @@ struct PipelineBenchOptions {
 // bandwidth, "t3_bound_ms" and "t3_ratio_to_bound", "audio_seconds", "rtf", "stream_first_audio_ms",
 // "stream_total_ms", "peak_rss_mib"; per stage (voice, t3, s3gen, hift) "stage_gflop",
 // "stage_gflop_per_s" and, with an f32 peak, "stage_of_f32_peak".
-nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineBenchOptions &options);
+nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineBenchArguments &options);
 
 } // namespace chatterbox::bench

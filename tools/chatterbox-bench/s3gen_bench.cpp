@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 #include "graph_flops.h"
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 #include "timing.h"
 
 #include <algorithm>
@@ -59,7 +59,7 @@ struct Request {
     std::vector<float> noise; // (80, frames)
 };
 
-Request make_request(const S3GenBenchOptions &options, const s3gen::FlowHParams &hp) {
+Request make_request(const S3GenBenchArguments &options, const s3gen::FlowHParams &hp) {
     if (options.prompt_tokens < 1 || options.generated_tokens < 1 || options.repeats < 1)
         fail("s3gen bench: need at least 1 prompt token, 1 generated token and 1 repeat");
     std::mt19937_64 rng(options.seed);
@@ -103,19 +103,19 @@ nlohmann::json spread_json(const std::vector<double> &samples, double audio_seco
 
 } // namespace
 
-nlohmann::json run_s3gen_bench(const BackendOptions &backend, const S3GenBenchOptions &options,
+nlohmann::json run_s3gen_bench(const BackendOptions &backend, const S3GenBenchArguments &options,
                                const S3GenOutputs *reference, S3GenOutputs &outputs) {
     auto start = Clock::now();
-    const Engine engine({options.weights, backend, components(Component::flow, Component::vocoder)});
+    const PipelineModel engine({options.weights, backend, components(Component::flow, Component::vocoder)});
     const double load_ms = ms_since(start);
     const s3gen::FlowModel &flow = engine.flow();
     const s3gen::FlowHParams &hp = flow.hparams();
-    SessionOptions session_options;
+    PipelineSessionOptions session_options;
     session_options.flow_attention = options.attention;
-    Session engine_session(engine, session_options);
+    PipelineSession engine_session(engine, session_options);
     s3gen::FlowSession &session = engine_session.flow();
     session.set_cfm_steps(options.cfm_steps);
-    hift::Vocoder &vocoder = engine_session.vocoder();
+    hift::VocoderSession &vocoder = engine_session.vocoder();
 
     const Request request = make_request(options, hp);
     const int64_t prompt_frames = int64_t(request.reference.prompt_mel.size()) / hp.mel_bins;

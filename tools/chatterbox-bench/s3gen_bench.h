@@ -15,7 +15,7 @@
 
 namespace chatterbox::bench {
 
-struct S3GenBenchOptions {
+struct S3GenBenchArguments {
     std::string weights;        // official folder or a GGUF from chatterbox-convert
     int prompt_tokens = 250;    // voice prompt: 10 s at 25 tokens/s (twice as many prompt-mel frames)
     int generated_tokens = 250; // 10 s of generated speech
@@ -36,7 +36,7 @@ struct S3GenOutputs {
 // estimator FLOPs and GFLOP/s, the flow's products' kernels ("flow_kernels": weights per kernel).
 // When `reference` holds outputs, adds the largest absolute and the RMS differences from them
 // ("mel_max_diff", "mel_rms_diff", "wave_max_diff"); `outputs` receives this run's.
-nlohmann::json run_s3gen_bench(const BackendOptions &backend, const S3GenBenchOptions &options,
+nlohmann::json run_s3gen_bench(const BackendOptions &backend, const S3GenBenchArguments &options,
                                const S3GenOutputs *reference, S3GenOutputs &outputs);
 
 } // namespace chatterbox::bench

@@ -48,7 +48,7 @@ void send_request(httplib::Client &client, const std::string &body, ClientTally 
     }
 }
 
-nlohmann::json run_level(Runtime &runtime, const ServerBenchOptions &options, int clients) {
+nlohmann::json run_level(Runtime &runtime, const ServerBenchArguments &options, int clients) {
     server::ServerOptions server_options;
     server_options.port = 0;
     server_options.sessions = options.sessions > 0 ? options.sessions : clients;
@@ -117,16 +117,16 @@ nlohmann::json run_level(Runtime &runtime, const ServerBenchOptions &options, in
 
 } // namespace
 
-nlohmann::json run_server_bench(const BackendOptions &backend, const ServerBenchOptions &options) {
+nlohmann::json run_server_bench(const BackendOptions &backend, const ServerBenchArguments &options) {
     if (options.requests_per_client < 1) fail("server bench: --requests is ", options.requests_per_client);
-    EngineOptions engine_options;
+    PipelineModelOptions engine_options;
     engine_options.model_path = options.weights;
     engine_options.backend = backend;
     engine_options.backend.threads = options.session_threads;
     EngineSettings shared = options.shared;
     shared.backend = backend.device;
     const RuntimeOptions runtime_options = shared.runtime_options(); // checked before the weights load
-    const Engine engine(engine_options);
+    const PipelineModel engine(engine_options);
     Runtime runtime(engine, runtime_options);
     nlohmann::json rows = nlohmann::json::array();
     for (int clients : options.clients) {

@@ -1,6 +1,6 @@
 #pragma once
 // chatterbox-server under N concurrent clients: the server in-process on a loopback port with N
-// sessions (one Engine), N client threads (httplib's client) each sending the same number of
+// sessions (one PipelineModel), N client threads (httplib's client) each sending the same number of
 // streamed pcm requests. Per level: the time to the first byte of audio (from sending the request),
 // the aggregate throughput (seconds of audio per wall second, all clients together), requests per
 // second and the process's CPU time.
@@ -15,7 +15,7 @@
 
 namespace chatterbox::bench {
 
-struct ServerBenchOptions {
+struct ServerBenchArguments {
     std::string weights;                // a model folder or GGUF
     std::vector<int> clients{1, 4, 16}; // concurrency levels, one run each
     int requests_per_client = 2;        // bounded: each level sends clients x this many
@@ -31,6 +31,6 @@ struct ServerBenchOptions {
 
 // One JSON row per level: "clients", "sessions", the shared settings ("batch" ... "kv_cache"), "requests", "wall_s",
 // "cpu_s", "audio_s", "audio_s_per_s", "requests_per_s", "ttfb_ms" {min, median, mean, max}, "failed", "peak_rss_mib".
-nlohmann::json run_server_bench(const BackendOptions &backend, const ServerBenchOptions &options);
+nlohmann::json run_server_bench(const BackendOptions &backend, const ServerBenchArguments &options);
 
 } // namespace chatterbox::bench

@@ -1,7 +1,7 @@
 #include "t3_bench.h"
 
 #include "core/error.h"
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 #include "models/chatterbox/t3/embeddings.h"
 #include "models/chatterbox/t3/generate.h"
 #include "models/chatterbox/t3/prefix_cache.h"
@@ -12,7 +12,7 @@
 
 namespace chatterbox::bench {
 
-size_t decode_step_bytes(const t3::Model &model, int n_rows, double mean_positions, ggml_type kv_type) {
+size_t decode_step_bytes(const t3::T3Model &model, int n_rows, double mean_positions, ggml_type kv_type) {
     size_t bytes = 0;
     for (const ggml_tensor *t : model.step_tensors()) bytes += ggml_nbytes(t);
     const t3::HParams &hp = model.hparams();
@@ -20,7 +20,7 @@ size_t decode_step_bytes(const t3::Model &model, int n_rows, double mean_positio
     return bytes;
 }
 
-nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions &options) {
+nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchArguments &options) {
     if (options.text_tokens < 1 || options.prompt_tokens < 0 || options.decode_tokens < 2)
         fail("t3 bench: need at least 1 text token, 0 prompt tokens and 2 decode tokens");
     const int steps = options.decode_tokens + 1; // the first token comes from the prefill
@@ -29,15 +29,15 @@ nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions 
         fail("t3 bench: max_new_tokens ", max_new_tokens, " leaves no room for ", options.decode_tokens,
              " decode steps");
     auto start = Clock::now();
-    const Engine engine({options.weights, backend, components(Component::t3)});
+    const PipelineModel engine({options.weights, backend, components(Component::t3)});
     const double load_ms = ms_since(start);
-    const t3::Model &model = engine.t3();
+    const t3::T3Model &model = engine.t3();
     const t3::HParams &hp = model.hparams();
-    SessionOptions session_options;
+    PipelineSessionOptions session_options;
     session_options.t3.attention = options.plain_attention ? nn::AttentionPath::plain : nn::AttentionPath::flash;
     session_options.t3.kv_type = options.f32_cache ? GGML_TYPE_F32 : GGML_TYPE_F16;
     session_options.t3.decode_bucket = options.decode_bucket;
-    Session session(engine, session_options);
+    PipelineSession session(engine, session_options);
 
     std::mt19937_64 rng(1234);
     const RequestInputs inputs = request_inputs(hp, options.prompt_tokens, options.text_tokens, rng);

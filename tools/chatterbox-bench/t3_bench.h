@@ -12,7 +12,7 @@
 
 namespace chatterbox::bench {
 
-struct T3BenchOptions {
+struct T3BenchArguments {
     std::string weights;  // folder with t3_cfg.safetensors, or a GGUF from chatterbox-convert
     int text_tokens = 55; // text ids between the start and stop tokens (the golden case has 55)
     int prompt_tokens = 150;
@@ -30,7 +30,7 @@ struct T3BenchOptions {
 
 // Bytes a decode step reads: every backbone matrix and norm, the speech head, and the keys and
 // values of mean_positions cache positions per row (flash attention skips the masked rest).
-size_t decode_step_bytes(const t3::Model &model, int n_rows, double mean_positions, ggml_type kv_type);
+size_t decode_step_bytes(const t3::T3Model &model, int n_rows, double mean_positions, ggml_type kv_type);
 
 // Runs the benchmark and returns its results as JSON (times in milliseconds):
 // {"weights", "matrix_type", "backend", "attention", "kv_type", "cfg_rows", "decode_bucket", "cache_capacity",
@@ -39,6 +39,6 @@ size_t decode_step_bytes(const t3::Model &model, int n_rows, double mean_positio
 //  "decode_ms_median", "decode_cpu_ms_per_token", "graphs_built", "step_bytes", "bound_ms", "ratio_to_bound",
 //  "alignment_compare": {"rounds", "plain_ms_per_token", "alignment_ms_per_token", "plain_cpu_ms_per_token",
 //  "alignment_cpu_ms_per_token", "ratio" (of the mean times)} with alignment_rounds}.
-nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchOptions &options);
+nlohmann::json run_t3_bench(const BackendOptions &backend, const T3BenchArguments &options);
 
 } // namespace chatterbox::bench

@@ -2,7 +2,7 @@
 
 #include "batch_comparison.h"
 #include "core/error.h"
-#include "models/chatterbox/engine.h"
+#include "models/chatterbox/pipeline_model.h"
 #include "models/chatterbox/hift/vocoder_batch.h"
 #include "timing.h"
 
@@ -42,12 +42,12 @@ constexpr int64_t kOpenerFrames = 10;
 
 } // namespace
 
-nlohmann::json run_vocoder_batch_bench(const BackendOptions &backend, const VocoderBatchBenchOptions &options) {
+nlohmann::json run_vocoder_batch_bench(const BackendOptions &backend, const VocoderBatchBenchArguments &options) {
     if (options.frames < 1 || options.rounds < 1) fail("vocoder batch bench: need >= 1 frame and >= 1 round");
-    const Engine engine({options.weights, backend, components(Component::vocoder)});
+    const PipelineModel engine({options.weights, backend, components(Component::vocoder)});
     const hift::HiftHParams &hp = engine.vocoder().hparams();
     Backend session_backend(backend);
-    hift::Vocoder alone(engine.vocoder(), session_backend);
+    hift::VocoderSession alone(engine.vocoder(), session_backend);
 
     nlohmann::json rows = nlohmann::json::array();
     for (int round = 0; round < options.rounds; ++round)
@@ -68,11 +68,11 @@ nlohmann::json run_vocoder_batch_bench(const BackendOptions &backend, const Voco
                 hift::VocoderBatchOptions batch_options;
                 batch_options.max_requests = n;
                 batch_options.max_padding = 1.0; // the varied lengths all join: what does padding cost?
-                hift::VocoderBatchScheduler batch(engine.vocoder(), backend, batch_options);
+                hift::VocoderBatch batch(engine.vocoder(), backend, batch_options);
                 std::vector<std::vector<float>> batched(requests.size());
-                std::vector<std::unique_ptr<hift::Vocoder>> sessions;
+                std::vector<std::unique_ptr<hift::VocoderSession>> sessions;
                 for (size_t i = 0; i < requests.size(); ++i)
-                    sessions.push_back(std::make_unique<hift::Vocoder>(engine.vocoder(), session_backend, &batch));
+                    sessions.push_back(std::make_unique<hift::VocoderSession>(engine.vocoder(), session_backend, &batch));
                 // The requests arrive while a short opener runs, so they all wait for the next run
                 // and make one batch (alone, the first would start before the others arrive); the
                 // clock starts when the opener is done.

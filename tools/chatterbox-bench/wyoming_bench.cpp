@@ -85,14 +85,14 @@ json spread_json(const std::vector<double> &samples) {
 
 } // namespace
 
-json run_wyoming_bench(const BackendOptions &backend, const WyomingBenchOptions &options) {
+json run_wyoming_bench(const BackendOptions &backend, const WyomingBenchArguments &options) {
     if (options.repeats < 1) fail("wyoming bench: --repeats is ", options.repeats);
     if (options.sentences.size() < 2) fail("wyoming bench: needs two sentences or more");
-    EngineOptions engine_options;
+    PipelineModelOptions engine_options;
     engine_options.model_path = options.weights;
     engine_options.backend = backend;
     engine_options.backend.threads = options.session_threads;
-    const Engine engine(engine_options);
+    const PipelineModel engine(engine_options);
     Runtime runtime(engine, RuntimeOptions{});
 
     server::ServerOptions server_options;

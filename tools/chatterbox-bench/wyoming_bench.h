@@ -16,7 +16,7 @@
 
 namespace chatterbox::bench {
 
-struct WyomingBenchOptions {
+struct WyomingBenchArguments {
     std::string weights; // a model folder or GGUF
     int repeats = 3;
     int session_threads = 2; // CPU threads of the one session
@@ -29,6 +29,6 @@ struct WyomingBenchOptions {
 
 // {"repeats", "sentence_to_first_audio_ms" {min, median, mean, max}, "synthesize_to_first_audio_ms"
 // {...}, "stream_total_ms" {...}, "audio_s" (one stream), "cpu_s" (all repeats), "wall_s"}.
-nlohmann::json run_wyoming_bench(const BackendOptions &backend, const WyomingBenchOptions &options);
+nlohmann::json run_wyoming_bench(const BackendOptions &backend, const WyomingBenchArguments &options);
 
 } // namespace chatterbox::bench

@@ -114,10 +114,10 @@ const NpyArray &GoldenRun::computed(const std::string &array_name) const {
     return it->second;
 }
 
-std::unique_ptr<Engine> load_engine(const GoldenRun &run, Components components) {
-    EngineOptions options{run.model_path(), run.backend_options(), components};
+std::unique_ptr<PipelineModel> load_engine(const GoldenRun &run, Components components) {
+    PipelineModelOptions options{run.model_path(), run.backend_options(), components};
     options.open.t3_model = run.golden_case().t3_model;
-    auto engine = std::make_unique<Engine>(options);
+    auto engine = std::make_unique<PipelineModel>(options);
     const Variant model = engine->files().hparams().variant;
     if (model != run.golden_case().variant)
         fail("the case is for the ", variant_name(run.golden_case().variant), " variant, the model ", run.model_path(),

@@ -6,7 +6,7 @@
 // come from the inputs folder (input()).
 
 #include "core/npy.h"
-#include "models/chatterbox/engine.h"
+#include "models/chatterbox/pipeline_model.h"
 #include "models/chatterbox/synthesis_params.h"
 #include "models/chatterbox/variant.h"
 
@@ -75,7 +75,7 @@ class GoldenRun {
 
 // The engine a stage computes with, on the run's model and backend options; throws Error when the model is
 // not of the case's variant.
-std::unique_ptr<Engine> load_engine(const GoldenRun &run, Components components);
+std::unique_ptr<PipelineModel> load_engine(const GoldenRun &run, Components components);
 
 // One stage: the arrays it produces and how.
 struct Stage {

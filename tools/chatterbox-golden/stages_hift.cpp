@@ -4,7 +4,7 @@
 
 #include "stages.h"
 
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 
 #include <algorithm>
 
@@ -13,9 +13,9 @@ namespace chatterbox::golden {
 namespace {
 
 void run_hift(GoldenRun &run) {
-    const std::unique_ptr<Engine> engine = load_engine(run, components(Component::vocoder));
-    Session session(*engine);
-    hift::Vocoder &vocoder = session.vocoder();
+    const std::unique_ptr<PipelineModel> engine = load_engine(run, components(Component::vocoder));
+    PipelineSession session(*engine);
+    hift::VocoderSession &vocoder = session.vocoder();
 
     const NpyArray &mel_array = run.computed("flow_mel"); // (1, 80, T)
     const std::vector<float> mel = mel_array.f32();

@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "models/chatterbox/s3gen/flow.h"
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 #include "models/chatterbox/t3/generate.h"
 #include "models/chatterbox/t3/hparams.h"
 
@@ -29,8 +29,8 @@ std::vector<int32_t> token_ids(const NpyArray &array, const char *name) {
 
 void run_flow(GoldenRun &run) {
     using namespace s3gen;
-    const std::unique_ptr<Engine> engine = load_engine(run, components(Component::flow));
-    Session session_of_run(*engine);
+    const std::unique_ptr<PipelineModel> engine = load_engine(run, components(Component::flow));
+    PipelineSession session_of_run(*engine);
     FlowSession &session = session_of_run.flow();
     const ModelFiles &files = engine->files();
     const FlowHParams &hp = engine->flow().hparams();

@@ -6,7 +6,7 @@
 #include "stages.h"
 
 #include "core/error.h"
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 #include "models/chatterbox/t3/cond_encoder.h"
 #include "models/chatterbox/t3/generate.h"
 #include "models/chatterbox/text_frontend.h"
@@ -41,9 +41,9 @@ int guidance_rows(const GoldenCase &c) {
 
 // The T3 model and one exact-path session (plain attention, f32 KV cache), loaded on first use.
 struct T3Context {
-    std::unique_ptr<Engine> engine;
-    Session session;
-    const t3::Model &model;
+    std::unique_ptr<PipelineModel> engine;
+    PipelineSession session;
+    const t3::T3Model &model;
     t3::CondEmbeddings cond;
     std::vector<int32_t> framed_text;
 
@@ -58,8 +58,8 @@ struct T3Context {
         framed_text = front_end(run).t3_tokens(run.golden_case().text, run.golden_case().params.language);
     }
 
-    static SessionOptions exact_session() {
-        SessionOptions options;
+    static PipelineSessionOptions exact_session() {
+        PipelineSessionOptions options;
         options.t3.attention = nn::AttentionPath::plain;
         options.t3.kv_type = GGML_TYPE_F32;
         return options;

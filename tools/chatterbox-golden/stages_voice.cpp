@@ -4,7 +4,7 @@
 #include "stages.h"
 
 #include "models/chatterbox/s3tokenizer/s3tokenizer.h"
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 #include "models/chatterbox/variant_spec.h"
 #include "models/chatterbox/voice.h"
 
@@ -25,10 +25,10 @@ NpyArray projection_array(const std::vector<float> &projection) {
 }
 
 void run_voice(GoldenRun &run) {
-    const std::unique_ptr<Engine> engine = load_engine(run, components(Component::voice));
-    Session session(*engine);
+    const std::unique_ptr<PipelineModel> engine = load_engine(run, components(Component::voice));
+    PipelineSession session(*engine);
     VoiceTaps taps;
-    const Voice voice = session.voice_from_file(run.input_path(run.golden_case().ref_wav),
+    const VoiceConditionals voice = session.voice_from_file(run.input_path(run.golden_case().ref_wav),
                                                 run.golden_case().params.exaggeration, &taps);
 
     // Front end. A variant that normalises the reference's loudness records the normalised wave.

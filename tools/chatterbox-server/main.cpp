@@ -147,14 +147,14 @@ int main(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     try {
         engine_settings.model = model_path(engine_settings.model);
-        const chatterbox::EngineOptions engine_options = engine_settings.engine_options(); // checked before loading
+        const chatterbox::PipelineModelOptions engine_options = engine_settings.engine_options(); // checked before loading
         const chatterbox::RuntimeOptions runtime_options = engine_settings.runtime_options();
         options.threads = engine_settings.threads;
         // Requests share the batch only if as many run at once.
         const int widest_batch =
             std::max({engine_settings.batch, engine_settings.flow_batch, engine_settings.vocoder_batch});
         if (widest_batch > 0 && app.count("--sessions") == 0) options.sessions = widest_batch;
-        const chatterbox::Engine engine(engine_options);
+        const chatterbox::PipelineModel engine(engine_options);
         chatterbox::Runtime runtime(engine, runtime_options);
         chatterbox::server::Server server(runtime, options);
         std::optional<chatterbox::server::WyomingServer> wyoming;

@@ -41,7 +41,7 @@ std::string fixed(double value, int decimals) {
     return text;
 }
 
-api::Engine load_engine(const EngineOptions &options, Progress &progress) {
+api::Engine load_engine(const EngineArguments &options, Progress &progress) {
     const std::string model = locate_model(options, progress);
     progress.note(concat("loading ", model));
     const auto start = std::chrono::steady_clock::now();
@@ -105,7 +105,7 @@ std::string piece_summary(const api::Audio &audio) {
 // prints the summary line. Returns the exit code. A file is written as the audio is made (each
 // text piece when it is done), so memory stays flat however long the text; it replaces `path` only
 // when complete, or with what was made so far when interrupted by Ctrl-C.
-int produce(const OutputOptions &output, chatterbox_synthesis_params params, int sample_rate, Progress &progress,
+int produce(const OutputArguments &output, chatterbox_synthesis_params params, int sample_rate, Progress &progress,
             const std::function<api::Audio(const api::Options &)> &run) {
     PcmWriter pcm;
     std::optional<chatterbox::audio::AudioFileWriter> file;
@@ -165,7 +165,7 @@ int produce(const OutputOptions &output, chatterbox_synthesis_params params, int
 
 } // namespace
 
-int run_synthesis(const SynthesisOptions &options) {
+int run_synthesis(const SynthesisArguments &options) {
     const std::string text = gather_text(options);
     if (!text.empty()) check_output(options.output);
     if (!options.voice.empty()) check_input_file(options.voice, "voice file");
@@ -185,7 +185,7 @@ int run_synthesis(const SynthesisOptions &options) {
                    [&](const api::Options &run_options) { return engine.synthesize(text, &voice, run_options); });
 }
 
-int run_conversion(const ConversionOptions &options) {
+int run_conversion(const ConversionArguments &options) {
     check_output(options.output);
     check_input_file(options.source, "source audio");
     if (!options.voice.empty()) check_input_file(options.voice, "voice file");
@@ -198,7 +198,7 @@ int run_conversion(const ConversionOptions &options) {
         [&](const api::Options &run_options) { return engine.convert_voice(options.source, &voice, run_options); });
 }
 
-int run_download(const DownloadOptions &options) {
+int run_download(const DownloadArguments &options) {
     const chatterbox::Variant variant = chatterbox::parse_variant(options.variant);
     const std::string dir = options.model.empty()
                                 ? chatterbox::default_model_path(chatterbox::ModelEnvironment::from_process(), variant)

@@ -10,8 +10,8 @@ constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitInterrupted = 130; // Ctrl-C, as shells report a SIGINT
 
-int run_synthesis(const SynthesisOptions &options);
-int run_conversion(const ConversionOptions &options);
-int run_download(const DownloadOptions &options);
+int run_synthesis(const SynthesisArguments &options);
+int run_conversion(const ConversionArguments &options);
+int run_download(const DownloadArguments &options);
 
 } // namespace cli

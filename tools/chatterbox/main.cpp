@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
                  "  chatterbox download                       fetch the official model (chatterbox download --help)",
                  "chatterbox"};
     app.footer(kFooter);
-    cli::SynthesisOptions options;
+    cli::SynthesisArguments options;
     cli::add_synthesis_options(app, options);
     const int at = subcommand_position(argc, argv, app);
     if (at == 0) return run_command(app, options, cli::run_synthesis, argc, argv);

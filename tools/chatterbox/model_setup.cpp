@@ -61,7 +61,7 @@ void download_model(const std::string &dir, Progress &progress, chatterbox::Vari
     progress.note(concat("the model is complete in ", dir));
 }
 
-std::string locate_model(const EngineOptions &engine, Progress &progress) {
+std::string locate_model(const EngineArguments &engine, Progress &progress) {
     std::error_code ec;
     const std::string &model = engine.settings.model;
     if (!model.empty()) {

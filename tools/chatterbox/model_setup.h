@@ -12,7 +12,7 @@
 
 namespace cli {
 
-std::string locate_model(const EngineOptions &engine, Progress &progress);
+std::string locate_model(const EngineArguments &engine, Progress &progress);
 
 // Downloads the missing official files into `dir` with a progress bar; the error of a failed
 // download also says how to go on without network access. t3_model: which T3 of a variant with

@@ -106,14 +106,14 @@ void add_guard_option(CLI::App &app, chatterbox_synthesis_params &params) {
             "alignment|none"));
 }
 
-void add_engine_options(CLI::App &app, EngineOptions &engine) {
+void add_engine_options(CLI::App &app, EngineArguments &engine) {
     chatterbox::cli_flags::add_engine_flags(app, engine.settings, chatterbox::cli_flags::EngineFlags::one_request);
     app.add_flag("--download", engine.download,
                  "download the official model into the model folder when files are missing, without asking");
     app.add_flag("-q,--quiet", engine.quiet, "no progress bar, summary or model description on stderr");
 }
 
-void add_output_options(CLI::App &app, OutputOptions &output) {
+void add_output_options(CLI::App &app, OutputArguments &output) {
     output.path_option = app.add_option("-o,--output", output.path,
                                         "output audio file; the format follows the extension: .wav (16-bit PCM), "
                                         ".flac, .ogg (Vorbis) or .mp3")
@@ -152,7 +152,7 @@ std::string lower_extension(const std::string &path) {
 
 } // namespace
 
-void add_synthesis_options(CLI::App &app, SynthesisOptions &options) {
+void add_synthesis_options(CLI::App &app, SynthesisArguments &options) {
     chatterbox_synthesis_params &p = options.params;
     app.add_option("text", options.words, "the text to speak (several arguments are joined with spaces)");
     app.add_option("-f,--file", options.text_file, "read the text from FILE (\"-\": stdin)");
@@ -175,7 +175,7 @@ void add_synthesis_options(CLI::App &app, SynthesisOptions &options) {
     add_seed_option(app, p);
 }
 
-void add_conversion_options(CLI::App &app, ConversionOptions &options) {
+void add_conversion_options(CLI::App &app, ConversionArguments &options) {
     app.add_option("--source", options.source, "the speech to convert (any audio file)")->required();
     app.add_option("--voice", options.voice,
                    "the target voice: a recording or a voice file saved with --save-voice (default: the built-in "
@@ -186,7 +186,7 @@ void add_conversion_options(CLI::App &app, ConversionOptions &options) {
     add_seed_option(app, options.params);
 }
 
-void add_download_options(CLI::App &app, DownloadOptions &options) {
+void add_download_options(CLI::App &app, DownloadArguments &options) {
     app.add_option(
         "-m,--model", options.model,
         "folder to download into (default: $CHATTERBOX_MODEL, else "
@@ -218,7 +218,7 @@ std::string read_text(std::istream &in, const std::string &source) {
 
 } // namespace
 
-std::string gather_text(const SynthesisOptions &options) {
+std::string gather_text(const SynthesisArguments &options) {
     if (!options.words.empty() && !options.text_file.empty())
         throw UsageError("give the text either as arguments or with -f, not both");
     std::string text;
@@ -242,7 +242,7 @@ std::string gather_text(const SynthesisOptions &options) {
     return text;
 }
 
-void check_output(const OutputOptions &output) {
+void check_output(const OutputArguments &output) {
     if (output.stream) {
         if (isatty(STDOUT_FILENO))
             throw UsageError(concat("--stream writes raw audio (", kStreamFormat,

@@ -203,10 +203,10 @@ void EngineSettings::validate() const {
     runtime_fields(*this).validate(backend_options);
 }
 
-EngineOptions EngineSettings::engine_options() const {
+PipelineModelOptions EngineSettings::engine_options() const {
     validate();
     if (model.empty()) throw InvalidArgument("model: no model path (an official model folder or a .gguf)");
-    EngineOptions options;
+    PipelineModelOptions options;
     options.model_path = model;
     options.backend.device = resolved_device(backend);
     options.backend.threads = threads;

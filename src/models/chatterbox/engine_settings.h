@@ -9,7 +9,7 @@
 // EngineSettings. A front end that wants another default (the server keeps 16 voice prefixes) sets
 // the field before it reads its command line.
 
-#include "models/chatterbox/engine.h"
+#include "models/chatterbox/pipeline_model.h"
 #include "models/chatterbox/runtime.h"
 
 #include <string>
@@ -33,7 +33,7 @@ struct EngineSettings {
     // the engine refuses (q8_0 on a GPU); cheap, so that front ends check before the weights load.
     void validate() const;
     // The engine's and the runtime's options ("auto" resolved to the device there is); validate()d.
-    EngineOptions engine_options() const;
+    PipelineModelOptions engine_options() const;
     RuntimeOptions runtime_options() const;
 };
 

@@ -1,5 +1,5 @@
 #pragma once
-// One text piece of a request, from its text tokens to its audio (Session::synthesize loops over
+// One text piece of a request, from its text tokens to its audio (PipelineSession::synthesize loops over
 // the pieces): T3 generates the speech tokens (alone or batched, t3::Executor); the speech-token
 // filter (t3::SpeechTokenFilter) and, with the stop rules, the trailing-silence trimmer pass them on
 // — while T3 generates when streaming, after it otherwise, by the same rule — and a PieceVocalizer

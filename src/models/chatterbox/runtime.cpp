@@ -1,8 +1,8 @@
 #include "models/chatterbox/runtime.h"
 
 #include "core/error.h"
-#include "models/chatterbox/engine.h"
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_model.h"
+#include "models/chatterbox/pipeline_session.h"
 
 namespace chatterbox {
 
@@ -28,7 +28,7 @@ void RuntimeOptions::validate(const BackendOptions &backend) const {
                                      ", expected f16, f32, or q8_0 on the CPU"));
 }
 
-Runtime::Runtime(const Engine &engine, const RuntimeOptions &options) : engine_(engine), options_(options) {
+Runtime::Runtime(const PipelineModel &engine, const RuntimeOptions &options) : engine_(engine), options_(options) {
     options.validate(engine.options().backend);
     BackendOptions batch_backend = engine.options().backend;
     batch_backend.threads = options.batch_threads;
@@ -37,25 +37,25 @@ Runtime::Runtime(const Engine &engine, const RuntimeOptions &options) : engine_(
         batch.max_sequences = options.batch;
         batch.capacity = options.batch_capacity;
         batch.runtime.kv_type = options.kv_cache;
-        t3_batch_ = std::make_unique<t3::BatchScheduler>(engine.t3(), batch_backend, batch);
+        t3_batch_ = std::make_unique<t3::T3Batch>(engine.t3(), batch_backend, batch);
     }
     if (options.voice_prefixes > 0) t3_prefixes_ = std::make_unique<t3::PrefixCache>(size_t(options.voice_prefixes));
     if (options.flow_batch > 0 && engine.has(Component::flow)) {
         s3gen::FlowBatchOptions batch;
         batch.max_requests = options.flow_batch;
-        flow_batch_ = std::make_unique<s3gen::FlowBatchScheduler>(engine.flow(), batch_backend, batch);
+        flow_batch_ = std::make_unique<s3gen::FlowBatch>(engine.flow(), batch_backend, batch);
     }
     if (options.vocoder_batch > 0 && engine.has(Component::vocoder)) {
         hift::VocoderBatchOptions batch;
         batch.max_requests = options.vocoder_batch;
-        vocoder_batch_ = std::make_unique<hift::VocoderBatchScheduler>(engine.vocoder(), batch_backend, batch);
+        vocoder_batch_ = std::make_unique<hift::VocoderBatch>(engine.vocoder(), batch_backend, batch);
     }
 }
 
 Runtime::~Runtime() = default;
 
-SessionOptions Runtime::session_options() const {
-    SessionOptions options;
+PipelineSessionOptions Runtime::session_options() const {
+    PipelineSessionOptions options;
     options.t3.kv_type = options_.kv_cache;
     return options;
 }

@@ -1,19 +1,19 @@
 #pragma once
-// The services that the sessions of one Engine share, beside the immutable model (engine.h): the T3,
+// The services that the sessions of one PipelineModel share, beside the immutable model (pipeline_model.h): the T3,
 // flow and vocoder batches (each a scheduler with its own thread and backend) and the kept voice
-// prefixes. A Session takes what it uses once, when it is made (session.h); sessions made from the
-// Engine alone use none and compute everything on their own backends.
+// prefixes. A PipelineSession takes what it uses once, when it is made (pipeline_session.h); sessions made from the
+// PipelineModel alone use none and compute everything on their own backends.
 //
-//   Engine engine(engine_options);                 // weights, text front end: read-only
+//   PipelineModel engine(engine_options);                 // weights, text front end: read-only
 //   Runtime runtime(engine, {.batch = 8});          // shared, thread-safe services
-//   Session session(runtime);                       // one per concurrent request stream
+//   PipelineSession session(runtime);                       // one per concurrent request stream
 //
-// The Runtime must outlive its sessions, and the Engine the Runtime.
+// The Runtime must outlive its sessions, and the PipelineModel the Runtime.
 
 #include "core/backend.h"
 #include "models/chatterbox/hift/vocoder_batch.h"
 #include "models/chatterbox/s3gen/flow_batch.h"
-#include "models/chatterbox/t3/batch_scheduler.h"
+#include "models/chatterbox/t3/batch.h"
 #include "models/chatterbox/t3/prefix_cache.h"
 
 #include "ggml.h"
@@ -22,10 +22,10 @@
 
 namespace chatterbox {
 
-class Engine;
+class PipelineModel;
 
 struct RuntimeOptions {
-    // T3 decode batched across the sessions' requests (t3/batch_scheduler.h): up to this many
+    // T3 decode batched across the sessions' requests (t3/batch.h): up to this many
     // requests share each step; 0 (default): each session decodes alone.
     int batch = 0;
     int batch_capacity = 1536; // cache positions per batched request (longer ones decode alone)
@@ -52,35 +52,35 @@ struct RuntimeOptions {
     void validate(const BackendOptions &backend) const;
 };
 
-struct SessionOptions;
+struct PipelineSessionOptions;
 
 class Runtime {
   public:
     // Validates the options, then starts the batches they ask for.
-    Runtime(const Engine &engine, const RuntimeOptions &options);
+    Runtime(const PipelineModel &engine, const RuntimeOptions &options);
     ~Runtime(); // waits for the batches' requests in flight
     Runtime(const Runtime &) = delete;
     Runtime &operator=(const Runtime &) = delete;
 
-    const Engine &engine() const { return engine_; }
+    const PipelineModel &engine() const { return engine_; }
     const RuntimeOptions &options() const { return options_; }
 
     // Each nullptr when its option is 0 (or the engine lacks the component).
-    t3::BatchScheduler *t3_batch() const { return t3_batch_.get(); }
-    s3gen::FlowBatchScheduler *flow_batch() const { return flow_batch_.get(); }
-    hift::VocoderBatchScheduler *vocoder_batch() const { return vocoder_batch_.get(); }
+    t3::T3Batch *t3_batch() const { return t3_batch_.get(); }
+    s3gen::FlowBatch *flow_batch() const { return flow_batch_.get(); }
+    hift::VocoderBatch *vocoder_batch() const { return vocoder_batch_.get(); }
     t3::PrefixCache *t3_prefixes() const { return t3_prefixes_.get(); }
 
     // The options of a session whose requests can join the T3 batch: its KV cache type (a request
     // of another type decodes alone).
-    SessionOptions session_options() const;
+    PipelineSessionOptions session_options() const;
 
   private:
-    const Engine &engine_;
+    const PipelineModel &engine_;
     RuntimeOptions options_;
-    std::unique_ptr<t3::BatchScheduler> t3_batch_;
-    std::unique_ptr<s3gen::FlowBatchScheduler> flow_batch_;
-    std::unique_ptr<hift::VocoderBatchScheduler> vocoder_batch_;
+    std::unique_ptr<t3::T3Batch> t3_batch_;
+    std::unique_ptr<s3gen::FlowBatch> flow_batch_;
+    std::unique_ptr<hift::VocoderBatch> vocoder_batch_;
     std::unique_ptr<t3::PrefixCache> t3_prefixes_;
 };
 

@@ -35,7 +35,7 @@ std::vector<float> head(const std::vector<float> &x, size_t n) {
 
 // Audio the front end can turn into model inputs: a plausible rate and length, finite samples.
 // `what` names it in messages ("reference", "source").
-void check_audio(const audio::Audio &audio, const char *what) {
+void check_audio(const audio::AudioBuffer &audio, const char *what) {
     if (audio.sample_rate < kMinSampleRate || audio.sample_rate > kMaxSampleRate)
         fail("the ", what, " audio has a sample rate of ", audio.sample_rate, " Hz; expected ", kMinSampleRate, " to ",
              kMaxSampleRate, " Hz");
@@ -49,7 +49,7 @@ void check_audio(const audio::Audio &audio, const char *what) {
 }
 
 // Silence passes every model but gives a voice of nobody: the official code would build it, we refuse.
-void check_not_silent(const audio::Audio &audio) {
+void check_not_silent(const audio::AudioBuffer &audio) {
     if (std::all_of(audio.samples.begin(), audio.samples.end(), [](float x) { return x == 0.0f; }))
         fail("the reference audio is silent (every sample is 0); a voice needs speech");
 }
@@ -67,13 +67,13 @@ bool voice_fits(Variant voice_variant, Variant model_variant) {
                variant_spec(model_variant).t3.speech_cond_prompt_len;
 }
 
-void check_voice_fits(const Voice &voice, Variant model_variant) {
+void check_voice_fits(const VoiceConditionals &voice, Variant model_variant) {
     if (!voice_fits(voice.variant, model_variant))
         throw InvalidArgument(concat("the voice was built with a ", voice.variant, " model and does not fit this ",
                                      model_variant, " model: build it again from its recording with this model"));
 }
 
-std::vector<float> prepare_reference(const audio::Audio &reference, const ReferencePolicy &policy) {
+std::vector<float> prepare_reference(const audio::AudioBuffer &reference, const ReferencePolicy &policy) {
     check_audio(reference, "reference");
     const double seconds = reference.seconds();
     if (seconds < policy.min_seconds || (policy.min_is_exclusive && seconds <= policy.min_seconds))
@@ -115,9 +115,9 @@ VoiceBuilder::VoiceBuilder(const ModelFiles &files, Backend &backend) {
 
 VoiceBuilder::~VoiceBuilder() = default;
 
-Voice VoiceBuilder::from_file(Backend &backend, const std::string &path, const VoiceOptions &options,
+VoiceConditionals VoiceBuilder::from_file(Backend &backend, const std::string &path, const VoiceOptions &options,
                               VoiceTaps *taps) const {
-    const audio::Audio reference = audio::read_audio(path, {kMaxReferenceSeconds}); // its errors name the file
+    const audio::AudioBuffer reference = audio::read_audio(path, {kMaxReferenceSeconds}); // its errors name the file
     try {
         return from_audio(backend, reference, options, taps);
     } catch (const Error &e) {
@@ -125,7 +125,7 @@ Voice VoiceBuilder::from_file(Backend &backend, const std::string &path, const V
     }
 }
 
-Voice VoiceBuilder::from_audio(Backend &backend, const audio::Audio &reference, const VoiceOptions &options,
+VoiceConditionals VoiceBuilder::from_audio(Backend &backend, const audio::AudioBuffer &reference, const VoiceOptions &options,
                                VoiceTaps *taps) const {
     const float exaggeration = options.exaggeration;
     if (!std::isfinite(exaggeration)) fail("the exaggeration must be a finite number, got ", exaggeration);
@@ -155,7 +155,7 @@ Voice VoiceBuilder::from_audio(Backend &backend, const audio::Audio &reference, 
     const audio::Matrix ve_mel = audio::voice_encoder_mel(ref16);
     const voice_encoder::Embedding ve = m.ve.embed(ve_mel.values, ve_mel.rows);
 
-    Voice voice;
+    VoiceConditionals voice;
     voice.variant = m.variant;
     voice.t3.speaker_emb = ve.speaker_emb;
     voice.t3.prompt_tokens = t3_tokens.tokens;
@@ -189,7 +189,7 @@ Voice VoiceBuilder::from_audio(Backend &backend, const audio::Audio &reference, 
     return voice;
 }
 
-std::vector<int32_t> VoiceBuilder::speech_tokens(Backend &backend, const audio::Audio &source) const {
+std::vector<int32_t> VoiceBuilder::speech_tokens(Backend &backend, const audio::AudioBuffer &source) const {
     check_audio(source, "source");
     // librosa.load(path, sr=16000): one soxr_hq resampling straight from the file's rate.
     const audio::Matrix mel =
@@ -197,13 +197,13 @@ std::vector<int32_t> VoiceBuilder::speech_tokens(Backend &backend, const audio::
     return models_->tokenizer.tokenize(backend, mel.values, mel.cols).tokens;
 }
 
-Voice builtin_voice(const ModelFiles &files) {
+VoiceConditionals builtin_voice(const ModelFiles &files) {
     if (!files.builtin_voice())
         fail(files.path(), ": the model has no built-in voice (no conds.pt / conds.* tensors); give a reference "
                            "recording instead");
     // ModelFiles has checked the types and shapes.
     const BuiltinVoice &b = *files.builtin_voice();
-    Voice voice;
+    VoiceConditionals voice;
     voice.variant = files.hparams().variant;
     voice.t3.speaker_emb = to_f32(b.speaker_emb.view());
     voice.t3.prompt_tokens = to_i32(to_i64(b.cond_prompt_speech_tokens.view()));
@@ -263,7 +263,7 @@ void add_values(GgufWriter &writer, Checksum &checksum, const char *name, ggml_t
     });
 }
 
-void check_voice_values(const Voice &voice) {
+void check_voice_values(const VoiceConditionals &voice) {
     const auto check_finite = [](const std::vector<float> &values, const char *what) {
         for (size_t i = 0; i < values.size(); ++i)
             if (!std::isfinite(values[i])) fail(what, " value ", i, " is not finite (", values[i], ")");
@@ -319,7 +319,7 @@ std::vector<T> read_tensor(const GgufFile &file, const char *name, ggml_type typ
     return values;
 }
 
-Voice read_voice(const GgufFile &file) {
+VoiceConditionals read_voice(const GgufFile &file) {
     if (!file.has_key(kFormatKey) || file.get_string(kFormatKey) != kFormatName)
         fail("a GGUF file but not a Chatterbox voice (no ", kFormatKey, " = \"", kFormatName, "\")");
     const int64_t version = file.get_int(kVersionKey);
@@ -330,7 +330,7 @@ Voice read_voice(const GgufFile &file) {
             fail("unexpected tensor ", t.name);
 
     Checksum checksum;
-    Voice voice;
+    VoiceConditionals voice;
     if (file.has_key(kVariantKey)) voice.variant = parse_variant(file.get_string(kVariantKey));
     voice.t3.speaker_emb =
         read_tensor<float>(file, kSpeakerEmb, GGML_TYPE_F32, {1, voice_encoder::kEmbeddingSize}, checksum);
@@ -350,7 +350,7 @@ Voice read_voice(const GgufFile &file) {
 
 } // namespace
 
-void save_voice(const Voice &voice, const std::string &path) {
+void save_voice(const VoiceConditionals &voice, const std::string &path) {
     try {
         check_voice_values(voice);
     } catch (const Error &e) {
@@ -376,7 +376,7 @@ void save_voice(const Voice &voice, const std::string &path) {
     writer.write(path);
 }
 
-Voice load_voice(const std::string &path) {
+VoiceConditionals load_voice(const std::string &path) {
     const GgufFile file(path); // its errors name the file
     try {
         return read_voice(file);

@@ -7,9 +7,9 @@
 //   S3Gen part: prompt tokens + prompt mel (first 10 s at 24 kHz), CAMPPlus x-vector
 //
 //   VoiceBuilder builder(files, backend);                  // binds VE, CAMPPlus, S3Tokenizer (immutable)
-//   Voice voice = builder.from_file(session_backend, "ref.wav", 0.5f);
-//   save_voice(voice, "ref.voice");  Voice same = load_voice("ref.voice");   // bit-identical
-//   Voice builtin = builtin_voice(files);                  // conds.pt / the GGUF's conds.*
+//   VoiceConditionals voice = builder.from_file(session_backend, "ref.wav", 0.5f);
+//   save_voice(voice, "ref.voice");  VoiceConditionals same = load_voice("ref.voice");   // bit-identical
+//   VoiceConditionals builtin = builtin_voice(files);                  // conds.pt / the GGUF's conds.*
 
 #include "audio/audio_file.h"
 #include "audio/features.h"
@@ -27,7 +27,7 @@
 
 namespace chatterbox {
 
-struct Voice {
+struct VoiceConditionals {
     t3::Conditioning t3;                // speaker_emb (256), prompt_tokens (≤ 150; Turbo ≤ 375), exaggeration
     s3gen::FlowReference s3gen;         // prompt_tokens (Np), prompt_mel (F, 80) frame-major, xvector (192)
     Variant variant = Variant::english; // the model it was built with (see voice_fits)
@@ -58,14 +58,14 @@ struct VoiceOptions {
 // The reference at 24 kHz as the variant's models see it (librosa.load(sr=24000) with soxr_hq, then
 // the loudness step). Throws Error for unusable audio (rate, length, non-finite, silence) naming
 // the policy's minimum.
-std::vector<float> prepare_reference(const audio::Audio &reference, const ReferencePolicy &policy);
+std::vector<float> prepare_reference(const audio::AudioBuffer &reference, const ReferencePolicy &policy);
 
 // True when a voice built with a model of voice_variant serves a model of model_variant: both build
 // voices the same way (ReferencePolicy and T3 prompt length), as English and multilingual do, and
 // Turbo and Nano.
 bool voice_fits(Variant voice_variant, Variant model_variant);
 // Throws InvalidArgument naming both variants unless voice_fits.
-void check_voice_fits(const Voice &voice, Variant model_variant);
+void check_voice_fits(const VoiceConditionals &voice, Variant model_variant);
 
 // The intermediate results of one build, for golden runs and diagnostics (filled when asked for).
 // Names follow the golden arrays of the official run.
@@ -102,21 +102,21 @@ class VoiceBuilder {
     // From any audio file audio::read_audio accepts, prepared by the model's ReferencePolicy. Throws
     // Error for unusable audio (shorter than the policy's minimum, longer than kMaxReferenceSeconds,
     // silent, non-finite ...) with a message naming the file.
-    Voice from_file(Backend &backend, const std::string &path, const VoiceOptions &options,
+    VoiceConditionals from_file(Backend &backend, const std::string &path, const VoiceOptions &options,
                     VoiceTaps *taps = nullptr) const;
-    Voice from_audio(Backend &backend, const audio::Audio &audio, const VoiceOptions &options,
+    VoiceConditionals from_audio(Backend &backend, const audio::AudioBuffer &audio, const VoiceOptions &options,
                      VoiceTaps *taps = nullptr) const;
-    Voice from_file(Backend &backend, const std::string &path, float exaggeration = 0.5f,
+    VoiceConditionals from_file(Backend &backend, const std::string &path, float exaggeration = 0.5f,
                     VoiceTaps *taps = nullptr) const {
         return from_file(backend, path, VoiceOptions{exaggeration}, taps);
     }
-    Voice from_audio(Backend &backend, const audio::Audio &audio, float exaggeration = 0.5f,
+    VoiceConditionals from_audio(Backend &backend, const audio::AudioBuffer &audio, float exaggeration = 0.5f,
                      VoiceTaps *taps = nullptr) const {
         return from_audio(backend, audio, VoiceOptions{exaggeration}, taps);
     }
 
     // S3 speech tokens of a whole recording (16 kHz, no length cut): the source side of voice conversion.
-    std::vector<int32_t> speech_tokens(Backend &backend, const audio::Audio &audio) const;
+    std::vector<int32_t> speech_tokens(Backend &backend, const audio::AudioBuffer &audio) const;
 
   private:
     struct Models;
@@ -124,13 +124,13 @@ class VoiceBuilder {
 };
 
 // The voice stored with the model (conds.pt or the GGUF's conds.* tensors). Throws Error when the model has none.
-Voice builtin_voice(const ModelFiles &files);
+VoiceConditionals builtin_voice(const ModelFiles &files);
 
 // A voice as a small self-describing file (GGUF with the tensors of Voice, a format marker, a version,
 // the variant it was built with (absent in the first files, all English) and a checksum of the tensor bytes);
 // load_voice validates every shape and value and reports what is wrong. Loading gives back bit-identical conditionals.
-void save_voice(const Voice &voice, const std::string &path);
-Voice load_voice(const std::string &path);
+void save_voice(const VoiceConditionals &voice, const std::string &path);
+VoiceConditionals load_voice(const std::string &path);
 // True when the file is a saved voice by its content (GGUF magic and the voice format marker), so a
 // CLI can accept either a recording or a voice file whatever its name.
 bool is_voice_file(const std::string &path);

@@ -49,12 +49,12 @@ int64_t VocoderModel::validate(const std::vector<float> &mel) const {
     return frames;
 }
 
-Vocoder::Vocoder(const VocoderModel &model, Backend &backend, VocoderBatchScheduler *batch, const CancelFlag *cancel)
+VocoderSession::VocoderSession(const VocoderModel &model, Backend &backend, VocoderBatch *batch, const CancelFlag *cancel)
     : model_(model), backend_(backend), batch_(batch), batch_cancel_(cancel) {}
 
-Vocoder::~Vocoder() = default;
+VocoderSession::~VocoderSession() = default;
 
-VocoderGraphs &Vocoder::graphs(int64_t frames) {
+VocoderGraphs &VocoderSession::graphs(int64_t frames) {
     if (!graphs_ || graphs_->frames().front() != frames) {
         graphs_.reset(); // the old length's buffers go before the new ones are allocated
         graphs_ = std::make_unique<VocoderGraphs>(model_, backend_, std::vector<int64_t>{frames});
@@ -62,19 +62,19 @@ VocoderGraphs &Vocoder::graphs(int64_t frames) {
     return *graphs_;
 }
 
-std::vector<float> Vocoder::predict_f0(const std::vector<float> &mel) {
+std::vector<float> VocoderSession::predict_f0(const std::vector<float> &mel) {
     return std::move(graphs(validate(mel)).predict_f0({&mel}).front());
 }
 
-std::vector<float> Vocoder::source(const std::vector<float> &f0, const SourceNoise &noise) const {
+std::vector<float> VocoderSession::source(const std::vector<float> &f0, const SourceNoise &noise) const {
     return sine_source(f0, noise, model_.source_merge(), hparams());
 }
 
-std::vector<float> Vocoder::decode(const std::vector<float> &mel, const std::vector<float> &source) {
+std::vector<float> VocoderSession::decode(const std::vector<float> &mel, const std::vector<float> &source) {
     return std::move(graphs(validate(mel)).decode({&mel}, {&source}).front());
 }
 
-std::vector<float> Vocoder::synthesize(const std::vector<float> &mel, const SourceNoise *injected, uint64_t seed,
+std::vector<float> VocoderSession::synthesize(const std::vector<float> &mel, const SourceNoise *injected, uint64_t seed,
                                        VocoderTaps *taps) {
     const HiftHParams &hp = hparams();
     const int64_t frames = validate(mel);

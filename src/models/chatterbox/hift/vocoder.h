@@ -9,11 +9,11 @@
 //   wave   = trim_fade(raw)                                    first 20 ms zero, next 20 ms fade in
 //
 //   hift::VocoderModel model(store, backend);                 // binds every `s3gen.mel2wav.*` tensor
-//   hift::Vocoder vocoder(model, session_backend);             // one per session
+//   hift::VocoderSession vocoder(model, session_backend);             // one per session
 //   std::vector<float> wave = vocoder.synthesize(mel, nullptr, seed);
 //
 // Tensors: every `mel2wav.*` tensor of the official s3gen.safetensors is used; none is ignored.
-// VocoderModel holds the immutable weights (shareable); a Vocoder holds one session's graphs, built
+// VocoderModel holds the immutable weights (shareable); a VocoderSession holds one session's graphs, built
 // for a mel length on first use and reused while the length repeats, or vocodes in a batch shared
 // with other sessions (vocoder_batch.h).
 
@@ -71,17 +71,17 @@ class VocoderModel {
     Generator generator_;
 };
 
-class VocoderBatchScheduler;
+class VocoderBatch;
 
-class Vocoder {
+class VocoderSession {
   public:
     // backend: where this session's graphs run. batch: where synthesize() vocodes (vocoder_batch.h),
     // which drops the request when cancel (optional) is set while it waits; nullptr: alone, on backend.
-    Vocoder(const VocoderModel &model, Backend &backend, VocoderBatchScheduler *batch = nullptr,
+    VocoderSession(const VocoderModel &model, Backend &backend, VocoderBatch *batch = nullptr,
             const CancelFlag *cancel = nullptr);
-    ~Vocoder();
-    Vocoder(const Vocoder &) = delete;
-    Vocoder &operator=(const Vocoder &) = delete;
+    ~VocoderSession();
+    VocoderSession(const VocoderSession &) = delete;
+    VocoderSession &operator=(const VocoderSession &) = delete;
 
     const HiftHParams &hparams() const { return model_.hparams(); }
     int64_t validate(const std::vector<float> &mel) const { return model_.validate(mel); }
@@ -104,7 +104,7 @@ class Vocoder {
     const VocoderModel &model_;
     Backend &backend_;
     std::unique_ptr<VocoderGraphs> graphs_; // for the last mel length used
-    VocoderBatchScheduler *const batch_;
+    VocoderBatch *const batch_;
     const CancelFlag *const batch_cancel_;
 };
 

@@ -18,7 +18,7 @@ struct VocoderBatchRequest : BatchRequestEnd {
     bool cancelled() const { return cancel && cancel->requested(); }
 };
 
-VocoderBatchScheduler::VocoderBatchScheduler(const VocoderModel &model, const BackendOptions &backend,
+VocoderBatch::VocoderBatch(const VocoderModel &model, const BackendOptions &backend,
                                              const VocoderBatchOptions &options)
     : model_(model), options_(options), backend_(backend) {
     if (options.max_requests < 1) fail("vocoder batch: max_requests is ", options.max_requests, ", expected >= 1");
@@ -28,9 +28,9 @@ VocoderBatchScheduler::VocoderBatchScheduler(const VocoderModel &model, const Ba
     start();
 }
 
-VocoderBatchScheduler::~VocoderBatchScheduler() { stop(); }
+VocoderBatch::~VocoderBatch() { stop(); }
 
-VocoderTaps VocoderBatchScheduler::vocode(const std::vector<float> &mel, const SourceNoise &noise,
+VocoderTaps VocoderBatch::vocode(const std::vector<float> &mel, const SourceNoise &noise,
                                           const CancelFlag *cancel) {
     const int64_t frames = model_.validate(mel);
     check_source_noise(noise, frames, model_.hparams());
@@ -39,12 +39,12 @@ VocoderTaps VocoderBatchScheduler::vocode(const std::vector<float> &mel, const S
     return std::move(request.result);
 }
 
-void VocoderBatchScheduler::round() {
+void VocoderBatch::round() {
     admit_waiting();
     if (!active_.empty()) run_batch();
 }
 
-void VocoderBatchScheduler::admit_waiting() {
+void VocoderBatch::admit_waiting() {
     std::vector<VocoderBatchRequest *> gone;
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -74,7 +74,7 @@ void VocoderBatchScheduler::admit_waiting() {
     for (VocoderBatchRequest *r : gone) r->finish(std::make_exception_ptr(Cancelled("synthesis cancelled")));
 }
 
-void VocoderBatchScheduler::run_batch() {
+void VocoderBatch::run_batch() {
     std::exception_ptr error;
     try {
         std::vector<int64_t> frames;

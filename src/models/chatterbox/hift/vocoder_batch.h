@@ -8,8 +8,8 @@
 // opens a run, and others join it, in arrival order, while the padding and the memory allow.
 // Streaming windows of one plan have one length, so they batch without padding.
 //
-//   VocoderBatchScheduler batch(model, backend_options, {.max_requests = 4});
-//   Vocoder vocoder(model, backend, &batch, &cancel);   // its synthesize() vocodes in the batch
+//   VocoderBatch batch(model, backend_options, {.max_requests = 4});
+//   VocoderSession vocoder(model, backend, &batch, &cancel);   // its synthesize() vocodes in the batch
 
 #include "core/backend.h"
 #include "core/batch_loop.h"
@@ -33,14 +33,14 @@ struct VocoderBatchOptions {
 
 struct VocoderBatchRequest;
 
-class VocoderBatchScheduler : private BatchLoop<VocoderBatchRequest> {
+class VocoderBatch : private BatchLoop<VocoderBatchRequest> {
   public:
     // The scheduler's own backend (device, threads) computes the batch.
-    VocoderBatchScheduler(const VocoderModel &model, const BackendOptions &backend, const VocoderBatchOptions &options);
-    ~VocoderBatchScheduler() override; // finishes the requests in flight
+    VocoderBatch(const VocoderModel &model, const BackendOptions &backend, const VocoderBatchOptions &options);
+    ~VocoderBatch() override; // finishes the requests in flight
 
     // f0, source and raw wave (before trim_fade) of one mel (80, T) with this source noise, as a
-    // Vocoder gives them alone. Thread-safe. Throws Error for a bad mel or noise (the batch is not
+    // VocoderSession gives them alone. Thread-safe. Throws Error for a bad mel or noise (the batch is not
     // touched); cancel (optional) is polled while the request waits: a cancelled request leaves
     // and this throws Cancelled.
     VocoderTaps vocode(const std::vector<float> &mel, const SourceNoise &noise, const CancelFlag *cancel = nullptr);

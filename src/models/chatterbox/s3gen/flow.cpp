@@ -66,7 +66,7 @@ FlowModel::FlowModel(const WeightStore &store, Backend &backend, const FlowHPara
 }
 
 FlowSession::FlowSession(const FlowModel &model, Backend &backend, nn::AttentionPath attention,
-                         FlowBatchScheduler *batch, const CancelFlag *cancel)
+                         FlowBatch *batch, const CancelFlag *cancel)
     : model_(model), backend_(backend), attention_(attention), batch_(batch), batch_cancel_(cancel) {}
 
 void FlowSession::validate(const std::vector<int32_t> &tokens, const FlowReference &reference) const {

@@ -65,7 +65,7 @@ Mel generated_part(const std::vector<float> &full, int64_t mel_bins, int64_t fra
 // appends three so the mean-flow decoder ends the piece in silence; the standard flow none).
 std::vector<int32_t> flow_input_tokens(std::vector<int32_t> speech_tokens, const FlowHParams &hp);
 
-class FlowBatchScheduler;
+class FlowBatch;
 
 class FlowModel {
   public:
@@ -102,7 +102,7 @@ class FlowSession {
     // backend: where this session's graphs run (one per session). batch: where solve() steps
     // (flow_batch.h), polling cancel (optional) between steps; nullptr: alone, on this session's backend.
     FlowSession(const FlowModel &model, Backend &backend, nn::AttentionPath attention = default_estimator_attention(),
-                FlowBatchScheduler *batch = nullptr, const CancelFlag *cancel = nullptr);
+                FlowBatch *batch = nullptr, const CancelFlag *cancel = nullptr);
 
     // Throws Error for an empty token list, a token id outside [0, vocab) (generated or prompt),
     // more than max_total_tokens tokens in all, a prompt mel that is not whole 80-bin frames or
@@ -135,7 +135,7 @@ class FlowSession {
     Backend &backend_;
     nn::AttentionPath attention_;
     std::unique_ptr<EstimatorGraph> estimator_graph_; // the last length used
-    FlowBatchScheduler *const batch_;
+    FlowBatch *const batch_;
     const CancelFlag *const batch_cancel_;
     int cfm_steps_ = 0; // requested; 0: the model's own
 };

@@ -23,16 +23,16 @@ struct FlowBatchRequest : BatchRequestEnd {
     bool cancelled() const { return cancel && cancel->requested(); }
 };
 
-FlowBatchScheduler::FlowBatchScheduler(const FlowModel &model, const BackendOptions &backend,
+FlowBatch::FlowBatch(const FlowModel &model, const BackendOptions &backend,
                                        const FlowBatchOptions &options)
     : model_(model), options_(options), backend_(backend) {
     if (options.max_requests < 1) fail("flow batch: max_requests is ", options.max_requests, ", expected >= 1");
     start();
 }
 
-FlowBatchScheduler::~FlowBatchScheduler() { stop(); }
+FlowBatch::~FlowBatch() { stop(); }
 
-std::vector<float> FlowBatchScheduler::solve(const FlowEncoding &encoding, const std::vector<float> &prompt_condition,
+std::vector<float> FlowBatch::solve(const FlowEncoding &encoding, const std::vector<float> &prompt_condition,
                                              std::vector<float> noise, const CancelFlag *cancel,
                                              const CfmStepObserver &observer, int cfm_steps) {
     const size_t n = size_t(model_.hparams().mel_bins * encoding.frames);
@@ -49,12 +49,12 @@ std::vector<float> FlowBatchScheduler::solve(const FlowEncoding &encoding, const
     return std::move(request.x);
 }
 
-void FlowBatchScheduler::round() {
+void FlowBatch::round() {
     admit_waiting();
     if (!active_.empty()) step_batch();
 }
 
-void FlowBatchScheduler::admit_waiting() {
+void FlowBatch::admit_waiting() {
     // Each request's flag is read once: a request is either finished as cancelled or kept.
     std::vector<FlowBatchRequest *> gone, kept;
     for (FlowBatchRequest *r : active_) (r->cancelled() ? gone : kept).push_back(r);
@@ -79,7 +79,7 @@ void FlowBatchScheduler::admit_waiting() {
     for (FlowBatchRequest *r : gone) r->finish(std::make_exception_ptr(Cancelled("synthesis cancelled")));
 }
 
-void FlowBatchScheduler::step_batch() {
+void FlowBatch::step_batch() {
     const FlowHParams &hp = model_.hparams();
     std::vector<std::vector<float>> velocities;
     try {

@@ -7,7 +7,7 @@
 // of differently shaped matrix products). Requests join and leave at step boundaries; a cancelled
 // one leaves at the next boundary and its caller gets Cancelled.
 //
-//   FlowBatchScheduler batch(model, backend_options, {.max_requests = 4});
+//   FlowBatch batch(model, backend_options, {.max_requests = 4});
 //   FlowSession session(model, backend, attention, &batch, &cancel);   // its solve() steps in the batch
 //
 // The estimator graph is rebuilt whenever the batch's members change (a join or a leave).
@@ -31,11 +31,11 @@ struct FlowBatchOptions {
 
 struct FlowBatchRequest;
 
-class FlowBatchScheduler : private BatchLoop<FlowBatchRequest> {
+class FlowBatch : private BatchLoop<FlowBatchRequest> {
   public:
     // The scheduler's own backend (device, threads) computes the batch.
-    FlowBatchScheduler(const FlowModel &model, const BackendOptions &backend, const FlowBatchOptions &options);
-    ~FlowBatchScheduler() override; // finishes the requests in flight
+    FlowBatch(const FlowModel &model, const BackendOptions &backend, const FlowBatchOptions &options);
+    ~FlowBatch() override; // finishes the requests in flight
 
     // The full CFM result (80, frames) of one request, as solve_euler gives it alone: its encoding,
     // its prompt condition (80, frames) and initial noise (80, frames). Thread-safe. cancel

@@ -101,7 +101,7 @@ ggml_tensor *cached_self_attention(ggml_context *ctx, const HParams &hp, const K
     return ggml_reshape_2d(ctx, mixed, hp.hidden, n * n_rows);
 }
 
-ggml_tensor *build_decoder_layers(ggml_context *ctx, const Model &model, const KvCache &cache, const BackboneInputs &in,
+ggml_tensor *build_decoder_layers(ggml_context *ctx, const T3Model &model, const KvCache &cache, const BackboneInputs &in,
                                   nn::AttentionPath attention) {
     check_backbone_inputs(cache, in);
     ggml_tensor *x = std::visit(
@@ -110,7 +110,7 @@ ggml_tensor *build_decoder_layers(ggml_context *ctx, const Model &model, const K
     return ggml_reshape_3d(ctx, x, model.hparams().hidden, in.n_tokens, in.embeds->ne[2]);
 }
 
-ggml_tensor *build_speech_logits(ggml_context *ctx, const Model &model, ggml_tensor *hidden) {
+ggml_tensor *build_speech_logits(ggml_context *ctx, const T3Model &model, ggml_tensor *hidden) {
     const int64_t n = hidden->ne[1], n_rows = hidden->ne[2];
     ggml_tensor *flat = ggml_reshape_2d(ctx, hidden, hidden->ne[0], n * n_rows); // one pass over the head
     ggml_tensor *normed =

@@ -1,5 +1,5 @@
 #pragma once
-// Graph builders for the T3 backbone, whichever it is (Model::backbone(): Llama, backbone_llama.h;
+// Graph builders for the T3 backbone, whichever it is (T3Model::backbone(): Llama, backbone_llama.h;
 // GPT-2, backbone_gpt2.h). The same builder serves prefill (many tokens) and decode (one token);
 // the CFG rows are the batch dimension of every tensor. Both backbones attend through the same KV
 // cache with cached_self_attention().
@@ -42,11 +42,11 @@ BackboneInputs make_batch_decode_inputs(GraphRunner &graph, const HParams &hp, i
 
 // Writes the new keys/values into cache and runs every layer. Returns the residual stream
 // (hidden, n_tokens, n_rows) in ggml order, before the final norm.
-ggml_tensor *build_decoder_layers(ggml_context *ctx, const Model &model, const KvCache &cache, const BackboneInputs &in,
+ggml_tensor *build_decoder_layers(ggml_context *ctx, const T3Model &model, const KvCache &cache, const BackboneInputs &in,
                                   nn::AttentionPath attention);
 
 // Final norm and speech head: hidden (hidden, n, n_rows) -> logits (speech_vocab, n, n_rows).
-ggml_tensor *build_speech_logits(ggml_context *ctx, const Model &model, ggml_tensor *hidden);
+ggml_tensor *build_speech_logits(ggml_context *ctx, const T3Model &model, ggml_tensor *hidden);
 
 // Causal self-attention of one layer through the cache: writes k and v (hidden, n_tokens * n_rows)
 // into the layer's cache slots in.cache_slots and lets q (head_dim, n_heads, n_tokens, n_rows)

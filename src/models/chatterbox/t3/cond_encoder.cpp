@@ -37,7 +37,7 @@ void validate(const HParams &hp, const Conditioning &cond) {
 
 } // namespace
 
-CondEmbeddings encode_conditioning(const Model &model, Backend &backend, const Conditioning &cond) {
+CondEmbeddings encode_conditioning(const T3Model &model, Backend &backend, const Conditioning &cond) {
     const HParams &hp = model.hparams();
     validate(hp, cond);
     const int64_t hidden = hp.hidden;

@@ -29,6 +29,6 @@ struct CondEmbeddings {
 // outside the speech vocabulary, a prompt longer than HParams::max_prompt_tokens(), or a non-finite
 // exaggeration.
 // The graph runs on backend.
-CondEmbeddings encode_conditioning(const Model &model, Backend &backend, const Conditioning &cond);
+CondEmbeddings encode_conditioning(const T3Model &model, Backend &backend, const Conditioning &cond);
 
 } // namespace chatterbox::t3

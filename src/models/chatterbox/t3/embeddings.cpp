@@ -28,7 +28,7 @@ int prefill_length(const HParams &hp, const CondEmbeddings &cond, const std::vec
     return cond.length + int(text_tokens.size()) + hp.bos_tokens;
 }
 
-std::vector<float> prefill_embeddings(const Model &model, const CondEmbeddings &cond,
+std::vector<float> prefill_embeddings(const T3Model &model, const CondEmbeddings &cond,
                                       const std::vector<int32_t> &text_tokens, int n_rows) {
     const HParams &hp = model.hparams();
     const size_t hidden = size_t(hp.hidden);
@@ -52,7 +52,7 @@ std::vector<float> prefill_embeddings(const Model &model, const CondEmbeddings &
     return embeds;
 }
 
-std::vector<float> speech_token_embedding(const Model &model, int32_t token, int position) {
+std::vector<float> speech_token_embedding(const T3Model &model, int32_t token, int position) {
     std::vector<float> embed(size_t(model.hparams().hidden), 0.0f);
     model.speech_emb().add_row(token, embed.data());
     if (model.hparams().has_learned_positions()) model.speech_pos_emb().add_row(position, embed.data());

@@ -23,11 +23,11 @@ int prefill_length(const HParams &hp, const CondEmbeddings &cond, const std::vec
 // adds none, and Turbo's prefill ends with one BOS. With n_rows == 2 (CFG) row 1 is the
 // unconditional row: its text token embeddings are zero, everything else (text positions
 // included) equals row 0.
-std::vector<float> prefill_embeddings(const Model &model, const CondEmbeddings &cond,
+std::vector<float> prefill_embeddings(const T3Model &model, const CondEmbeddings &cond,
                                       const std::vector<int32_t> &text_tokens, int n_rows);
 
 // speech_emb(token) + speech_pos_emb(position) (the latter only where the model has the table):
 // (hidden). Generated token i goes in at position i + 1.
-std::vector<float> speech_token_embedding(const Model &model, int32_t token, int position);
+std::vector<float> speech_token_embedding(const T3Model &model, int32_t token, int position);
 
 } // namespace chatterbox::t3

@@ -45,7 +45,7 @@ int step_limit(const HParams &hp, const std::vector<int32_t> &text_tokens, const
     return speech_guards(hp, text_tokens, params, params.max_new_tokens).step_limit();
 }
 
-Generation::Generation(const Model &model, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
+Generation::Generation(const T3Model &model, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
                        const SamplingParams &params, const GenerationHooks &hooks)
     : model_(model), recipe_(model.hparams().sampler), params_(validated(model.hparams(), text_tokens, params)),
       hooks_(hooks), cond_(cond), text_tokens_(text_tokens),
@@ -93,7 +93,7 @@ std::vector<float> Generation::next_embedding() const {
     return speech_token_embedding(model_, result_.tokens.back(), steps_taken());
 }
 
-bool Generation::step(const std::vector<float> &raw, const Session::AttentionRows *attention) {
+bool Generation::step(const std::vector<float> &raw, const T3Session::AttentionRows *attention) {
     const HParams &hp = model_.hparams();
     const size_t vocab = size_t(hp.speech_vocab);
     const int step = steps_taken();
@@ -152,7 +152,7 @@ bool Generation::step(const std::vector<float> &raw, const Session::AttentionRow
     return true;
 }
 
-GenerationResult generate(Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
+GenerationResult generate(T3Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
                           const SamplingParams &params, const GenerationHooks &hooks, const KvPrefix *prefix) {
     Generation generation(session.model(), cond, text_tokens, params, hooks);
     session.watch_heads(generation.watched_heads());
@@ -164,7 +164,7 @@ GenerationResult generate(Session &session, const CondEmbeddings &cond, const st
     return generation.result();
 }
 
-GenerationResult generate(Session &session, const Conditioning &cond, const std::vector<int32_t> &text_tokens,
+GenerationResult generate(T3Session &session, const Conditioning &cond, const std::vector<int32_t> &text_tokens,
                           const SamplingParams &params, const GenerationHooks &hooks) {
     params.validate(session.model().hparams().max_new_tokens_limit());
     validate_text_tokens(session.model().hparams(), text_tokens);

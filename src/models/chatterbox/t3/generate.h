@@ -57,14 +57,14 @@ struct GenerationResult {
 };
 
 // One request's generation as a step machine, so that a loop over one session (generate() below)
-// and a batch scheduler stepping many requests in one graph (batch_scheduler.h) run the same
+// and a batch scheduler stepping many requests in one graph (batch.h) run the same
 // per-step logic: CFG combination, analyzer, sampler, guards, hooks. The caller prefills
 // prefill_embeddings() with watched_heads() watched, then feeds each step's logits to step() and,
 // while it returns true, decodes next_embedding() at the next position.
 class Generation {
   public:
     // Validates everything generate() does (Error before any computation).
-    Generation(const Model &model, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
+    Generation(const T3Model &model, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
                const SamplingParams &params, const GenerationHooks &hooks = {});
 
     int n_rows() const { return n_rows_; }                   // 2 with CFG, else 1
@@ -77,13 +77,13 @@ class Generation {
     // Takes the token of the next step from raw (n_rows, vocab) backbone logits (the prefill's for
     // step 0) and attention (the watched heads' rows of the same computation; nullptr when none are
     // watched). Returns true when generation goes on: next_embedding() is then the next input.
-    bool step(const std::vector<float> &raw, const Session::AttentionRows *attention);
+    bool step(const std::vector<float> &raw, const T3Session::AttentionRows *attention);
     std::vector<float> next_embedding() const;
     int steps_taken() const { return int(result_.tokens.size()); }
     const GenerationResult &result() const { return result_; }
 
   private:
-    const Model &model_;
+    const T3Model &model_;
     const SamplerRecipe &recipe_;
     SamplingParams params_;
     GenerationHooks hooks_;
@@ -108,7 +108,7 @@ class Generation {
 // than the backbone's context (GPT-2's positions), before any computation.
 // prefix: the conditioning's keys/values (prefix_cache.h), so that the prefill computes only the
 // text and BOS; unused with the alignment analyzer (its attention rows cover the whole prefill).
-GenerationResult generate(Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
+GenerationResult generate(T3Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
                           const SamplingParams &params, const GenerationHooks &hooks = {},
                           const KvPrefix *prefix = nullptr);
 
@@ -118,7 +118,7 @@ int step_limit(const HParams &hp, const std::vector<int32_t> &text_tokens, const
 
 // The same from the voice inputs: encodes the conditioning (speaker embedding, prompt tokens,
 // exaggeration), then generates. Callers that reuse one voice can encode once and call the above.
-GenerationResult generate(Session &session, const Conditioning &cond, const std::vector<int32_t> &text_tokens,
+GenerationResult generate(T3Session &session, const Conditioning &cond, const std::vector<int32_t> &text_tokens,
                           const SamplingParams &params, const GenerationHooks &hooks = {});
 
 // The tokens S3Gen gets (tts.py after T3, overview.md §2.3 step 8): the span after the first

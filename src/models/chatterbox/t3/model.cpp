@@ -34,7 +34,7 @@ BackboneWeights bind_backbone(ModuleWeights &w, const HParams &hp) {
 
 } // namespace
 
-Model::Model(const WeightStore &store, Backend &backend, const HParams &hp, const std::string &prefix)
+T3Model::T3Model(const WeightStore &store, Backend &backend, const HParams &hp, const std::string &prefix)
     : hp_(hp), weights_(store, prefix, backend) {
     const int64_t h = hp_.hidden;
     ModuleWeights &w = weights_;
@@ -66,14 +66,14 @@ Model::Model(const WeightStore &store, Backend &backend, const HParams &hp, cons
     w.load();
 }
 
-std::vector<const ggml_tensor *> Model::step_tensors() const {
+std::vector<const ggml_tensor *> T3Model::step_tensors() const {
     std::vector<const ggml_tensor *> tensors =
         std::visit([](const auto &backbone) { return backbone.step_tensors(); }, backbone());
     tensors.push_back(speech_head_.weight);
     return tensors;
 }
 
-EmbeddingTable Model::host_table(const std::string &name, int rows) {
+EmbeddingTable T3Model::host_table(const std::string &name, int rows) {
     return EmbeddingTable(weights_.prefix() + name, rows, hp_.hidden, weights_.host_f32(name, {rows, hp_.hidden}));
 }
 

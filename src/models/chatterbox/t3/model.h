@@ -52,13 +52,13 @@ class EmbeddingTable {
     std::vector<float> values_;
 };
 
-class Model {
+class T3Model {
   public:
     // Binds every tensor of the T3 checkpoint under prefix in store with the sizes of hp (all
     // problems reported in one Error) and uploads the backend part. The store may be dropped afterwards.
-    Model(const WeightStore &store, Backend &backend, const HParams &hp, const std::string &prefix = "t3.");
-    Model(const Model &) = delete;
-    Model &operator=(const Model &) = delete;
+    T3Model(const WeightStore &store, Backend &backend, const HParams &hp, const std::string &prefix = "t3.");
+    T3Model(const T3Model &) = delete;
+    T3Model &operator=(const T3Model &) = delete;
 
     const HParams &hparams() const { return hp_; }
     size_t backend_bytes() const { return weights_.bytes(); }

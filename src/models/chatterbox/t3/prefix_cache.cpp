@@ -13,7 +13,7 @@ size_t PrefixCache::entries() const {
     return entries_.size();
 }
 
-std::shared_ptr<const KvPrefix> PrefixCache::get(Session &session, const CondEmbeddings &cond) {
+std::shared_ptr<const KvPrefix> PrefixCache::get(T3Session &session, const CondEmbeddings &cond) {
     const ggml_type type = session.options().kv_type;
     {
         std::lock_guard<std::mutex> lock(mutex_);

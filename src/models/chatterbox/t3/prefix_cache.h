@@ -23,7 +23,7 @@ class PrefixCache {
 
     // The prefix of cond for sessions like `session` (its KV type), computed on it when missing
     // (which starts a new sequence there).
-    std::shared_ptr<const KvPrefix> get(Session &session, const CondEmbeddings &cond);
+    std::shared_ptr<const KvPrefix> get(T3Session &session, const CondEmbeddings &cond);
 
     uint64_t hits() const { return hits_; }
     uint64_t misses() const { return misses_; }

@@ -17,7 +17,7 @@ constexpr size_t kMaxGraphNodes = 8192; // 30 layers need about 1100
 
 } // namespace
 
-struct Session::Graph {
+struct T3Session::Graph {
     std::unique_ptr<GraphRunner> runner;
     BackboneInputs in;
     ggml_tensor *last_index = nullptr; // prefill only: i32 (n_rows, 1), the position whose logits are wanted
@@ -35,13 +35,13 @@ nn::AttentionPath graph_attention_path(const RuntimeOptions &options, const Back
                                                                              : options.attention;
 }
 
-Session::Session(const Model &model, Backend &backend, RuntimeOptions options)
+T3Session::T3Session(const T3Model &model, Backend &backend, RuntimeOptions options)
     : model_(model), backend_(backend), options_(options) {
     if (options_.prefill_bucket < 1 || options_.decode_bucket < 1 || options_.capacity_step < 1)
         fail("T3 session: prefill_bucket, decode_bucket and capacity_step must be >= 1");
 }
 
-Session::~Session() {
+T3Session::~T3Session() {
     // Graphs reference the cache tensors: release them first.
     for (int w = 0; w < 2; ++w) {
         prefill_graphs_[w].clear();
@@ -50,7 +50,7 @@ Session::~Session() {
     cache_.reset();
 }
 
-void Session::ensure_cache(int n_rows, int positions) {
+void T3Session::ensure_cache(int n_rows, int positions) {
     if (cache_ && cache_->n_rows() == n_rows && cache_->capacity() >= positions) return;
     for (int w = 0; w < 2; ++w) {
         prefill_graphs_[w].clear();
@@ -61,7 +61,7 @@ void Session::ensure_cache(int n_rows, int positions) {
                                        options_.kv_type);
 }
 
-Session::Graph &Session::prefill_graph(int bucket, int n_kv, Backend &on) {
+T3Session::Graph &T3Session::prefill_graph(int bucket, int n_kv, Backend &on) {
     auto &graphs = prefill_graphs_[watched_.empty() ? 0 : 1];
     const auto key = std::make_tuple(bucket, n_kv, &on);
     auto found = graphs.find(key);
@@ -80,7 +80,7 @@ Session::Graph &Session::prefill_graph(int bucket, int n_kv, Backend &on) {
     return *graphs.emplace(key, std::move(g)).first->second;
 }
 
-Session::Graph &Session::decode_graph(int n_kv) {
+T3Session::Graph &T3Session::decode_graph(int n_kv) {
     auto &graphs = decode_graphs_[watched_.empty() ? 0 : 1];
     auto found = graphs.find(n_kv);
     if (found != graphs.end()) return *found->second;
@@ -96,20 +96,20 @@ Session::Graph &Session::decode_graph(int n_kv) {
     return *graphs.emplace(n_kv, std::move(g)).first->second;
 }
 
-void Session::watch(Graph &graph) const {
+void T3Session::watch(Graph &graph) const {
     if (watched_.empty()) return;
     graph.watch.heads = watched_;
     graph.in.watch = &graph.watch;
 }
 
-void Session::build(Graph &graph) const {
+void T3Session::build(Graph &graph) const {
     if (graph.watch.mean)
         graph.runner->build({graph.logits, graph.watch.mean});
     else
         graph.runner->build({graph.logits});
 }
 
-void Session::watch_heads(const std::vector<AttentionHead> &heads) {
+void T3Session::watch_heads(const std::vector<AttentionHead> &heads) {
     const HParams &hp = model_.hparams();
     for (const AttentionHead &h : heads)
         if (h.layer < 0 || h.layer >= hp.n_layers || h.head < 0 || h.head >= hp.n_heads)
@@ -128,7 +128,7 @@ void Session::watch_heads(const std::vector<AttentionHead> &heads) {
 // Lets a decode graph's query see cache positions [0, visible). The mask still shows what the
 // graph's previous step saw, so a step normally unmasks one position; a graph's first step, or its
 // first after a prefill, writes the whole mask.
-void Session::show_positions(Graph &decode, int visible) {
+void T3Session::show_positions(Graph &decode, int visible) {
     if (visible == decode.visible + 1) {
         const ggml_fp16_t zero = ggml_fp32_to_fp16(0.0f);
         ggml_backend_tensor_set(decode.in.mask, &zero, size_t(decode.visible) * sizeof(zero), sizeof(zero));
@@ -139,7 +139,7 @@ void Session::show_positions(Graph &decode, int visible) {
     decode.visible = visible;
 }
 
-std::vector<float> Session::run(Graph &graph) {
+std::vector<float> T3Session::run(Graph &graph) {
     graph.runner->compute();
     if (graph.watch.mean) {
         attention_.row_length = int(graph.watch.mean->ne[0]);
@@ -151,15 +151,15 @@ std::vector<float> Session::run(Graph &graph) {
     return graph.runner->read_f32(graph.logits);
 }
 
-std::vector<float> Session::prefill(const std::vector<float> &embeds, int n_rows, int length, int max_new_tokens,
+std::vector<float> T3Session::prefill(const std::vector<float> &embeds, int n_rows, int length, int max_new_tokens,
                                     const KvPrefix *prefix) {
     begin_prefill(n_rows, length, max_new_tokens, prefix);
     return prefill_part(embeds, last_part());
 }
 
-int Session::last_part() const { return round_up(prefill_length_ - length_, options_.prefill_bucket); }
+int T3Session::last_part() const { return round_up(prefill_length_ - length_, options_.prefill_bucket); }
 
-void Session::begin_prefill(int n_rows, int length, int max_new_tokens, const KvPrefix *prefix) {
+void T3Session::begin_prefill(int n_rows, int length, int max_new_tokens, const KvPrefix *prefix) {
     length_ = prefill_length_ = 0; // no sequence until this one is set up
     if (n_rows < 1 || length < 1 || max_new_tokens < 0)
         fail("T3 prefill: invalid request of ", n_rows, " rows x ", length, " tokens + ", max_new_tokens, " new");
@@ -179,7 +179,7 @@ void Session::begin_prefill(int n_rows, int length, int max_new_tokens, const Kv
     prefill_length_ = length;
 }
 
-std::vector<float> Session::prefill_part(const std::vector<float> &embeds, int part, Backend *on) {
+std::vector<float> T3Session::prefill_part(const std::vector<float> &embeds, int part, Backend *on) {
     if (!prefilling()) fail("T3 prefill: no prefill begun and unfinished");
     const size_t hidden = size_t(model_.hparams().hidden);
     const int n_rows = cache_->n_rows(), length = prefill_length_, first = length_;
@@ -220,12 +220,12 @@ std::vector<float> Session::prefill_part(const std::vector<float> &embeds, int p
     return logits;
 }
 
-KvPrefix Session::export_prefix(int length) const {
+KvPrefix T3Session::export_prefix(int length) const {
     if (!cache_ || length > length_) fail("T3 session: no sequence of ", length, " positions to export");
     return t3::export_prefix(*cache_, 0, length);
 }
 
-std::vector<float> Session::decode(const std::vector<float> &embed) {
+std::vector<float> T3Session::decode(const std::vector<float> &embed) {
     const size_t hidden = size_t(model_.hparams().hidden);
     if (!cache_ || length_ == 0 || prefilling()) fail("T3 decode: no prefill has completed a sequence");
     if (embed.size() != hidden) fail("T3 decode: embedding of ", embed.size(), " values, expected ", hidden);

@@ -3,7 +3,7 @@
 // built once per length bucket and a decode-step graph once per attended length (the positions in
 // use rounded up to decode_bucket), so a step reads only the keys/values of that length, not of the
 // whole cache. Every step only writes the inputs (embedding, position, cache slot, one mask entry)
-// and computes on the session's own backend. Many sessions can share one Model.
+// and computes on the session's own backend. Many sessions can share one T3Model.
 
 #include "models/chatterbox/t3/backbone.h"
 #include "models/chatterbox/t3/kv_cache.h"
@@ -42,13 +42,13 @@ int decode_attended_positions(int length, const RuntimeOptions &options, int cap
 // queries); any other choice, or another backend, is kept.
 nn::AttentionPath graph_attention_path(const RuntimeOptions &options, const Backend &backend);
 
-class Session {
+class T3Session {
   public:
     // backend: where this session's cache lives and its graphs run (one per session).
-    Session(const Model &model, Backend &backend, RuntimeOptions options = {});
-    ~Session();
-    Session(const Session &) = delete;
-    Session &operator=(const Session &) = delete;
+    T3Session(const T3Model &model, Backend &backend, RuntimeOptions options = {});
+    ~T3Session();
+    T3Session(const T3Session &) = delete;
+    T3Session &operator=(const T3Session &) = delete;
 
     // Starts a new sequence from embeds (n_rows, length, hidden), row-major, keeping room in the cache
     // for max_new_tokens more tokens. Returns the logits at the last position, (n_rows, speech_vocab).
@@ -95,7 +95,7 @@ class Session {
     int n_rows() const { return cache_ ? cache_->n_rows() : 0; }
     // The cache of the sequence so far (nullptr before the first prefill): a batch copies it on joining.
     const KvCache *cache() const { return cache_.get(); }
-    const Model &model() const { return model_; }
+    const T3Model &model() const { return model_; }
     Backend &backend() const { return backend_; }
     const RuntimeOptions &options() const { return options_; }
     // Graphs built so far (prefill and decode buckets), to check that steps do not rebuild.
@@ -111,7 +111,7 @@ class Session {
     void build(Graph &graph) const;
     std::vector<float> run(Graph &graph);
 
-    const Model &model_;
+    const T3Model &model_;
     Backend &backend_;
     RuntimeOptions options_;
     std::unique_ptr<KvCache> cache_;

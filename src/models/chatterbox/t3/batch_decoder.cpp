@@ -1,4 +1,4 @@
-#include "models/chatterbox/t3/batch_session.h"
+#include "models/chatterbox/t3/batch_decoder.h"
 
 #include "core/error.h"
 
@@ -15,13 +15,13 @@ constexpr size_t kMaxGraphs = 64;
 
 } // namespace
 
-struct BatchSession::Graph {
+struct T3BatchDecoder::Graph {
     std::unique_ptr<GraphRunner> runner;
     BackboneInputs in;
     ggml_tensor *logits = nullptr; // (n_rows, 1, speech_vocab)
 };
 
-BatchSession::BatchSession(const Model &model, Backend &backend, int max_rows, int capacity, RuntimeOptions options)
+T3BatchDecoder::T3BatchDecoder(const T3Model &model, Backend &backend, int max_rows, int capacity, RuntimeOptions options)
     : model_(model), backend_(backend), options_(options), max_rows_(max_rows), capacity_(capacity) {
     if (max_rows < 1 || capacity < 1 || options.decode_bucket < 1)
         fail("T3 batch: invalid size ", max_rows, " rows x ", capacity, " positions (decode bucket ",
@@ -31,28 +31,28 @@ BatchSession::BatchSession(const Model &model, Backend &backend, int max_rows, i
     cache_ = std::make_unique<KvCache>(backend, model.hparams(), max_rows_, capacity_, options.kv_type);
 }
 
-BatchSession::~BatchSession() {
+T3BatchDecoder::~T3BatchDecoder() {
     graphs_.clear(); // they reference the cache tensors
     cache_.reset();
 }
 
-int BatchSession::rows_in_use() const {
+int T3BatchDecoder::rows_in_use() const {
     return sequences_.empty() ? 0 : sequences_.back().row + sequences_.back().n_rows;
 }
 
-BatchSession::Sequence &BatchSession::find(int handle) {
+T3BatchDecoder::Sequence &T3BatchDecoder::find(int handle) {
     return const_cast<Sequence &>(std::as_const(*this).find(handle));
 }
 
-const BatchSession::Sequence &BatchSession::find(int handle) const {
+const T3BatchDecoder::Sequence &T3BatchDecoder::find(int handle) const {
     for (const Sequence &s : sequences_)
         if (s.handle == handle) return s;
     fail("T3 batch: no sequence ", handle);
 }
 
-int BatchSession::length(int handle) const { return find(handle).length; }
+int T3BatchDecoder::length(int handle) const { return find(handle).length; }
 
-int BatchSession::join(const Session &prefilled, int positions) {
+int T3BatchDecoder::join(const T3Session &prefilled, int positions) {
     const KvCache *from = prefilled.cache();
     if (!from || prefilled.length() == 0) fail("T3 batch: the session has no prefilled sequence");
     const int n_rows = from->n_rows();
@@ -72,7 +72,7 @@ int BatchSession::join(const Session &prefilled, int positions) {
     return s.handle;
 }
 
-void BatchSession::leave(int handle) {
+void T3BatchDecoder::leave(int handle) {
     auto it = std::find_if(sequences_.begin(), sequences_.end(), [&](const Sequence &s) { return s.handle == handle; });
     if (it == sequences_.end()) fail("T3 batch: no sequence ", handle);
     // Close the gap, so the rows in use stay the first ones: the last sequence moves into it if it has
@@ -95,7 +95,7 @@ void BatchSession::leave(int handle) {
     }
 }
 
-BatchSession::Graph &BatchSession::decode_graph(int n_rows, int n_kv) {
+T3BatchDecoder::Graph &T3BatchDecoder::decode_graph(int n_rows, int n_kv) {
     const auto key = std::make_pair(n_rows, n_kv);
     auto found = graphs_.find(key);
     if (found != graphs_.end()) return *found->second;
@@ -111,7 +111,7 @@ BatchSession::Graph &BatchSession::decode_graph(int n_rows, int n_kv) {
     return *graphs_.emplace(key, std::move(g)).first->second;
 }
 
-std::vector<std::vector<float>> BatchSession::decode(const std::vector<Step> &steps) {
+std::vector<std::vector<float>> T3BatchDecoder::decode(const std::vector<Step> &steps) {
     const HParams &hp = model_.hparams();
     const size_t hidden = size_t(hp.hidden), vocab = size_t(hp.speech_vocab);
     if (steps.size() != sequences_.size())

@@ -1,4 +1,4 @@
-#include "models/chatterbox/session.h"
+#include "models/chatterbox/pipeline_session.h"
 
 #include "audio/time_stretch.h"
 #include "core/error.h"
@@ -18,7 +18,7 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-BackendOptions session_backend(const Engine &engine, int threads) {
+BackendOptions session_backend(const PipelineModel &engine, int threads) {
     // The engine's device, with this session's own backend instance and thread pool.
     if (threads < 0) throw InvalidArgument(concat("threads is ", threads, ", expected 0 (the engine's) or more"));
     BackendOptions options = engine.options().backend;
@@ -82,7 +82,7 @@ void SynthesisOptions::validate() const {
 }
 
 // One request's output: the wave so far, timing, speed, streaming, progress and cancellation.
-class Session::Request : public AudioSink {
+class PipelineSession::Request : public AudioSink {
   public:
     Request(const SynthesisOptions &options, const CancelFlag &cancel, int sample_rate)
         : options_(options), cancel_(cancel), start_(Clock::now()) {
@@ -140,7 +140,7 @@ class Session::Request : public AudioSink {
     SynthesisResult result_;
 };
 
-class Session::FlowAdapter : public FlowStage {
+class PipelineSession::FlowAdapter : public FlowStage {
   public:
     explicit FlowAdapter(s3gen::FlowSession &flow) : flow_(flow) {}
     s3gen::Mel generate(const std::vector<int32_t> &tokens, const s3gen::FlowReference &reference,
@@ -152,29 +152,29 @@ class Session::FlowAdapter : public FlowStage {
     s3gen::FlowSession &flow_;
 };
 
-class Session::VocoderAdapter : public VocoderStage {
+class PipelineSession::VocoderAdapter : public VocoderStage {
   public:
-    explicit VocoderAdapter(hift::Vocoder &vocoder) : vocoder_(vocoder) {}
+    explicit VocoderAdapter(hift::VocoderSession &vocoder) : vocoder_(vocoder) {}
     std::vector<float> synthesize(const std::vector<float> &mel, uint64_t seed) override {
         return vocoder_.synthesize(mel, nullptr, seed);
     }
 
   private:
-    hift::Vocoder &vocoder_;
+    hift::VocoderSession &vocoder_;
 };
 
-Session::Session(const Engine &engine, const SessionOptions &options) : Session(engine, nullptr, options) {}
+PipelineSession::PipelineSession(const PipelineModel &engine, const PipelineSessionOptions &options) : PipelineSession(engine, nullptr, options) {}
 
-Session::Session(Runtime &runtime) : Session(runtime, runtime.session_options()) {}
+PipelineSession::PipelineSession(Runtime &runtime) : PipelineSession(runtime, runtime.session_options()) {}
 
-Session::Session(Runtime &runtime, const SessionOptions &options) : Session(runtime.engine(), &runtime, options) {}
+PipelineSession::PipelineSession(Runtime &runtime, const PipelineSessionOptions &options) : PipelineSession(runtime.engine(), &runtime, options) {}
 
-Session::Session(const Engine &engine, Runtime *runtime, const SessionOptions &options)
+PipelineSession::PipelineSession(const PipelineModel &engine, Runtime *runtime, const PipelineSessionOptions &options)
     : engine_(engine), t3_prefixes_(runtime ? runtime->t3_prefixes() : nullptr),
       backend_(session_backend(engine, options.threads)) {
     backend_.set_cancel_flag(&cancel_);
     if (engine.has(Component::t3)) {
-        t3_ = std::make_unique<t3::Session>(engine.t3(), backend_, options.t3);
+        t3_ = std::make_unique<t3::T3Session>(engine.t3(), backend_, options.t3);
         t3_executor_ = std::make_unique<t3::Executor>(*t3_, runtime ? runtime->t3_batch() : nullptr, &cancel_);
     }
     if (engine.has(Component::flow)) {
@@ -183,30 +183,30 @@ Session::Session(const Engine &engine, Runtime *runtime, const SessionOptions &o
         flow_stage_ = std::make_unique<FlowAdapter>(*flow_);
     }
     if (engine.has(Component::vocoder)) {
-        vocoder_ = std::make_unique<hift::Vocoder>(engine.vocoder(), backend_,
+        vocoder_ = std::make_unique<hift::VocoderSession>(engine.vocoder(), backend_,
                                                    runtime ? runtime->vocoder_batch() : nullptr, &cancel_);
         vocoder_stage_ = std::make_unique<VocoderAdapter>(*vocoder_);
     }
 }
 
-Session::~Session() = default;
+PipelineSession::~PipelineSession() = default;
 
-t3::Session &Session::t3() {
+t3::T3Session &PipelineSession::t3() {
     engine_.t3(); // the engine's error when it has no T3
     return *t3_;
 }
 
-s3gen::FlowSession &Session::flow() {
+s3gen::FlowSession &PipelineSession::flow() {
     engine_.flow();
     return *flow_;
 }
 
-hift::Vocoder &Session::vocoder() {
+hift::VocoderSession &PipelineSession::vocoder() {
     engine_.vocoder();
     return *vocoder_;
 }
 
-VocodingStages Session::vocoding(const SynthesisParams &params) {
+VocodingStages PipelineSession::vocoding(const SynthesisParams &params) {
     const s3gen::FlowHParams &flow_hp = engine_.flow().hparams();
     flow_->set_cfm_steps(params.cfm_steps);
     const hift::HiftHParams &hift_hp = vocoder().hparams();
@@ -222,15 +222,15 @@ VocodingStages Session::vocoding(const SynthesisParams &params) {
     return {geometry, *flow_stage_, *vocoder_stage_};
 }
 
-Voice Session::voice_from_file(const std::string &path, const VoiceOptions &options, VoiceTaps *taps) {
+VoiceConditionals PipelineSession::voice_from_file(const std::string &path, const VoiceOptions &options, VoiceTaps *taps) {
     return engine_.voice_builder().from_file(backend_, path, options, taps);
 }
 
-Voice Session::voice_from_audio(const audio::Audio &audio, float exaggeration, VoiceTaps *taps) {
+VoiceConditionals PipelineSession::voice_from_audio(const audio::AudioBuffer &audio, float exaggeration, VoiceTaps *taps) {
     return engine_.voice_builder().from_audio(backend_, audio, exaggeration, taps);
 }
 
-std::vector<text::TextPiece> check_synthesis(const Engine &engine, std::string_view text,
+std::vector<text::TextPiece> check_synthesis(const PipelineModel &engine, std::string_view text,
                                              const SynthesisOptions &options) {
     options.validate();
     const int limit = engine.t3().hparams().max_new_tokens_limit();
@@ -246,8 +246,8 @@ std::vector<text::TextPiece> check_synthesis(const Engine &engine, std::string_v
     return pieces;
 }
 
-SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, const SynthesisOptions &options) {
-    const t3::Model &model = engine_.t3();
+SynthesisResult PipelineSession::synthesize(std::string_view text, const VoiceConditionals &voice, const SynthesisOptions &options) {
+    const t3::T3Model &model = engine_.t3();
     const t3::HParams &hp = model.hparams();
     const TextFrontEnd &front_end = engine_.text();
     const std::vector<text::TextPiece> pieces = check_synthesis(engine_, text, options);
@@ -295,7 +295,7 @@ SynthesisResult Session::synthesize(std::string_view text, const Voice &voice, c
     return request.finish();
 }
 
-SynthesisResult Session::convert(const audio::Audio &source, const Voice &target, const SynthesisOptions &options) {
+SynthesisResult PipelineSession::convert(const audio::AudioBuffer &source, const VoiceConditionals &target, const SynthesisOptions &options) {
     options.validate();
     check_voice_fits(target, engine_.files().hparams().variant);
     const VocodingStages stages = vocoding(options.params);

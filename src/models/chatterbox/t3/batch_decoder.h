@@ -2,7 +2,7 @@
 // Many T3 sequences decoded together: one KV cache of max_rows rows, each sequence owning
 // consecutive rows (its CFG pair, or one row), and one decode graph per step for all of them, so
 // every weight matrix is read once per step for the whole batch. Each row has its own position,
-// cache slot and mask. Sequences join prefilled (their cache rows copied from the Session that
+// cache slot and mask. Sequences join prefilled (their cache rows copied from the T3Session that
 // prefilled them) and leave at any step; the rows in use stay packed at the front, so a step
 // computes only those.
 
@@ -18,14 +18,14 @@
 
 namespace chatterbox::t3 {
 
-class BatchSession {
+class T3BatchDecoder {
   public:
     // capacity: cache positions of every row (a sequence needs prefill + new tokens); options: the
-    // attention path, KV type and decode bucket as for a Session (prefill_bucket is unused).
-    BatchSession(const Model &model, Backend &backend, int max_rows, int capacity, RuntimeOptions options = {});
-    ~BatchSession();
-    BatchSession(const BatchSession &) = delete;
-    BatchSession &operator=(const BatchSession &) = delete;
+    // attention path, KV type and decode bucket as for a T3Session (prefill_bucket is unused).
+    T3BatchDecoder(const T3Model &model, Backend &backend, int max_rows, int capacity, RuntimeOptions options = {});
+    ~T3BatchDecoder();
+    T3BatchDecoder(const T3BatchDecoder &) = delete;
+    T3BatchDecoder &operator=(const T3BatchDecoder &) = delete;
 
     // Whether a sequence of n_rows rows needing `positions` cache positions can ever join.
     bool fits(int n_rows, int positions) const { return n_rows <= max_rows_ && positions <= capacity_; }
@@ -33,7 +33,7 @@ class BatchSession {
 
     // Takes over the sequence `prefilled` holds (its rows and length; the session is not changed)
     // and reserves room for it to grow to `positions`. Returns its handle. Error when it does not fit now.
-    int join(const Session &prefilled, int positions);
+    int join(const T3Session &prefilled, int positions);
     void leave(int handle);
 
     struct Step {
@@ -60,7 +60,7 @@ class BatchSession {
     Sequence &find(int handle);
     const Sequence &find(int handle) const;
 
-    const Model &model_;
+    const T3Model &model_;
     Backend &backend_;
     RuntimeOptions options_;
     int max_rows_, capacity_;

@@ -1,7 +1,7 @@
 #pragma once
 // Continuous batching of T3 decode across requests. One scheduler thread runs rounds: a part of the
-// first newcomer's prefill (on the newcomer's own Session), then one decode step of every joined
-// request in one graph (a BatchSession); each request's Generation takes its token (its own sampler,
+// first newcomer's prefill (on the newcomer's own T3Session), then one decode step of every joined
+// request in one graph (a T3BatchDecoder); each request's Generation takes its token (its own sampler,
 // seed, guards), so a request gives the tokens it gives alone. A prefill part computes the rows of a
 // full batch step (2 x max_sequences), so a newcomer delays the others' next step by
 // about one full step, however long its prompt; while no request decodes, it prefills at once. It joins
@@ -9,7 +9,7 @@
 // boundaries, and one that ends, stops or is cancelled frees its rows at that step. Hooks run on the
 // caller's thread (their records are copied over), so streaming work there never holds up the batch.
 //
-//   BatchScheduler batch(model, backend_options, {.max_sequences = 8});
+//   T3Batch batch(model, backend_options, {.max_sequences = 8});
 //   GenerationResult r = batch.generate(session, cond, text_tokens, params, hooks); // from many threads
 //
 // Requests the batch cannot take run alone on their session, as generate() does: the alignment
@@ -26,7 +26,7 @@
 
 namespace chatterbox::t3 {
 
-class BatchSession;
+class T3BatchDecoder;
 
 struct BatchOptions {
     int max_sequences = 4; // requests decoded together (a CFG request takes two cache rows)
@@ -42,16 +42,16 @@ struct BatchTimes {
     double decode_s = 0, sample_s = 0, prefill_s = 0;
 };
 
-class BatchScheduler : private BatchLoop<BatchRequest> {
+class T3Batch : private BatchLoop<BatchRequest> {
   public:
     // The scheduler's own backend (device, threads) computes the batch.
-    BatchScheduler(const Model &model, const BackendOptions &backend, const BatchOptions &options);
-    ~BatchScheduler() override; // waits for the requests in flight
+    T3Batch(const T3Model &model, const BackendOptions &backend, const BatchOptions &options);
+    ~T3Batch() override; // waits for the requests in flight
 
     // As generate(session, ...) in generate.h, with the decode steps in the batch; thread-safe. The
     // prefill's parts run on the batch's backend, which the session's cancel flag does not reach:
     // `cancel`, once requested, ends the request with Cancelled before its next part.
-    GenerationResult generate(Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
+    GenerationResult generate(T3Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,
                               const SamplingParams &params, const GenerationHooks &hooks = {},
                               const KvPrefix *prefix = nullptr, const CancelFlag *cancel = nullptr);
 
@@ -65,10 +65,10 @@ class BatchScheduler : private BatchLoop<BatchRequest> {
     void prefill_next();
     void step_batch();
 
-    const Model &model_;
+    const T3Model &model_;
     BatchOptions options_;
     Backend backend_;
-    std::unique_ptr<BatchSession> batch_;
+    std::unique_ptr<T3BatchDecoder> batch_;
     WorkerPool samplers_; // the requests' samplers after a step, in parallel
     std::atomic<uint64_t> prefill_parts_{0};
     std::atomic<int64_t> decode_ns_{0}, sample_ns_{0}, prefill_ns_{0};

@@ -1,4 +1,4 @@
-#include "models/chatterbox/engine.h"
+#include "models/chatterbox/pipeline_model.h"
 
 #include "core/error.h"
 
@@ -29,7 +29,7 @@ const char *component_name(Component component) {
     return "?";
 }
 
-ModelFiles open_model(const EngineOptions &options) {
+ModelFiles open_model(const PipelineModelOptions &options) {
     ModelFiles files = ModelFiles::open(options.model_path, options.open);
     const auto need = [&](Component component, const char *file_component) {
         if ((options.components & unsigned(component)) && !files.has_component(file_component))
@@ -46,32 +46,32 @@ ModelFiles open_model(const EngineOptions &options) {
 
 } // namespace
 
-Engine::Engine(const EngineOptions &options)
+PipelineModel::PipelineModel(const PipelineModelOptions &options)
     : options_(options), files_(open_model(options)), weights_backend_(std::make_unique<Backend>(options.backend)) {
     const WeightStore &store = files_.weights();
     if (has(Component::text))
         text_ = std::make_unique<TextFrontEnd>(files_.tokenizer_json(), files_.path() + " tokenizer",
                                                files_.hparams().t3, files_.cangjie_json());
-    if (has(Component::t3)) t3_ = std::make_unique<t3::Model>(store, *weights_backend_, files_.hparams().t3);
+    if (has(Component::t3)) t3_ = std::make_unique<t3::T3Model>(store, *weights_backend_, files_.hparams().t3);
     if (has(Component::flow))
         flow_ = std::make_unique<s3gen::FlowModel>(store, *weights_backend_, files_.hparams().flow);
     if (has(Component::vocoder))
         vocoder_ = std::make_unique<hift::VocoderModel>(store, *weights_backend_, files_.hparams().hift);
 }
 
-Engine::~Engine() = default;
+PipelineModel::~PipelineModel() = default;
 
-template <class T> const T &Engine::require(const std::unique_ptr<T> &part, Component component) const {
+template <class T> const T &PipelineModel::require(const std::unique_ptr<T> &part, Component component) const {
     if (!part) fail("the engine was loaded without the ", component_name(component));
     return *part;
 }
 
-const TextFrontEnd &Engine::text() const { return require(text_, Component::text); }
-const t3::Model &Engine::t3() const { return require(t3_, Component::t3); }
-const s3gen::FlowModel &Engine::flow() const { return require(flow_, Component::flow); }
-const hift::VocoderModel &Engine::vocoder() const { return require(vocoder_, Component::vocoder); }
+const TextFrontEnd &PipelineModel::text() const { return require(text_, Component::text); }
+const t3::T3Model &PipelineModel::t3() const { return require(t3_, Component::t3); }
+const s3gen::FlowModel &PipelineModel::flow() const { return require(flow_, Component::flow); }
+const hift::VocoderModel &PipelineModel::vocoder() const { return require(vocoder_, Component::vocoder); }
 
-const VoiceBuilder &Engine::voice_builder() const {
+const VoiceBuilder &PipelineModel::voice_builder() const {
     if (!has(Component::voice)) fail("the engine was loaded without the ", component_name(Component::voice));
     // An exception leaves the flag unset, so a later call tries again and reports the same error.
     std::call_once(voice_builder_once_,
@@ -79,13 +79,13 @@ const VoiceBuilder &Engine::voice_builder() const {
     return *voice_builder_;
 }
 
-Voice Engine::builtin_voice(float exaggeration) const {
-    Voice voice = chatterbox::builtin_voice(files_);
+VoiceConditionals PipelineModel::builtin_voice(float exaggeration) const {
+    VoiceConditionals voice = chatterbox::builtin_voice(files_);
     voice.t3.exaggeration = exaggeration;
     return voice;
 }
 
-std::vector<text::TextPiece> Engine::split_text(std::string_view text, std::string_view language) const {
+std::vector<text::TextPiece> PipelineModel::split_text(std::string_view text, std::string_view language) const {
     const TextFrontEnd &front_end = this->text();
     front_end.check_language(language);
     text::SplitOptions options;
@@ -101,9 +101,9 @@ std::vector<text::TextPiece> Engine::split_text(std::string_view text, std::stri
     }
 }
 
-int Engine::sample_rate() const { return vocoder().hparams().sample_rate; }
+int PipelineModel::sample_rate() const { return vocoder().hparams().sample_rate; }
 
-std::string Engine::description() const {
+std::string PipelineModel::description() const {
     const std::string weights = t3_ ? concat(ggml_type_name(t3_->matmul_type()), " weights, ") : std::string();
     const std::string t3_model =
         files_.t3_model().empty() ? std::string() : " " + files_.t3_model(); // "multilingual v3"

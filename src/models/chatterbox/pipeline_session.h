@@ -1,9 +1,9 @@
 #pragma once
-// One request stream on an Engine: everything a synthesis changes — its own compute backend and
+// One request stream on a PipelineModel: everything a synthesis changes — its own compute backend and
 // thread pool, the T3 session (KV cache, graphs), the flow session, the vocoder's graphs, and a
-// cancel flag. Sessions of one engine run at the same time on different threads; one Session runs
+// cancel flag. Sessions of one engine run at the same time on different threads; one PipelineSession runs
 // one request at a time. A session made from a Runtime (runtime.h) takes the runtime's batches and
-// kept voice prefixes once, when it is made; one made from the Engine alone computes on its own.
+// kept voice prefixes once, when it is made; one made from the PipelineModel alone computes on its own.
 //
 //   text -> split into pieces (sentences, clauses) -> per piece (piece_synthesis.h):
 //       punc_norm -> EnTokenizer -> T3 generate (sampling, seed) -> the speech-token filter
@@ -19,7 +19,7 @@
 
 #include "core/backend.h"
 #include "core/cancel.h"
-#include "models/chatterbox/engine.h"
+#include "models/chatterbox/pipeline_model.h"
 #include "models/chatterbox/runtime.h"
 #include "models/chatterbox/streaming.h"
 #include "models/chatterbox/synthesis_params.h"
@@ -54,10 +54,10 @@ struct SynthesisOptions {
     void validate() const;
 };
 
-// The checks Session::synthesize makes before computing anything, for callers that answer bad
+// The checks PipelineSession::synthesize makes before computing anything, for callers that answer bad
 // requests before taking a session (the server): throws InvalidArgument for options out of range,
 // invalid UTF-8 or text with nothing to say; returns the text's pieces.
-std::vector<text::TextPiece> check_synthesis(const Engine &engine, std::string_view text,
+std::vector<text::TextPiece> check_synthesis(const PipelineModel &engine, std::string_view text,
                                              const SynthesisOptions &options);
 
 struct SynthesisResult {
@@ -78,40 +78,40 @@ struct SynthesisResult {
     }
 };
 
-struct SessionOptions {
+struct PipelineSessionOptions {
     int threads = 0;       // CPU threads of the session's backend; 0 takes the engine's setting
     t3::RuntimeOptions t3; // attention path, KV cache type (f32 for exact golden runs)
     nn::AttentionPath flow_attention = s3gen::default_estimator_attention();
 };
 
-class Session {
+class PipelineSession {
   public:
     // Alone: no batch, no kept voice prefixes.
-    explicit Session(const Engine &engine, const SessionOptions &options = {});
+    explicit PipelineSession(const PipelineModel &engine, const PipelineSessionOptions &options = {});
     // With the runtime's services; by default with runtime.session_options(), so that its requests
     // join the T3 batch.
-    explicit Session(Runtime &runtime);
-    Session(Runtime &runtime, const SessionOptions &options);
-    ~Session();
-    Session(const Session &) = delete;
-    Session &operator=(const Session &) = delete;
+    explicit PipelineSession(Runtime &runtime);
+    PipelineSession(Runtime &runtime, const PipelineSessionOptions &options);
+    ~PipelineSession();
+    PipelineSession(const PipelineSession &) = delete;
+    PipelineSession &operator=(const PipelineSession &) = delete;
 
-    const Engine &engine() const { return engine_; }
+    const PipelineModel &engine() const { return engine_; }
     Backend &backend() { return backend_; }
 
     // Text of any length. Throws InvalidArgument for text with nothing to say or bad options,
     // Cancelled when stopped, Error otherwise.
-    SynthesisResult synthesize(std::string_view text, const Voice &voice, const SynthesisOptions &options);
+    SynthesisResult synthesize(std::string_view text, const VoiceConditionals &voice, const SynthesisOptions &options);
     // Voice conversion of a recording (any sample rate) into `target`'s voice; uses the seed,
     // streaming, callbacks and cancel of options.
-    SynthesisResult convert(const audio::Audio &source, const Voice &target, const SynthesisOptions &options);
+    SynthesisResult convert(const audio::AudioBuffer &source, const VoiceConditionals &target, const SynthesisOptions &options);
 
     // A voice from a recording (see VoiceBuilder), computed on this session's backend.
-    Voice voice_from_file(const std::string &path, const VoiceOptions &options, VoiceTaps *taps = nullptr);
-    Voice voice_from_file(const std::string &path, float exaggeration, VoiceTaps *taps = nullptr) {
+    VoiceConditionals voice_from_file(const std::string &path, const VoiceOptions &options, VoiceTaps *taps = nullptr);
+    VoiceConditionals voice_from_file(const std::string &path, float exaggeration, VoiceTaps *taps = nullptr) {
         return voice_from_file(path, VoiceOptions{exaggeration}, taps);
     }
-    Voice voice_from_audio(const audio::Audio &audio, float exaggeration, VoiceTaps *taps = nullptr);
+    VoiceConditionals voice_from_audio(const audio::AudioBuffer &audio, float exaggeration, VoiceTaps *taps = nullptr);
 
     // Stops the request running now, from any thread: it ends with Cancelled within one graph node
     // (CPU) or one graph (other devices). A request that starts later is not affected.
@@ -119,26 +119,26 @@ class Session {
 
     // The per-request state of each component, for golden runs and benchmarks (Error when the
     // engine lacks the component).
-    t3::Session &t3();
+    t3::T3Session &t3();
     s3gen::FlowSession &flow();
-    hift::Vocoder &vocoder();
+    hift::VocoderSession &vocoder();
 
   private:
     class Request;
     class FlowAdapter;
     class VocoderAdapter;
-    Session(const Engine &engine, Runtime *runtime, const SessionOptions &options);
+    PipelineSession(const PipelineModel &engine, Runtime *runtime, const PipelineSessionOptions &options);
     // The flow and vocoder stages of one request (the flow set to its CFM steps).
     VocodingStages vocoding(const SynthesisParams &params);
 
-    const Engine &engine_;
+    const PipelineModel &engine_;
     t3::PrefixCache *const t3_prefixes_; // the runtime's, or nullptr
     Backend backend_;
     CancelFlag cancel_;
-    std::unique_ptr<t3::Session> t3_;
+    std::unique_ptr<t3::T3Session> t3_;
     std::unique_ptr<t3::Executor> t3_executor_; // alone on t3_, or in the runtime's batch
     std::unique_ptr<s3gen::FlowSession> flow_;
-    std::unique_ptr<hift::Vocoder> vocoder_;
+    std::unique_ptr<hift::VocoderSession> vocoder_;
     std::unique_ptr<FlowAdapter> flow_stage_;
     std::unique_ptr<VocoderAdapter> vocoder_stage_;
 };

@@ -1,7 +1,7 @@
-#include "models/chatterbox/t3/batch_scheduler.h"
+#include "models/chatterbox/t3/batch.h"
 
 #include "core/error.h"
-#include "models/chatterbox/t3/batch_session.h"
+#include "models/chatterbox/t3/batch_decoder.h"
 
 #include <algorithm>
 #include <chrono>
@@ -43,8 +43,8 @@ std::chrono::steady_clock::time_point add_elapsed(std::atomic<int64_t> &total,
 } // namespace
 
 struct BatchRequest : BatchRequestEnd {
-    BatchRequest(Session &s, bool logits, const CancelFlag *flag) : session(s), relay_logits(logits), cancel(flag) {}
-    Session &session;
+    BatchRequest(T3Session &s, bool logits, const CancelFlag *flag) : session(s), relay_logits(logits), cancel(flag) {}
+    T3Session &session;
     const bool relay_logits;
     const CancelFlag *cancel; // nullptr: none
     std::optional<Generation> generation;
@@ -61,18 +61,18 @@ struct BatchRequest : BatchRequestEnd {
     }
 };
 
-BatchScheduler::BatchScheduler(const Model &model, const BackendOptions &backend, const BatchOptions &options)
+T3Batch::T3Batch(const T3Model &model, const BackendOptions &backend, const BatchOptions &options)
     : model_(model), options_(options), backend_(backend),
       samplers_(std::max(0, std::min<int>(options.max_sequences, int(std::thread::hardware_concurrency())) - 1)) {
     if (options.max_sequences < 1) fail("T3 batch: max_sequences is ", options.max_sequences, ", expected >= 1");
     batch_ =
-        std::make_unique<BatchSession>(model, backend_, 2 * options.max_sequences, options.capacity, options.runtime);
+        std::make_unique<T3BatchDecoder>(model, backend_, 2 * options.max_sequences, options.capacity, options.runtime);
     start();
 }
 
-BatchScheduler::~BatchScheduler() { stop(); }
+T3Batch::~T3Batch() { stop(); }
 
-GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings &cond,
+GenerationResult T3Batch::generate(T3Session &session, const CondEmbeddings &cond,
                                           const std::vector<int32_t> &text_tokens, const SamplingParams &params,
                                           const GenerationHooks &hooks, const KvPrefix *prefix,
                                           const CancelFlag *cancel) {
@@ -142,11 +142,11 @@ GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings
     return result;
 }
 
-BatchTimes BatchScheduler::times() const {
+BatchTimes T3Batch::times() const {
     return {double(decode_ns_.load()) * 1e-9, double(sample_ns_.load()) * 1e-9, double(prefill_ns_.load()) * 1e-9};
 }
 
-void BatchScheduler::round() {
+void T3Batch::round() {
     prefill_next();
     if (!active_.empty()) step_batch();
 }
@@ -155,7 +155,7 @@ void BatchScheduler::round() {
 // full step while others decode, all of it while none does (it then holds up no one). Only this
 // thread joins requests, so the room stays until the prefill is complete; the request then takes
 // its first token and joins.
-void BatchScheduler::prefill_next() {
+void T3Batch::prefill_next() {
     BatchRequest *request = nullptr;
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -163,7 +163,7 @@ void BatchScheduler::prefill_next() {
         request = waiting_.front();
     }
     Generation &generation = *request->generation;
-    Session &session = request->session;
+    T3Session &session = request->session;
     const bool cancelled = request->cancel && request->cancel->requested(); // leaves without waiting for room
     if (!cancelled && !batch_->has_room(generation.n_rows())) return;
     bool joins = false;
@@ -199,8 +199,8 @@ void BatchScheduler::prefill_next() {
     publish_active();
 }
 
-void BatchScheduler::step_batch() {
-    std::vector<BatchSession::Step> steps;
+void T3Batch::step_batch() {
+    std::vector<T3BatchDecoder::Step> steps;
     steps.reserve(active_.size());
     for (const BatchRequest *r : active_) steps.push_back({r->handle, r->generation->next_embedding()});
     std::vector<std::vector<float>> logits;

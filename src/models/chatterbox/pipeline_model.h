@@ -1,16 +1,16 @@
 #pragma once
 // The engine (spec overview.md §2.3): one model loaded once and immutable afterwards — model files,
 // text front end, component weights, and the voice models (bound on first use under call_once) —
-// shared by any number of Sessions (session.h) on any threads. Everything a request changes lives in
-// its Session: its own compute backend and thread pool, T3 cache, flow and vocoder graphs. What the
+// shared by any number of Sessions (pipeline_session.h) on any threads. Everything a request changes lives in
+// its PipelineSession: its own compute backend and thread pool, T3 cache, flow and vocoder graphs. What the
 // sessions share and change (batches, kept voice prefixes) is a Runtime's (runtime.h), not the
 // engine's.
 //
-//   Engine engine({"models/chatterbox", BackendOptions{}});
-//   Session session(engine);                         // one per concurrent request stream
+//   PipelineModel engine({"models/chatterbox", BackendOptions{}});
+//   PipelineSession session(engine);                         // one per concurrent request stream
 //   SynthesisResult r = session.synthesize("Hello there.", engine.builtin_voice(0.5f), {});
 //
-// Tools that need only some parts (a golden stage, a benchmark) name them in EngineOptions::components.
+// Tools that need only some parts (a golden stage, a benchmark) name them in PipelineModelOptions::components.
 
 #include "core/backend.h"
 #include "models/chatterbox/hift/vocoder.h"
@@ -42,36 +42,36 @@ template <class... Parts> constexpr Components components(Parts... parts) { retu
 constexpr Components kAllComponents =
     components(Component::text, Component::t3, Component::flow, Component::vocoder, Component::voice);
 
-struct EngineOptions {
+struct PipelineModelOptions {
     std::string model_path; // official folder or GGUF
     BackendOptions backend; // the device of the weights; sessions compute on their own backend of it
     Components components = kAllComponents;
     ModelOpenOptions open; // which T3 of a folder with several (multilingual v2 / v3)
 };
 
-class Engine {
+class PipelineModel {
   public:
     // Loads every named component (the voice models on first use). Throws Error naming the model
     // path and what is missing or wrong.
-    explicit Engine(const EngineOptions &options);
-    ~Engine();
-    Engine(const Engine &) = delete;
-    Engine &operator=(const Engine &) = delete;
+    explicit PipelineModel(const PipelineModelOptions &options);
+    ~PipelineModel();
+    PipelineModel(const PipelineModel &) = delete;
+    PipelineModel &operator=(const PipelineModel &) = delete;
 
-    const EngineOptions &options() const { return options_; }
+    const PipelineModelOptions &options() const { return options_; }
     const ModelFiles &files() const { return files_; }
     bool has(Component component) const { return (options_.components & unsigned(component)) != 0; }
 
     // Each throws Error when the component was not loaded.
     const TextFrontEnd &text() const;
-    const t3::Model &t3() const;
+    const t3::T3Model &t3() const;
     const s3gen::FlowModel &flow() const;
     const hift::VocoderModel &vocoder() const;
     // The voice models, bound on the first call from any thread; throws Error when the model lacks them.
     const VoiceBuilder &voice_builder() const;
 
     // The model's built-in voice with this exaggeration; throws Error when the model has none.
-    Voice builtin_voice(float exaggeration) const;
+    VoiceConditionals builtin_voice(float exaggeration) const;
     // Sentences of text, cut to the T3 text budget (measured in text tokens of the language, see
     // TextFrontEnd); throws InvalidArgument for invalid UTF-8 or a language the model does not take.
     std::vector<text::TextPiece> split_text(std::string_view text, std::string_view language = {}) const;
@@ -82,11 +82,11 @@ class Engine {
   private:
     template <class T> const T &require(const std::unique_ptr<T> &part, Component component) const;
 
-    EngineOptions options_;
+    PipelineModelOptions options_;
     ModelFiles files_;
     std::unique_ptr<Backend> weights_backend_; // where the weights live; no graph runs on it
     std::unique_ptr<TextFrontEnd> text_;
-    std::unique_ptr<t3::Model> t3_;
+    std::unique_ptr<t3::T3Model> t3_;
     std::unique_ptr<s3gen::FlowModel> flow_;
     std::unique_ptr<hift::VocoderModel> vocoder_;
     mutable std::once_flag voice_builder_once_;
