@@ -254,7 +254,7 @@ chatterbox::VoiceConditionals open_voice(chatterbox::PipelineSession &session, c
 
 // A voice from a recording (not a voice file), computed on session.
 chatterbox::VoiceConditionals voice_from_recording(chatterbox::PipelineSession &session, const char *path,
-                                       const chatterbox_voice_params *params) {
+                                                   const chatterbox_voice_params *params) {
     const chatterbox_voice_params p = params ? *params : chatterbox_voice_default_params();
     check_exaggeration(p.exaggeration);
     if (p.norm_loudness != 0 && p.norm_loudness != 1)
@@ -290,7 +290,8 @@ void convert_voice(chatterbox::PipelineSession &session, const char *source_path
     const chatterbox::audio::AudioBuffer source =
         with_status(CHATTERBOX_ERROR_AUDIO, [&] { return chatterbox::audio::read_audio(source_path); });
     const chatterbox::SynthesisOptions options = synthesis_options(*params);
-    const chatterbox::VoiceConditionals target = voice ? voice->voice : builtin_voice(session.engine(), params->exaggeration);
+    const chatterbox::VoiceConditionals target =
+        voice ? voice->voice : builtin_voice(session.engine(), params->exaggeration);
     require_voice_models(session.engine());
     // Failures past reading are about the recording's content (too short, silent ...).
     const chatterbox::SynthesisResult result =
@@ -549,8 +550,8 @@ chatterbox_status chatterbox_synthesize(chatterbox_engine *engine, const char *t
     clear_audio(audio);
     return guarded(CHATTERBOX_ERROR_INTERNAL, [&] {
         require(engine, "chatterbox_synthesize", "engine");
-        on_internal_session(*engine,
-                            [&](chatterbox::PipelineSession &session) { synthesize(session, text, voice, params, audio); });
+        on_internal_session(
+            *engine, [&](chatterbox::PipelineSession &session) { synthesize(session, text, voice, params, audio); });
     });
 }
 
@@ -560,8 +561,9 @@ chatterbox_status chatterbox_convert_voice(chatterbox_engine *engine, const char
     clear_audio(audio);
     return guarded(CHATTERBOX_ERROR_INTERNAL, [&] {
         require(engine, "chatterbox_convert_voice", "engine");
-        on_internal_session(
-            *engine, [&](chatterbox::PipelineSession &session) { convert_voice(session, source_path, voice, params, audio); });
+        on_internal_session(*engine, [&](chatterbox::PipelineSession &session) {
+            convert_voice(session, source_path, voice, params, audio);
+        });
     });
 }
 

@@ -105,9 +105,9 @@ struct StreamJob {
 
 } // namespace
 
-void answer_speech(const PipelineModel &engine, SessionPool &pool, const VoiceLibrary &voices, const ServerOptions &options,
-                   const SpeechOperations &operations, const httplib::Request &http_request,
-                   httplib::Response &response) {
+void answer_speech(const PipelineModel &engine, SessionPool &pool, const VoiceLibrary &voices,
+                   const ServerOptions &options, const SpeechOperations &operations,
+                   const httplib::Request &http_request, httplib::Response &response) {
     SpeechRequest request = parse_speech_request(http_request.body, options.limits);
     SynthesisOptions synthesis;
     synthesis.params = request.params;

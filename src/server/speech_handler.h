@@ -11,8 +11,8 @@ class VoiceLibrary;
 
 // Throws ApiError for a request refused before synthesis (bad body, unknown voice, busy server,
 // draining).
-void answer_speech(const PipelineModel &engine, SessionPool &pool, const VoiceLibrary &voices, const ServerOptions &options,
-                   const SpeechOperations &operations, const httplib::Request &http_request,
-                   httplib::Response &response);
+void answer_speech(const PipelineModel &engine, SessionPool &pool, const VoiceLibrary &voices,
+                   const ServerOptions &options, const SpeechOperations &operations,
+                   const httplib::Request &http_request, httplib::Response &response);
 
 } // namespace chatterbox::server

@@ -342,8 +342,8 @@ std::shared_ptr<const VoiceConditionals> VoiceLibrary::voice(const std::string &
     return entry ? entry->voice : nullptr;
 }
 
-std::optional<VoiceInfo> VoiceLibrary::store(const std::string &name, const VoiceConditionals &voice, double source_seconds,
-                                             bool overwrite) {
+std::optional<VoiceInfo> VoiceLibrary::store(const std::string &name, const VoiceConditionals &voice,
+                                             double source_seconds, bool overwrite) {
     if (const std::string problem = voice_name_problem(name); !problem.empty())
         throw InvalidArgument(concat("voice name '", name, "': ", problem));
     VoiceInfo info;

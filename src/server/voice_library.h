@@ -72,7 +72,8 @@ class VoiceLibrary {
     // Stores the voice under a valid name (voice_name_problem) atomically and returns what was
     // stored; nullopt, and nothing written, when the name is taken (by any process) and overwrite
     // is false. Throws Error when the disk write fails.
-    std::optional<VoiceInfo> store(const std::string &name, const VoiceConditionals &voice, double source_seconds, bool overwrite);
+    std::optional<VoiceInfo> store(const std::string &name, const VoiceConditionals &voice, double source_seconds,
+                                   bool overwrite);
     // False when there was no such voice.
     bool remove(const std::string &name);
 

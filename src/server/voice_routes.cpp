@@ -72,7 +72,8 @@ template <class Result, class Compute> Result on_recording(const char *field, Co
     }
 }
 
-std::shared_ptr<PipelineSession> acquire_session(SessionPool &pool, const ServerOptions &options, httplib::Response &response) {
+std::shared_ptr<PipelineSession> acquire_session(SessionPool &pool, const ServerOptions &options,
+                                                 httplib::Response &response) {
     std::shared_ptr<PipelineSession> session = pool.acquire();
     if (session) return session;
     response.set_header("Retry-After", std::to_string(options.retry_after_seconds));
@@ -100,18 +101,20 @@ void create_voice(const MultipartForm &form, SessionPool &pool, VoiceLibrary &vo
     const std::string name = checked_name(form.required("name", "the voice's name").content, "name");
     const bool overwrite = parse_flag(form, "overwrite");
     if (!overwrite && voices.info(name)) throw voice_exists(name); // before the costly part
-    const audio::AudioBuffer recording = read_recording(voices, "file", form.required("file", "a recording of the voice"));
+    const audio::AudioBuffer recording =
+        read_recording(voices, "file", form.required("file", "a recording of the voice"));
 
     std::shared_ptr<PipelineSession> session = acquire_session(pool, options, response);
-    const VoiceConditionals voice = on_recording<VoiceConditionals>("file", [&] { return session->voice_from_audio(recording, 0.5f); });
+    const VoiceConditionals voice =
+        on_recording<VoiceConditionals>("file", [&] { return session->voice_from_audio(recording, 0.5f); });
     session.reset();
     const std::optional<VoiceInfo> stored = voices.store(name, voice, recording.seconds(), overwrite);
     if (!stored) throw voice_exists(name);
     send_json(response, 201, stored->json());
 }
 
-void convert_voice(const MultipartForm &form, const PipelineModel &engine, SessionPool &pool, const VoiceLibrary &voices,
-                   const ServerOptions &options, httplib::Response &response) {
+void convert_voice(const MultipartForm &form, const PipelineModel &engine, SessionPool &pool,
+                   const VoiceLibrary &voices, const ServerOptions &options, httplib::Response &response) {
     const FormPart &source_part = form.required("file", "the recording to convert");
     const FormPart *voice_name = form.part("voice");
     const FormPart *voice_part = form.part("voice_file");
@@ -140,7 +143,8 @@ void convert_voice(const MultipartForm &form, const PipelineModel &engine, Sessi
 
 } // namespace
 
-VoiceConditionals resolve_voice(const PipelineModel &engine, const VoiceLibrary &voices, const std::string &name, float exaggeration) {
+VoiceConditionals resolve_voice(const PipelineModel &engine, const VoiceLibrary &voices, const std::string &name,
+                                float exaggeration) {
     if (std::shared_ptr<const VoiceConditionals> stored = voices.voice(name)) {
         VoiceConditionals voice = *stored;
         // As for the built-in voice: exaggeration is a field of the conditionals, applied each synthesis.

@@ -25,6 +25,7 @@ void add_voice_routes(httplib::Server &http, const PipelineModel &engine, Sessio
 // The voice `name` means in a speech request, with the request's exaggeration: the library's voice
 // of that name, else the model's built-in voice for "default" and OpenAI's voice names. Throws
 // ApiError 400 naming `voice` for any other name.
-VoiceConditionals resolve_voice(const PipelineModel &engine, const VoiceLibrary &voices, const std::string &name, float exaggeration);
+VoiceConditionals resolve_voice(const PipelineModel &engine, const VoiceLibrary &voices, const std::string &name,
+                                float exaggeration);
 
 } // namespace chatterbox::server

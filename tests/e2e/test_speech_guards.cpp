@@ -25,7 +25,8 @@ namespace {
 class SpeechGuards : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
-        engine_ = std::make_unique<PipelineModel>(PipelineModelOptions{test::tiny_model_path(), BackendOptions{"cpu", 2}});
+        engine_ =
+            std::make_unique<PipelineModel>(PipelineModelOptions{test::tiny_model_path(), BackendOptions{"cpu", 2}});
     }
     static void TearDownTestSuite() { engine_.reset(); }
 

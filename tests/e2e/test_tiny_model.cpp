@@ -82,8 +82,8 @@ TEST(TinyModel, SpeaksWithTheBuiltinAndAClonedVoice) {
     SynthesisOptions options;
     options.params.sampling.max_new_tokens = 50; // random weights rarely stop on their own
     for (const bool cloned : {false, true}) {
-        const VoiceConditionals voice = cloned ? session.voice_from_file(test::golden_path("ref_voice.wav"), 0.5f)
-                                   : engine.builtin_voice(0.5f);
+        const VoiceConditionals voice =
+            cloned ? session.voice_from_file(test::golden_path("ref_voice.wav"), 0.5f) : engine.builtin_voice(0.5f);
         const SynthesisResult result = session.synthesize("Hello there.", voice, options);
         ASSERT_GT(result.wave.size(), 0u);
         EXPECT_EQ(result.sample_rate, 24000);

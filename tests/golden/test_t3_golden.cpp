@@ -41,7 +41,8 @@ class T3Golden : public test::GoldenComponent<T3Model> {
   protected:
     static void SetUpTestSuite() {
         load("t3_cfg.safetensors", "t3.", [](const WeightStore &s, Backend &b) {
-            return std::make_unique<T3Model>(s, b, HParams::from_checkpoint(s, "t3.", variant_spec(Variant::english).t3));
+            return std::make_unique<T3Model>(s, b,
+                                             HParams::from_checkpoint(s, "t3.", variant_spec(Variant::english).t3));
         });
         voice_.speaker_emb = read_npy(golden_path("ve_speaker_emb.npy")).f32();
         voice_.prompt_tokens = golden_tokens("t3_cond_prompt_tokens.npy");

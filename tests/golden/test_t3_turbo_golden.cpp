@@ -53,7 +53,7 @@ class T3TurboGolden : public test::GoldenComponent<T3Model> {
             "t3_turbo_v1.safetensors", "t3.",
             [](const WeightStore &s, Backend &b) {
                 return std::make_unique<T3Model>(s, b,
-                                               HParams::from_checkpoint(s, "t3.", variant_spec(Variant::turbo).t3));
+                                                 HParams::from_checkpoint(s, "t3.", variant_spec(Variant::turbo).t3));
             },
             test::turbo_synthetic_dir());
         voice_.speaker_emb = golden_f32("ve_speaker_emb");

@@ -64,7 +64,8 @@ class VoiceGolden : public ::testing::Test {
         backend_ = std::make_unique<Backend>(test_backend_options(2));
         builder_ = std::make_unique<VoiceBuilder>(*files_, *backend_);
         taps_ = std::make_unique<VoiceTaps>();
-        voice_ = std::make_unique<VoiceConditionals>(builder_->from_file(*backend_, golden_path("ref_voice.wav"), 0.5f, taps_.get()));
+        voice_ = std::make_unique<VoiceConditionals>(
+            builder_->from_file(*backend_, golden_path("ref_voice.wav"), 0.5f, taps_.get()));
     }
     static void TearDownTestSuite() {
         voice_.reset();

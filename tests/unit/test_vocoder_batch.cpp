@@ -7,8 +7,8 @@
 
 #include "core/backend.h"
 #include "core/error.h"
-#include "models/chatterbox/pipeline_model.h"
 #include "models/chatterbox/hift/vocoder_batch.h"
+#include "models/chatterbox/pipeline_model.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>

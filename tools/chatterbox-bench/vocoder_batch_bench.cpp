@@ -2,8 +2,8 @@
 
 #include "batch_comparison.h"
 #include "core/error.h"
-#include "models/chatterbox/pipeline_model.h"
 #include "models/chatterbox/hift/vocoder_batch.h"
+#include "models/chatterbox/pipeline_model.h"
 #include "timing.h"
 
 #include <algorithm>
@@ -72,7 +72,8 @@ nlohmann::json run_vocoder_batch_bench(const BackendOptions &backend, const Voco
                 std::vector<std::vector<float>> batched(requests.size());
                 std::vector<std::unique_ptr<hift::VocoderSession>> sessions;
                 for (size_t i = 0; i < requests.size(); ++i)
-                    sessions.push_back(std::make_unique<hift::VocoderSession>(engine.vocoder(), session_backend, &batch));
+                    sessions.push_back(
+                        std::make_unique<hift::VocoderSession>(engine.vocoder(), session_backend, &batch));
                 // The requests arrive while a short opener runs, so they all wait for the next run
                 // and make one batch (alone, the first would start before the others arrive); the
                 // clock starts when the opener is done.

@@ -6,8 +6,8 @@
 #include "stages.h"
 
 #include "core/error.h"
-#include "models/chatterbox/s3gen/flow.h"
 #include "models/chatterbox/pipeline_session.h"
+#include "models/chatterbox/s3gen/flow.h"
 #include "models/chatterbox/t3/generate.h"
 #include "models/chatterbox/t3/hparams.h"
 

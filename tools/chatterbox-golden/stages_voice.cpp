@@ -3,8 +3,8 @@
 
 #include "stages.h"
 
-#include "models/chatterbox/s3tokenizer/s3tokenizer.h"
 #include "models/chatterbox/pipeline_session.h"
+#include "models/chatterbox/s3tokenizer/s3tokenizer.h"
 #include "models/chatterbox/variant_spec.h"
 #include "models/chatterbox/voice.h"
 
@@ -29,7 +29,7 @@ void run_voice(GoldenRun &run) {
     PipelineSession session(*engine);
     VoiceTaps taps;
     const VoiceConditionals voice = session.voice_from_file(run.input_path(run.golden_case().ref_wav),
-                                                run.golden_case().params.exaggeration, &taps);
+                                                            run.golden_case().params.exaggeration, &taps);
 
     // Front end. A variant that normalises the reference's loudness records the normalised wave.
     const bool loudness_normalised = variant_spec(run.golden_case().variant).reference.loudness_lufs.has_value();

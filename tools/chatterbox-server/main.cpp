@@ -147,7 +147,8 @@ int main(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     try {
         engine_settings.model = model_path(engine_settings.model);
-        const chatterbox::PipelineModelOptions engine_options = engine_settings.engine_options(); // checked before loading
+        const chatterbox::PipelineModelOptions engine_options =
+            engine_settings.engine_options(); // checked before loading
         const chatterbox::RuntimeOptions runtime_options = engine_settings.runtime_options();
         options.threads = engine_settings.threads;
         // Requests share the batch only if as many run at once.

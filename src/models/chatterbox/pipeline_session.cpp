@@ -163,11 +163,13 @@ class PipelineSession::VocoderAdapter : public VocoderStage {
     hift::VocoderSession &vocoder_;
 };
 
-PipelineSession::PipelineSession(const PipelineModel &engine, const PipelineSessionOptions &options) : PipelineSession(engine, nullptr, options) {}
+PipelineSession::PipelineSession(const PipelineModel &engine, const PipelineSessionOptions &options)
+    : PipelineSession(engine, nullptr, options) {}
 
 PipelineSession::PipelineSession(Runtime &runtime) : PipelineSession(runtime, runtime.session_options()) {}
 
-PipelineSession::PipelineSession(Runtime &runtime, const PipelineSessionOptions &options) : PipelineSession(runtime.engine(), &runtime, options) {}
+PipelineSession::PipelineSession(Runtime &runtime, const PipelineSessionOptions &options)
+    : PipelineSession(runtime.engine(), &runtime, options) {}
 
 PipelineSession::PipelineSession(const PipelineModel &engine, Runtime *runtime, const PipelineSessionOptions &options)
     : engine_(engine), t3_prefixes_(runtime ? runtime->t3_prefixes() : nullptr),
@@ -184,7 +186,7 @@ PipelineSession::PipelineSession(const PipelineModel &engine, Runtime *runtime, 
     }
     if (engine.has(Component::vocoder)) {
         vocoder_ = std::make_unique<hift::VocoderSession>(engine.vocoder(), backend_,
-                                                   runtime ? runtime->vocoder_batch() : nullptr, &cancel_);
+                                                          runtime ? runtime->vocoder_batch() : nullptr, &cancel_);
         vocoder_stage_ = std::make_unique<VocoderAdapter>(*vocoder_);
     }
 }
@@ -222,11 +224,13 @@ VocodingStages PipelineSession::vocoding(const SynthesisParams &params) {
     return {geometry, *flow_stage_, *vocoder_stage_};
 }
 
-VoiceConditionals PipelineSession::voice_from_file(const std::string &path, const VoiceOptions &options, VoiceTaps *taps) {
+VoiceConditionals PipelineSession::voice_from_file(const std::string &path, const VoiceOptions &options,
+                                                   VoiceTaps *taps) {
     return engine_.voice_builder().from_file(backend_, path, options, taps);
 }
 
-VoiceConditionals PipelineSession::voice_from_audio(const audio::AudioBuffer &audio, float exaggeration, VoiceTaps *taps) {
+VoiceConditionals PipelineSession::voice_from_audio(const audio::AudioBuffer &audio, float exaggeration,
+                                                    VoiceTaps *taps) {
     return engine_.voice_builder().from_audio(backend_, audio, exaggeration, taps);
 }
 
@@ -246,7 +250,8 @@ std::vector<text::TextPiece> check_synthesis(const PipelineModel &engine, std::s
     return pieces;
 }
 
-SynthesisResult PipelineSession::synthesize(std::string_view text, const VoiceConditionals &voice, const SynthesisOptions &options) {
+SynthesisResult PipelineSession::synthesize(std::string_view text, const VoiceConditionals &voice,
+                                            const SynthesisOptions &options) {
     const t3::T3Model &model = engine_.t3();
     const t3::HParams &hp = model.hparams();
     const TextFrontEnd &front_end = engine_.text();
@@ -295,7 +300,8 @@ SynthesisResult PipelineSession::synthesize(std::string_view text, const VoiceCo
     return request.finish();
 }
 
-SynthesisResult PipelineSession::convert(const audio::AudioBuffer &source, const VoiceConditionals &target, const SynthesisOptions &options) {
+SynthesisResult PipelineSession::convert(const audio::AudioBuffer &source, const VoiceConditionals &target,
+                                         const SynthesisOptions &options) {
     options.validate();
     check_voice_fits(target, engine_.files().hparams().variant);
     const VocodingStages stages = vocoding(options.params);

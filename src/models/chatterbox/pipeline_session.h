@@ -104,7 +104,8 @@ class PipelineSession {
     SynthesisResult synthesize(std::string_view text, const VoiceConditionals &voice, const SynthesisOptions &options);
     // Voice conversion of a recording (any sample rate) into `target`'s voice; uses the seed,
     // streaming, callbacks and cancel of options.
-    SynthesisResult convert(const audio::AudioBuffer &source, const VoiceConditionals &target, const SynthesisOptions &options);
+    SynthesisResult convert(const audio::AudioBuffer &source, const VoiceConditionals &target,
+                            const SynthesisOptions &options);
 
     // A voice from a recording (see VoiceBuilder), computed on this session's backend.
     VoiceConditionals voice_from_file(const std::string &path, const VoiceOptions &options, VoiceTaps *taps = nullptr);

@@ -116,7 +116,7 @@ VoiceBuilder::VoiceBuilder(const ModelFiles &files, Backend &backend) {
 VoiceBuilder::~VoiceBuilder() = default;
 
 VoiceConditionals VoiceBuilder::from_file(Backend &backend, const std::string &path, const VoiceOptions &options,
-                              VoiceTaps *taps) const {
+                                          VoiceTaps *taps) const {
     const audio::AudioBuffer reference = audio::read_audio(path, {kMaxReferenceSeconds}); // its errors name the file
     try {
         return from_audio(backend, reference, options, taps);
@@ -125,8 +125,8 @@ VoiceConditionals VoiceBuilder::from_file(Backend &backend, const std::string &p
     }
 }
 
-VoiceConditionals VoiceBuilder::from_audio(Backend &backend, const audio::AudioBuffer &reference, const VoiceOptions &options,
-                               VoiceTaps *taps) const {
+VoiceConditionals VoiceBuilder::from_audio(Backend &backend, const audio::AudioBuffer &reference,
+                                           const VoiceOptions &options, VoiceTaps *taps) const {
     const float exaggeration = options.exaggeration;
     if (!std::isfinite(exaggeration)) fail("the exaggeration must be a finite number, got ", exaggeration);
     const Models &m = *models_;

@@ -103,15 +103,15 @@ class VoiceBuilder {
     // Error for unusable audio (shorter than the policy's minimum, longer than kMaxReferenceSeconds,
     // silent, non-finite ...) with a message naming the file.
     VoiceConditionals from_file(Backend &backend, const std::string &path, const VoiceOptions &options,
-                    VoiceTaps *taps = nullptr) const;
+                                VoiceTaps *taps = nullptr) const;
     VoiceConditionals from_audio(Backend &backend, const audio::AudioBuffer &audio, const VoiceOptions &options,
-                     VoiceTaps *taps = nullptr) const;
+                                 VoiceTaps *taps = nullptr) const;
     VoiceConditionals from_file(Backend &backend, const std::string &path, float exaggeration = 0.5f,
-                    VoiceTaps *taps = nullptr) const {
+                                VoiceTaps *taps = nullptr) const {
         return from_file(backend, path, VoiceOptions{exaggeration}, taps);
     }
     VoiceConditionals from_audio(Backend &backend, const audio::AudioBuffer &audio, float exaggeration = 0.5f,
-                     VoiceTaps *taps = nullptr) const {
+                                 VoiceTaps *taps = nullptr) const {
         return from_audio(backend, audio, VoiceOptions{exaggeration}, taps);
     }
 

@@ -49,7 +49,8 @@ int64_t VocoderModel::validate(const std::vector<float> &mel) const {
     return frames;
 }
 
-VocoderSession::VocoderSession(const VocoderModel &model, Backend &backend, VocoderBatch *batch, const CancelFlag *cancel)
+VocoderSession::VocoderSession(const VocoderModel &model, Backend &backend, VocoderBatch *batch,
+                               const CancelFlag *cancel)
     : model_(model), backend_(backend), batch_(batch), batch_cancel_(cancel) {}
 
 VocoderSession::~VocoderSession() = default;
@@ -75,7 +76,7 @@ std::vector<float> VocoderSession::decode(const std::vector<float> &mel, const s
 }
 
 std::vector<float> VocoderSession::synthesize(const std::vector<float> &mel, const SourceNoise *injected, uint64_t seed,
-                                       VocoderTaps *taps) {
+                                              VocoderTaps *taps) {
     const HiftHParams &hp = hparams();
     const int64_t frames = validate(mel);
     const int64_t samples = frames * hp.samples_per_frame();

@@ -78,7 +78,7 @@ class VocoderSession {
     // backend: where this session's graphs run. batch: where synthesize() vocodes (vocoder_batch.h),
     // which drops the request when cancel (optional) is set while it waits; nullptr: alone, on backend.
     VocoderSession(const VocoderModel &model, Backend &backend, VocoderBatch *batch = nullptr,
-            const CancelFlag *cancel = nullptr);
+                   const CancelFlag *cancel = nullptr);
     ~VocoderSession();
     VocoderSession(const VocoderSession &) = delete;
     VocoderSession &operator=(const VocoderSession &) = delete;

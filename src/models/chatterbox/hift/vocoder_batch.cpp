@@ -18,8 +18,7 @@ struct VocoderBatchRequest : BatchRequestEnd {
     bool cancelled() const { return cancel && cancel->requested(); }
 };
 
-VocoderBatch::VocoderBatch(const VocoderModel &model, const BackendOptions &backend,
-                                             const VocoderBatchOptions &options)
+VocoderBatch::VocoderBatch(const VocoderModel &model, const BackendOptions &backend, const VocoderBatchOptions &options)
     : model_(model), options_(options), backend_(backend) {
     if (options.max_requests < 1) fail("vocoder batch: max_requests is ", options.max_requests, ", expected >= 1");
     if (!(options.max_padding >= 0)) fail("vocoder batch: max_padding is ", options.max_padding, ", expected >= 0");
@@ -30,8 +29,7 @@ VocoderBatch::VocoderBatch(const VocoderModel &model, const BackendOptions &back
 
 VocoderBatch::~VocoderBatch() { stop(); }
 
-VocoderTaps VocoderBatch::vocode(const std::vector<float> &mel, const SourceNoise &noise,
-                                          const CancelFlag *cancel) {
+VocoderTaps VocoderBatch::vocode(const std::vector<float> &mel, const SourceNoise &noise, const CancelFlag *cancel) {
     const int64_t frames = model_.validate(mel);
     check_source_noise(noise, frames, model_.hparams());
     VocoderBatchRequest request(mel, frames, noise, cancel);

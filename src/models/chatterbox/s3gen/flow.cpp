@@ -65,8 +65,8 @@ FlowModel::FlowModel(const WeightStore &store, Backend &backend, const FlowHPara
     weights_.load();
 }
 
-FlowSession::FlowSession(const FlowModel &model, Backend &backend, nn::AttentionPath attention,
-                         FlowBatch *batch, const CancelFlag *cancel)
+FlowSession::FlowSession(const FlowModel &model, Backend &backend, nn::AttentionPath attention, FlowBatch *batch,
+                         const CancelFlag *cancel)
     : model_(model), backend_(backend), attention_(attention), batch_(batch), batch_cancel_(cancel) {}
 
 void FlowSession::validate(const std::vector<int32_t> &tokens, const FlowReference &reference) const {

@@ -23,8 +23,7 @@ struct FlowBatchRequest : BatchRequestEnd {
     bool cancelled() const { return cancel && cancel->requested(); }
 };
 
-FlowBatch::FlowBatch(const FlowModel &model, const BackendOptions &backend,
-                                       const FlowBatchOptions &options)
+FlowBatch::FlowBatch(const FlowModel &model, const BackendOptions &backend, const FlowBatchOptions &options)
     : model_(model), options_(options), backend_(backend) {
     if (options.max_requests < 1) fail("flow batch: max_requests is ", options.max_requests, ", expected >= 1");
     start();
@@ -33,8 +32,8 @@ FlowBatch::FlowBatch(const FlowModel &model, const BackendOptions &backend,
 FlowBatch::~FlowBatch() { stop(); }
 
 std::vector<float> FlowBatch::solve(const FlowEncoding &encoding, const std::vector<float> &prompt_condition,
-                                             std::vector<float> noise, const CancelFlag *cancel,
-                                             const CfmStepObserver &observer, int cfm_steps) {
+                                    std::vector<float> noise, const CancelFlag *cancel, const CfmStepObserver &observer,
+                                    int cfm_steps) {
     const size_t n = size_t(model_.hparams().mel_bins * encoding.frames);
     if (noise.size() != n || prompt_condition.size() != n || encoding.mu.size() != n)
         fail("flow batch: a request of ", encoding.frames, " frames needs noise, mu and prompt condition of ", n,

@@ -101,8 +101,8 @@ ggml_tensor *cached_self_attention(ggml_context *ctx, const HParams &hp, const K
     return ggml_reshape_2d(ctx, mixed, hp.hidden, n * n_rows);
 }
 
-ggml_tensor *build_decoder_layers(ggml_context *ctx, const T3Model &model, const KvCache &cache, const BackboneInputs &in,
-                                  nn::AttentionPath attention) {
+ggml_tensor *build_decoder_layers(ggml_context *ctx, const T3Model &model, const KvCache &cache,
+                                  const BackboneInputs &in, nn::AttentionPath attention) {
     check_backbone_inputs(cache, in);
     ggml_tensor *x = std::visit(
         [&](const auto &backbone) { return backbone.layers_graph(ctx, model.hparams(), cache, in, attention); },

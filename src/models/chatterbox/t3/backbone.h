@@ -42,8 +42,8 @@ BackboneInputs make_batch_decode_inputs(GraphRunner &graph, const HParams &hp, i
 
 // Writes the new keys/values into cache and runs every layer. Returns the residual stream
 // (hidden, n_tokens, n_rows) in ggml order, before the final norm.
-ggml_tensor *build_decoder_layers(ggml_context *ctx, const T3Model &model, const KvCache &cache, const BackboneInputs &in,
-                                  nn::AttentionPath attention);
+ggml_tensor *build_decoder_layers(ggml_context *ctx, const T3Model &model, const KvCache &cache,
+                                  const BackboneInputs &in, nn::AttentionPath attention);
 
 // Final norm and speech head: hidden (hidden, n, n_rows) -> logits (speech_vocab, n, n_rows).
 ggml_tensor *build_speech_logits(ggml_context *ctx, const T3Model &model, ggml_tensor *hidden);

@@ -73,9 +73,8 @@ T3Batch::T3Batch(const T3Model &model, const BackendOptions &backend, const Batc
 T3Batch::~T3Batch() { stop(); }
 
 GenerationResult T3Batch::generate(T3Session &session, const CondEmbeddings &cond,
-                                          const std::vector<int32_t> &text_tokens, const SamplingParams &params,
-                                          const GenerationHooks &hooks, const KvPrefix *prefix,
-                                          const CancelFlag *cancel) {
+                                   const std::vector<int32_t> &text_tokens, const SamplingParams &params,
+                                   const GenerationHooks &hooks, const KvPrefix *prefix, const CancelFlag *cancel) {
     BatchRequest request(session, hooks.step_logits, cancel);
     GenerationHooks relayed;
     relayed.forced_tokens = hooks.forced_tokens;

@@ -21,7 +21,8 @@ struct T3BatchDecoder::Graph {
     ggml_tensor *logits = nullptr; // (n_rows, 1, speech_vocab)
 };
 
-T3BatchDecoder::T3BatchDecoder(const T3Model &model, Backend &backend, int max_rows, int capacity, RuntimeOptions options)
+T3BatchDecoder::T3BatchDecoder(const T3Model &model, Backend &backend, int max_rows, int capacity,
+                               RuntimeOptions options)
     : model_(model), backend_(backend), options_(options), max_rows_(max_rows), capacity_(capacity) {
     if (max_rows < 1 || capacity < 1 || options.decode_bucket < 1)
         fail("T3 batch: invalid size ", max_rows, " rows x ", capacity, " positions (decode bucket ",

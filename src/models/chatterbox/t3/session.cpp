@@ -152,7 +152,7 @@ std::vector<float> T3Session::run(Graph &graph) {
 }
 
 std::vector<float> T3Session::prefill(const std::vector<float> &embeds, int n_rows, int length, int max_new_tokens,
-                                    const KvPrefix *prefix) {
+                                      const KvPrefix *prefix) {
     begin_prefill(n_rows, length, max_new_tokens, prefix);
     return prefill_part(embeds, last_part());
 }
