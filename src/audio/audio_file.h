@@ -8,6 +8,7 @@
 
 namespace chatterbox::audio {
 
+// A mono signal and its sample rate: what read_audio decodes, or audio handed over in memory.
 struct AudioBuffer {
     std::vector<float> samples; // mono, nominally in [-1, 1]
     int sample_rate = 0;

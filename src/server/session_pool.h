@@ -1,5 +1,5 @@
 #pragma once
-// N Sessions over one Runtime and a bounded queue in front of them: a request takes a free session,
+// N PipelineSessions over one Runtime and a bounded queue in front of them: a request takes a free session,
 // or waits for one while fewer than `queue_limit` requests are already waiting, or is turned away
 // (the server answers 503 with Retry-After).
 

@@ -1,6 +1,6 @@
 #pragma once
 // The vocoder batched across requests (hift/vocoder_batch.h): for each concurrency level N, N mels
-// are vocoded one after another, each alone on one Vocoder, then all at once through a
+// are vocoded one after another, each alone on one VocoderSession, then all at once through a
 // VocoderBatch of size N (queued behind a 10-frame opener, so they make one run),
 // interleaved in one run. Two kinds of batch per level: mels of
 // one length (the streaming windows of one plan: 116 frames = a 50-token chunk and 8 frames of

@@ -1,16 +1,18 @@
 #pragma once
-// The engine (spec overview.md §2.3): one model loaded once and immutable afterwards — model files,
-// text front end, component weights, and the voice models (bound on first use under call_once) —
-// shared by any number of Sessions (pipeline_session.h) on any threads. Everything a request changes lives in
-// its PipelineSession: its own compute backend and thread pool, T3 cache, flow and vocoder graphs. What the
-// sessions share and change (batches, kept voice prefixes) is a Runtime's (runtime.h), not the
-// engine's.
+// The whole pipeline's model, the engine of spec overview.md §2.3: one model loaded once and
+// immutable afterwards — model files, text front end, component weights (T3Model, FlowModel,
+// VocoderModel), and the voice models (bound on first use under call_once) — shared by any number of
+// PipelineSessions (pipeline_session.h) on any threads. Everything a request changes lives in its
+// PipelineSession: its own compute backend and thread pool, T3 cache, flow and vocoder graphs. What
+// the sessions share and change (batches, kept voice prefixes) is a Runtime's (runtime.h), not the
+// model's. (The public api::Engine, include/chatterbox/chatterbox.hpp, is one of these with its Runtime.)
 //
 //   PipelineModel engine({"models/chatterbox", BackendOptions{}});
-//   PipelineSession session(engine);                         // one per concurrent request stream
+//   PipelineSession session(engine);                 // one per concurrent request stream
 //   SynthesisResult r = session.synthesize("Hello there.", engine.builtin_voice(0.5f), {});
 //
-// Tools that need only some parts (a golden stage, a benchmark) name them in PipelineModelOptions::components.
+// Tools that need only some parts (a golden stage, a benchmark) name them in
+// PipelineModelOptions::components.
 
 #include "core/backend.h"
 #include "models/chatterbox/hift/vocoder.h"

@@ -1,9 +1,10 @@
 #pragma once
-// One request stream on a PipelineModel: everything a synthesis changes — its own compute backend and
-// thread pool, the T3 session (KV cache, graphs), the flow session, the vocoder's graphs, and a
-// cancel flag. Sessions of one engine run at the same time on different threads; one PipelineSession runs
-// one request at a time. A session made from a Runtime (runtime.h) takes the runtime's batches and
-// kept voice prefixes once, when it is made; one made from the PipelineModel alone computes on its own.
+// One request stream on a PipelineModel: everything a synthesis changes — its own compute backend
+// and thread pool, the T3Session (KV cache, graphs), the FlowSession, the VocoderSession (graphs),
+// and a cancel flag. Sessions of one model run at the same time on different threads; one
+// PipelineSession runs one request at a time. A session made from a Runtime (runtime.h) takes the
+// runtime's batches and kept voice prefixes once, when it is made; one made from the PipelineModel
+// alone computes on its own.
 //
 //   text -> split into pieces (sentences, clauses) -> per piece (piece_synthesis.h):
 //       punc_norm -> EnTokenizer -> T3 generate (sampling, seed) -> the speech-token filter

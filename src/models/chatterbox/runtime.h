@@ -1,12 +1,13 @@
 #pragma once
-// The services that the sessions of one PipelineModel share, beside the immutable model (pipeline_model.h): the T3,
-// flow and vocoder batches (each a scheduler with its own thread and backend) and the kept voice
-// prefixes. A PipelineSession takes what it uses once, when it is made (pipeline_session.h); sessions made from the
-// PipelineModel alone use none and compute everything on their own backends.
+// The services that the sessions of one PipelineModel share, beside the immutable model
+// (pipeline_model.h): the T3Batch, FlowBatch and VocoderBatch (each a scheduler with its own thread
+// and backend) and the kept voice prefixes. A PipelineSession takes what it uses once, when it is
+// made (pipeline_session.h); sessions made from the PipelineModel alone use none and compute
+// everything on their own backends.
 //
-//   PipelineModel engine(engine_options);                 // weights, text front end: read-only
-//   Runtime runtime(engine, {.batch = 8});          // shared, thread-safe services
-//   PipelineSession session(runtime);                       // one per concurrent request stream
+//   PipelineModel engine(engine_options);   // weights, text front end: read-only
+//   Runtime runtime(engine, {.batch = 8});  // shared, thread-safe services
+//   PipelineSession session(runtime);       // one per concurrent request stream
 //
 // The Runtime must outlive its sessions, and the PipelineModel the Runtime.
 

@@ -1,15 +1,16 @@
 #pragma once
-// Voice conditionals (spec overview.md §2.2, tts.py prepare_conditionals): what a voice is to the
-// engine, built once from a reference recording and reused for every synthesis.
+// Voice conditionals (spec overview.md §2.2, tts.py prepare_conditionals and its Conditionals): what
+// a voice is to the engine, built once from a reference recording and reused for every synthesis.
 //
 //   T3 part:    speaker embedding (VoiceEncoder over the whole reference at 16 kHz),
 //               ≤ 150 prompt speech tokens (S3Tokenizer over the first 6 s), exaggeration
 //   S3Gen part: prompt tokens + prompt mel (first 10 s at 24 kHz), CAMPPlus x-vector
 //
-//   VoiceBuilder builder(files, backend);                  // binds VE, CAMPPlus, S3Tokenizer (immutable)
+//   VoiceBuilder builder(files, backend);              // binds VE, CAMPPlus, S3Tokenizer (immutable)
 //   VoiceConditionals voice = builder.from_file(session_backend, "ref.wav", 0.5f);
-//   save_voice(voice, "ref.voice");  VoiceConditionals same = load_voice("ref.voice");   // bit-identical
-//   VoiceConditionals builtin = builtin_voice(files);                  // conds.pt / the GGUF's conds.*
+//   save_voice(voice, "ref.voice");
+//   VoiceConditionals same = load_voice("ref.voice");  // bit-identical
+//   VoiceConditionals builtin = builtin_voice(files);  // conds.pt / the GGUF's conds.*
 
 #include "audio/audio_file.h"
 #include "audio/features.h"
@@ -27,6 +28,7 @@
 
 namespace chatterbox {
 
+// A voice: the conditioning of T3 and of the S3Gen flow (what the public API's Voice holds).
 struct VoiceConditionals {
     t3::Conditioning t3;                // speaker_emb (256), prompt_tokens (≤ 150; Turbo ≤ 375), exaggeration
     s3gen::FlowReference s3gen;         // prompt_tokens (Np), prompt_mel (F, 80) frame-major, xvector (192)
@@ -126,7 +128,7 @@ class VoiceBuilder {
 // The voice stored with the model (conds.pt or the GGUF's conds.* tensors). Throws Error when the model has none.
 VoiceConditionals builtin_voice(const ModelFiles &files);
 
-// A voice as a small self-describing file (GGUF with the tensors of Voice, a format marker, a version,
+// A voice as a small self-describing file (GGUF with the tensors of VoiceConditionals, a format marker, a version,
 // the variant it was built with (absent in the first files, all English) and a checksum of the tensor bytes);
 // load_voice validates every shape and value and reports what is wrong. Loading gives back bit-identical conditionals.
 void save_voice(const VoiceConditionals &voice, const std::string &path);

@@ -1,5 +1,5 @@
 #pragma once
-// Batching of the HiFT vocoder across requests. Sessions hand their mels (a streaming window or a
+// Batching of the HiFT vocoder across requests. VocoderSessions hand their mels (a streaming window or a
 // whole piece) to one scheduler thread, which vocodes the ones waiting together: one F0 graph and
 // one generator graph over all of them, each mel padded to the longest and masked
 // (vocoder_graphs.h), so each request gets the wave it gets alone (within the f32 rounding of
