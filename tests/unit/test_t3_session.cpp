@@ -179,10 +179,10 @@ TEST_F(T3Session, LaterRequestsMatchAFreshSession) {
 }
 
 TEST_F(T3Session, IgnoreEosRunsEveryStepAndReportsWhereItWouldHaveEnded) {
-    // Nearly uniform sampling (temperature 5, no min-p) that draws EOS after a few steps for this
-    // text and seed.
+    // Nearly uniform sampling (temperature 5, no min-p) that draws EOS within 40 steps for this
+    // text and seed (the first of seeds 0..299 that does with torch's multinomial draw).
     SamplingParams params;
-    params.seed = 12;
+    params.seed = 279;
     params.temperature = 5;
     params.min_p = 0;
     params.cfg_weight = 0;
@@ -190,7 +190,7 @@ TEST_F(T3Session, IgnoreEosRunsEveryStepAndReportsWhereItWouldHaveEnded) {
     const int32_t eos = engine_->t3().hparams().stop_speech_token;
     Session session(engine_->t3(), *backend_);
     const GenerationResult ended = generate(session, *cond_, text("Hello there."), params);
-    ASSERT_TRUE(ended.reached_eos()) << "seed 12 no longer draws EOS here: choose a seed that does";
+    ASSERT_TRUE(ended.reached_eos()) << "seed 279 no longer draws EOS here: choose a seed that does";
     EXPECT_EQ(ended.tokens.size(), size_t(ended.eos_step) + 1);
     EXPECT_EQ(ended.tokens.back(), eos);
 
