@@ -79,6 +79,7 @@ GenerationResult BatchScheduler::generate(Session &session, const CondEmbeddings
     BatchRequest request(session, hooks.step_logits, cancel);
     GenerationHooks relayed;
     relayed.forced_tokens = hooks.forced_tokens;
+    relayed.generator = hooks.generator;
     if (hooks.on_step)
         relayed.on_step = [&request](const StepRecord &record) {
             request.deliver(record);
