@@ -23,14 +23,13 @@
 // avx2 is what torch gives on x86-64 and what the golden set was recorded with; both are checked
 // against torch 1.13 (the scalar one with ATEN_CPU_CAPABILITY=default).
 //
-// MKL: ATen built with MKL (the official x86 wheels) gained, after 1.13 (pytorch#69967), another
-// exponential_ for CPU float tensors: one random() word seeds an MKL VSL stream that draws the
-// whole row (ICDF, shifted by the type's smallest normal). Its numbers differ, and the MT19937
-// stream then advances one word per token instead of two per vocabulary entry, which moves every
-// later draw. pytorch#132395 turned it off outside Meta's builds (pytorch#132532, Aug 2024, landed
-// again as pytorch#146174, Feb 2025); whether the 2.6.0 wheel chatterbox pins still takes it is not
-// settled here (no MKL torch to run). normal_ (randn) and uniform_ have no MKL path. Only ATen's own
-// path is reproduced.
+// MKL: the torch 2.6.0 wheel that chatterbox pins (Python 3.10-3.13) draws exponential_ on ATen's
+// own path, reproduced here: after manual_seed(42) and rand(5), its exponential_ row reads 1.6459,
+// 0.4294, 0.0677, 1.3809, 0.7803 (pytorch#150538, the stable 2.6.0 wheel), which this generator
+// draws (unit.test_torch_generator). From the 2.7 nightlies (pytorch 738ebb4, Feb 2025) x86 wheels
+// built with MKL draw exponential_ from a separate MKL VSL generator instead; chatterbox takes
+// torch >= 2.9 on Python 3.14, so its multinomial draws there differ and are not reproduced.
+// normal_ (randn) and uniform_ have no MKL path.
 
 #include <cstddef>
 #include <cstdint>

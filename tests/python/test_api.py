@@ -125,6 +125,25 @@ def test_every_turbo_argument_has_an_effect(turbo, name, value, setting):
     assert has_an_effect(turbo, {name: value}, setting), name
 
 
+def test_flow_noise_is_where_the_flow_starts(english):
+    torch = pytest.importorskip("torch", reason="python3-torch is not installed")
+    noise = np.random.default_rng(0).standard_normal((80, 1000)).astype(np.float32)
+    given = samples(english.generate(TEXT, seed=4, flow_noise=noise, **SHORT))
+    assert np.array_equal(given, samples(english.generate(TEXT, seed=4, flow_noise=torch.from_numpy(noise)[None], **SHORT)))
+    assert not np.array_equal(given, samples(english.generate(TEXT, seed=4, **SHORT)))
+    assert not np.array_equal(given, samples(english.generate(TEXT, seed=4, flow_noise=noise[:, ::-1], **SHORT)))
+
+
+@pytest.mark.parametrize("noise, message", [
+    (np.zeros((40, 100), np.float32), r"flow_noise must have the shape \(80, frames\) or \(1, 80, frames\), got \(40, 100\)"),
+    (np.zeros((80, 3), np.float32), "the flow noise holds 3 frames; this text piece needs more"),
+    (np.full((80, 1000), np.nan, np.float32), "the flow noise has nan at"),
+])
+def test_bad_flow_noise_is_a_value_error(english, noise, message):
+    with pytest.raises(ValueError, match=message):
+        english.generate(TEXT, flow_noise=noise, **SHORT)
+
+
 def test_turbo_ignores_what_the_official_turbo_ignores(turbo, caplog):
     base = samples(turbo.generate(TEXT, seed=3, **SHORT))
     with caplog.at_level("WARNING", logger="chatterbox_engine"):

@@ -1,6 +1,7 @@
 // TorchGenerator against draws recorded from torch (tests/data/torch_rng, a copy of
 // golden/torch_rng: torch 1.13 without MKL on x86-64): raw words, uniforms, normals of every
-// layout (n < 16, a multiple of 16, a tail), multinomial rows, bit for bit.
+// layout (n < 16, a multiple of 16, a tail), multinomial rows, bit for bit; and the exponential row
+// the torch 2.6.0 wheel prints.
 
 #include "core/npy.h"
 #include "core/torch_generator.h"
@@ -155,4 +156,19 @@ TEST(TorchGenerator, MultinomialFollowsTheProbabilities) {
     for (int i = 0; i < draws; ++i) ++counts[g.multinomial_one(probs.data(), probs.size())];
     EXPECT_EQ(counts[1], 0);
     for (int k : {0, 2, 3}) EXPECT_NEAR(double(counts[k]) / draws, probs[size_t(k)], 0.015) << k;
+}
+
+// The torch 2.6.0 wheel (built with MKL, the version chatterbox pins) draws exponential_ on ATen's
+// own path: its numbers after manual_seed(42) and rand(5), as printed in pytorch#150538.
+TEST(TorchGenerator, ExponentialIsTheTorch26WheelsAfterRand) {
+    TorchGenerator generator(42);
+    std::vector<float> uniforms(5), row(5);
+    generator.rand(uniforms.data(), uniforms.size());
+    generator.exponential(row.data(), row.size());
+    const std::vector<float> printed_rand{0.8823f, 0.9150f, 0.3829f, 0.9593f, 0.3904f};
+    const std::vector<float> printed_exponential{1.6459f, 0.4294f, 0.0677f, 1.3809f, 0.7803f};
+    for (size_t i = 0; i < 5; ++i) {
+        EXPECT_NEAR(uniforms[i], printed_rand[i], 5e-5f) << i;
+        EXPECT_NEAR(row[i], printed_exponential[i], 5e-5f) << i;
+    }
 }
