@@ -171,7 +171,8 @@ struct Request {
         if (!channels_first || noise.shape(noise.ndim() - 1) < 1) {
             std::string shape;
             for (py::ssize_t i = 0; i < noise.ndim(); ++i) shape += (i ? ", " : "") + std::to_string(noise.shape(i));
-            throw py::value_error("flow_noise must have the shape (80, frames) or (1, 80, frames), got (" + shape + ")");
+            throw py::value_error("flow_noise must have the shape (80, frames) or (1, 80, frames), got (" + shape +
+                                  ")");
         }
         flow_noise.assign(noise.data(), noise.data() + noise.size());
         params.flow_noise_frames = size_t(noise.shape(noise.ndim() - 1));
