@@ -208,7 +208,19 @@ typedef struct chatterbox_synthesis_params {
     /* Keep only the top_k likeliest speech tokens at each step (Turbo's and Nano's sampler; English and
      * multilingual have no such stage and ignore it); 0: the model's default (Turbo 1000). */
     int top_k;
+    /* The flow's initial noise instead of noise drawn from the seed: CHATTERBOX_MEL_BINS x
+     * flow_noise_frames floats, channel-major (torch's z[0], shape (80, T)), read from its first column
+     * for every text piece: the voice prompt's mel frames, then 2 per speech token (too few:
+     * CHATTERBOX_ERROR_INVALID_ARGUMENT). With the noise the official flow started from, the flow
+     * reproduces it; the official call draws that noise with torch after T3's tokens, over the whole
+     * utterance, which a stream cannot know before its first audio. NULL: drawn from the seed. The
+     * caller keeps it alive during the call. */
+    const float *flow_noise;
+    size_t flow_noise_frames;
 } chatterbox_synthesis_params;
+
+/* Mel bins of the flow's noise (chatterbox_synthesis_params.flow_noise). */
+#define CHATTERBOX_MEL_BINS 80
 
 /* The multilingual model's languages: code ("ar") and English name ("Arabic") of language `index`
  * (0 .. chatterbox_language_count() - 1); NULL past the end. */

@@ -122,8 +122,10 @@ def _text(text) -> str:
     return text
 
 
-def make_request(parameters: Dict[str, Any], seed=None, language: Optional[str] = None) -> "_ext.Request":
-    """The engine's request: each parameter through its table (ValueError naming a value out of range)."""
+def make_request(parameters: Dict[str, Any], seed=None, language: Optional[str] = None,
+                 flow_noise=None) -> "_ext.Request":
+    """The engine's request: each parameter through its table (ValueError naming a value out of range).
+    flow_noise: the flow's initial noise, (80, frames) or (1, 80, frames), a NumPy array or a tensor."""
     for name in parameters:
         if name not in PARAMETERS:
             raise TypeError(f"unexpected keyword argument '{name}' (the engine's parameters: {', '.join(PARAMETERS)})")
@@ -136,7 +138,9 @@ def make_request(parameters: Dict[str, Any], seed=None, language: Optional[str] 
         seed = int(seed)
     if language is not None and not isinstance(language, str):
         raise TypeError(f"language_id must be a string, got {type(language).__name__}")
-    return _ext.Request(values, seed, language)
+    if flow_noise is not None and hasattr(flow_noise, "detach"):  # a torch tensor
+        flow_noise = flow_noise.detach().cpu().numpy()
+    return _ext.Request(values, seed, language, None if flow_noise is None else np.asarray(flow_noise, np.float32))
 
 
 class Model:
@@ -234,14 +238,14 @@ class TextToSpeech(Model):
     _IGNORED: Sequence[str] = ()
 
     def _call(self, text, *, audio_prompt_path=None, exaggeration=0.5, norm_loudness=True, language_id=None,
-              seed=None, **parameters) -> _Call:
+              seed=None, flow_noise=None, **parameters) -> _Call:
         """One synthesis, checked and ready: the text, its voice and the engine request."""
         _text(text)
         given = {**parameters, "exaggeration": exaggeration}
         ignored = [name for name in self._IGNORED if (given.get(name) or 0) > 0]
         if ignored:
             logger.warning("%s not supported by the %s model and ignored", ", ".join(ignored), self.variant)
-        request = make_request(parameters, seed, language_id)
+        request = make_request(parameters, seed, language_id, flow_noise)
         if audio_prompt_path:
             self.conds = self._conditionals(audio_prompt_path, exaggeration, norm_loudness)
         conds = self.conds

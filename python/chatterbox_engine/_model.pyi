@@ -6,6 +6,8 @@ import numpy as np
 PathLike = Union[str, "os.PathLike[str]"]
 # torch.Tensor (1, N) float32 when torch imports, else a NumPy array of that shape.
 Audio = Any
+# A NumPy array or a torch.Tensor (generate's flow_noise: (80, frames) or (1, 80, frames)).
+ArrayLike = Any
 
 class CancelledError(RuntimeError): ...
 

@@ -72,6 +72,7 @@ class ChatterboxMultilingualTTS(TextToSpeech):
         *,
         seed=None,
         max_new_tokens=None,
+        flow_noise=None,
         **engine_params,
     ):
         """Speech of text in the language language_id (a code of SUPPORTED_LANGUAGES, any case) in the

@@ -47,6 +47,7 @@ class ChatterboxTTS(TextToSpeech):
         *,
         seed=None,
         max_new_tokens=None,
+        flow_noise=None,
         **engine_params,
     ):
         """Speech of text (any length: said sentence by sentence) in the current voice.
@@ -55,7 +56,10 @@ class ChatterboxTTS(TextToSpeech):
         otherwise the voice of prepare_conditionals / load_voice, or the model's built-in one.
         Returns a float32 torch.Tensor (1, N) at self.sr (a NumPy array when torch is missing).
         Beyond the official arguments: seed (same seed, text, voice and parameters: the same samples;
-        default the engine's 0), max_new_tokens (speech tokens per sentence, 25 a second), and any
+        default the engine's 0; T3 then draws what torch.manual_seed(seed) and the official generate() draw),
+        max_new_tokens (speech tokens per sentence, 25 a second), flow_noise (the flow's initial noise
+        instead of noise drawn from the seed: (80, frames) or (1, 80, frames), e.g. the z an official run
+        started from, read from its first frame by each sentence), and any
         other parameter of the engine's table by name (chatterbox_engine.PARAMETERS: speed, cfm_steps,
         split_text ...). Bad values raise ValueError naming the parameter and its range.
         """

@@ -56,6 +56,7 @@ class ChatterboxTurboTTS(TextToSpeech):
         *,
         seed=None,
         max_new_tokens=None,
+        flow_noise=None,
         **engine_params,
     ):
         """Speech of text in the current voice; ChatterboxTTS.generate says more.

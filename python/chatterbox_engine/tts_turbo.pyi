@@ -1,6 +1,6 @@
 from typing import Any, Optional
 
-from ._model import Audio, Conditionals as Conditionals, PathLike, TextToSpeech
+from ._model import ArrayLike, Audio, Conditionals as Conditionals, PathLike, TextToSpeech
 
 REPO_ID: str
 NANO_REPO_ID: str
@@ -32,5 +32,6 @@ class ChatterboxTurboTTS(TextToSpeech):
         *,
         seed: Optional[int] = None,
         max_new_tokens: Optional[int] = None,
+        flow_noise: Optional[ArrayLike] = None,
         **engine_params: float,
     ) -> Audio: ...

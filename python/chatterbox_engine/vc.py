@@ -40,7 +40,7 @@ class ChatterboxVC(Model):
         """Makes the voice of a recording the target of generate."""
         self.conds = self._conditionals(wav_fpath, 0.5)
 
-    def generate(self, audio, target_voice_path=None, *, seed=None):
+    def generate(self, audio, target_voice_path=None, *, seed=None, flow_noise=None):
         """The speech of the recording at path `audio`, said in the target voice (target_voice_path, which
         becomes the target as officially, else set_target_voice's, else the model's built-in voice).
         Returns a float32 torch.Tensor (1, N) at self.sr (NumPy without torch)."""
@@ -49,7 +49,7 @@ class ChatterboxVC(Model):
         if self.conds is None:
             raise ValueError("Please `set_target_voice` first or specify `target_voice_path`")
         source = existing_path(audio, "source audio")
-        request = make_request({}, seed)
+        request = make_request({}, seed, flow_noise=flow_noise)
         with self._session() as session:
             samples = session.convert(source, self.conds._voice, request).result()
         return self._output(samples)

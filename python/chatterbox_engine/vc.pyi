@@ -1,6 +1,6 @@
 from typing import Any, Optional
 
-from ._model import Audio, Conditionals, Model, PathLike
+from ._model import ArrayLike, Audio, Conditionals, Model, PathLike
 
 REPO_ID: str
 
@@ -12,4 +12,5 @@ class ChatterboxVC(Model):
     @property
     def ref_dict(self) -> Optional[Conditionals]: ...
     def set_target_voice(self, wav_fpath: PathLike) -> None: ...
-    def generate(self, audio: PathLike, target_voice_path: Optional[PathLike] = None, *, seed: Optional[int] = None) -> Audio: ...
+    def generate(self, audio: PathLike, target_voice_path: Optional[PathLike] = None, *, seed: Optional[int] = None,
+                 flow_noise: Optional[ArrayLike] = None) -> Audio: ...

@@ -145,17 +145,37 @@ class Voice {
     chatterbox_voice *voice_ = nullptr;
 };
 
+using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+
 // The synthesis parameters of one call: the engine's defaults, then each (name, value) through the
 // one parameter table (chatterbox_synthesis_params_set checks the range and names the parameter).
 struct Request {
     chatterbox_synthesis_params params = chatterbox_synthesis_default_params();
-    std::string language; // params.language is set to it by the Job that owns the copy it runs
+    // params.language and params.flow_noise are set to these by the Job that owns the copy it runs.
+    std::string language;
+    std::vector<float> flow_noise; // (CHATTERBOX_MEL_BINS, params.flow_noise_frames) or empty
 
     Request(const std::vector<std::pair<std::string, double>> &values, std::optional<uint64_t> seed,
-            const std::optional<std::string> &language_code)
+            const std::optional<std::string> &language_code, const std::optional<FloatArray> &noise)
         : language(language_code.value_or("")) {
         for (const auto &[name, value] : values) check(chatterbox_synthesis_params_set(&params, name.c_str(), value));
         if (seed) params.seed = *seed;
+        if (noise) take_flow_noise(*noise);
+    }
+
+  private:
+    void take_flow_noise(const FloatArray &noise) {
+        const py::ssize_t bins = CHATTERBOX_MEL_BINS;
+        const bool channels_first = (noise.ndim() == 2 && noise.shape(0) == bins) ||
+                                    (noise.ndim() == 3 && noise.shape(0) == 1 && noise.shape(1) == bins);
+        if (!channels_first || noise.shape(noise.ndim() - 1) < 1) {
+            std::string shape;
+            for (py::ssize_t i = 0; i < noise.ndim(); ++i) shape += (i ? ", " : "") + std::to_string(noise.shape(i));
+            throw py::value_error("flow_noise must have the shape (80, frames) or (1, 80, frames), got (" + shape +
+                                  ")");
+        }
+        flow_noise.assign(noise.data(), noise.data() + noise.size());
+        params.flow_noise_frames = size_t(noise.shape(noise.ndim() - 1));
     }
 };
 
@@ -222,6 +242,7 @@ class Job {
     Job(Worker &worker, Request request, Delivery delivery, Call call) : request_(std::move(request)) {
         request_.params.cancel = &cancel_;
         request_.params.language = request_.language.c_str();
+        if (!request_.flow_noise.empty()) request_.params.flow_noise = request_.flow_noise.data();
         if (delivery != Delivery::whole) {
             request_.params.stream = delivery == Delivery::low_latency ? 1 : 0;
             request_.params.discard_samples = 1; // the chunks are the result
@@ -467,8 +488,8 @@ PYBIND11_MODULE(_chatterbox_engine, m) {
 
     py::class_<Request>(m, "Request")
         .def(py::init<const std::vector<std::pair<std::string, double>> &, std::optional<uint64_t>,
-                      const std::optional<std::string> &>(),
-             py::arg("values"), py::arg("seed"), py::arg("language"));
+                      const std::optional<std::string> &, const std::optional<FloatArray> &>(),
+             py::arg("values"), py::arg("seed"), py::arg("language"), py::arg("flow_noise") = py::none());
 
     py::class_<Job> job(m, "Job");
     py::enum_<Job::Delivery>(job, "Delivery")

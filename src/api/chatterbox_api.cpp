@@ -177,6 +177,7 @@ chatterbox::SynthesisOptions synthesis_options(const chatterbox_synthesis_params
     o.stream = p.stream != 0;
     o.keep_wave = p.discard_samples == 0;
     o.cancel = p.cancel;
+    if (p.flow_noise) o.flow_noise = {p.flow_noise, CHATTERBOX_MEL_BINS, p.flow_noise_frames};
     if (p.on_chunk) {
         const chatterbox_chunk_callback callback = p.on_chunk;
         void *user = p.user_data;

@@ -1,10 +1,13 @@
 // needs: tiny-model
 // The chatterbox CLI end to end on the tiny synthetic model: short syntheses (--max-tokens 10) to .wav
 // and .flac, --stream to stdout, --save-voice then reuse, voice conversion, --no-split,
-// --ignore-eos and --speed, global flags before a subcommand. The voice comes from 1.5 s of the reference and is made once, and the .flac output
-// is the saved voice's run.
+// --ignore-eos and --speed, --flow-noise, global flags before a subcommand. The voice comes from 1.5 s of the reference
+// and is made once, and the .flac output is the saved voice's run.
 
 #include "audio/audio_file.h"
+#include "core/npy.h"
+#include "models/chatterbox/s3gen/flow_cfm.h"
+#include "models/chatterbox/streaming.h"
 #include "support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -57,9 +60,9 @@ class Cli : public ::testing::Test {
         audio::write_audio(out, head.samples, head.sample_rate);
     }
 
-    static void expect_plausible_speech(const std::vector<float> &samples) {
+    static void expect_plausible_speech(const std::vector<float> &samples, size_t max_tokens = kMaxTokens) {
         EXPECT_GT(samples.size(), 0u);
-        EXPECT_LE(samples.size(), kMaxTokens * kSamplesPerToken);
+        EXPECT_LE(samples.size(), max_tokens * kSamplesPerToken);
         EXPECT_TRUE(std::all_of(samples.begin(), samples.end(), [](float x) { return x >= -1.0f && x <= 1.0f; }));
         EXPECT_GT(test::max_magnitude(samples), 0.0);
     }
@@ -242,20 +245,34 @@ TEST_F(Cli, NoSplitSaysTwoSentencesAsOnePiece) {
 }
 
 TEST_F(Cli, IgnoreEosRunsPastTheEndOfSpeech) {
-    // Nearly uniform sampling that draws end-of-speech at step 4 for this text and seed in the
-    // built-in voice (test_t3_session), so only --ignore-eos makes all 10 tokens.
-    const std::vector<std::string> sampling = {"-q",           "--seed", "12", "--temperature", "5", "--min-p", "0",
-                                               "--cfg-weight", "0",      "-o"};
+    // Nearly uniform sampling that draws end-of-speech before step 15 of 30 for this text and seed
+    // in the built-in voice (as e2e.test_pipeline's IgnoringEosMakesMaxNewTokens), so only
+    // --ignore-eos makes all 30 tokens. (With torch's multinomial no seed of 0..400 ends within
+    // the suite's 10 tokens.)
+    const std::vector<std::string> sampling = {"-m",
+                                               test::tiny_model_path(),
+                                               "--max-tokens",
+                                               "30",
+                                               "-q",
+                                               "--seed",
+                                               "279",
+                                               "--temperature",
+                                               "5",
+                                               "--min-p",
+                                               "0",
+                                               "--cfg-weight",
+                                               "0",
+                                               "-o"};
     std::vector<std::string> ended = sampling, full = sampling;
     ended.insert(ended.end(), {path("ended.wav"), kText});
     full.insert(full.end(), {path("full.wav"), "--ignore-eos", kText});
-    ASSERT_EQ(chatterbox_cli(ended).exit_code, 0);
-    const ToolRun run = chatterbox_cli(full);
+    ASSERT_EQ(test::run_tool("chatterbox", ended).exit_code, 0);
+    const ToolRun run = test::run_tool("chatterbox", full);
     ASSERT_EQ(run.exit_code, 0) << run.err;
     const size_t ended_samples = audio::read_audio(path("ended.wav")).samples.size();
-    ASSERT_LE(ended_samples, 4 * kSamplesPerToken) << "seed 12 no longer ends early: choose a seed that does";
+    ASSERT_LE(ended_samples, 15 * kSamplesPerToken) << "seed 279 no longer ends early: choose a seed that does";
     const std::vector<float> samples = audio::read_audio(path("full.wav")).samples;
-    expect_plausible_speech(samples);
+    expect_plausible_speech(samples, 30);
     EXPECT_GT(samples.size(), ended_samples);
 }
 
@@ -298,4 +315,44 @@ TEST_F(Cli, SpeedTimeStretchesTheSameSpeech) {
     const ToolRun bad = chatterbox_cli({"-q", "--speed", "5", "-o", path("bad.wav"), kText});
     EXPECT_NE(bad.exit_code, 0);
     EXPECT_TRUE(contains(bad.err, "speed"));
+}
+
+// --flow-noise: the noise the seed draws (the first piece's stream, frame after frame), written as
+// torch's z of shape (1, 80, T) with frames to spare, gives the seed's own audio; other noise other
+// audio; a wrong shape or too few frames is a clear error.
+TEST_F(Cli, FlowNoiseFromAFileIsWhereTheFlowStarts) {
+    constexpr size_t kBins = 80, kFrames = 1000; // the built-in voice's prompt and 2 frames a token, with room
+    std::mt19937_64 rng(mix_seed(5, 1));
+    const std::vector<float> drawn = s3gen::standard_normal(kFrames * kBins, rng); // frame-major
+    std::vector<float> z(kBins * kFrames);
+    for (size_t f = 0; f < kFrames; ++f)
+        for (size_t c = 0; c < kBins; ++c) z[c * kFrames + f] = drawn[f * kBins + c];
+    write_npy(path("z.npy"), NpyArray::from_f32({1, int64_t(kBins), int64_t(kFrames)}, z));
+    write_npy(path("zeros.npy"), NpyArray::from_f32({int64_t(kBins), int64_t(kFrames)}, std::vector<float>(z.size())));
+    write_npy(path("short.npy"), NpyArray::from_f32({int64_t(kBins), 3}, std::vector<float>(kBins * 3)));
+    write_npy(path("bins.npy"), NpyArray::from_f32({40, 10}, std::vector<float>(400)));
+
+    const auto speak = [&](const std::vector<std::string> &noise, const std::string &out) {
+        std::vector<std::string> args{"-q", "--seed", "5", "-o", path(out)};
+        args.insert(args.end(), noise.begin(), noise.end());
+        args.push_back(kText);
+        return chatterbox_cli(args);
+    };
+    const ToolRun seeded = speak({}, "seeded.wav");
+    ASSERT_EQ(seeded.exit_code, 0) << seeded.err;
+    const ToolRun given = speak({"--flow-noise", path("z.npy")}, "given.wav");
+    ASSERT_EQ(given.exit_code, 0) << given.err;
+    const std::vector<float> expected = audio::read_audio(path("seeded.wav")).samples;
+    EXPECT_EQ(audio::read_audio(path("given.wav")).samples, expected);
+    const ToolRun zeros = speak({"--flow-noise", path("zeros.npy")}, "zeros.wav");
+    ASSERT_EQ(zeros.exit_code, 0) << zeros.err;
+    EXPECT_NE(audio::read_audio(path("zeros.wav")).samples, expected);
+
+    const ToolRun short_noise = speak({"--flow-noise", path("short.npy")}, "short.wav");
+    EXPECT_NE(short_noise.exit_code, 0);
+    EXPECT_TRUE(contains(short_noise.err, "the flow noise holds 3 frames; this text piece needs more"));
+    EXPECT_FALSE(fs::exists(path("short.wav")));
+    const ToolRun bins = speak({"--flow-noise", path("bins.npy")}, "bins.wav");
+    EXPECT_NE(bins.exit_code, 0);
+    EXPECT_TRUE(contains(bins.err, "the flow noise must have the shape (80, frames) or (1, 80, frames), got [40, 10]"));
 }

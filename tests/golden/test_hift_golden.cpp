@@ -1,12 +1,13 @@
 // needs: synthetic-weights
 // The HiFT vocoder on the main golden case, full-size synthetic weights: f0, the NSF source (fed
 // the recorded phases and noise), the raw wave (fed flow_mel and the recorded source) and the
-// final wave after trim_fade, against the official implementation; then seeded determinism and
-// input validation.
+// final wave after trim_fade, against the official implementation; the engine's draws for the
+// recorded seed; then seeded determinism and input validation.
 
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/npy.h"
+#include "core/torch_generator.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/hift/vocoder.h"
 #include "support/golden_component.h"
@@ -20,7 +21,6 @@
 #include <limits>
 #include <memory>
 #include <numeric>
-#include <random>
 
 using namespace chatterbox;
 using namespace chatterbox::hift;
@@ -58,7 +58,7 @@ class HiftGolden : public test::GoldenComponent<VocoderModel> {
     }
 
     static SourceNoise draw_noise(int64_t frames) {
-        std::mt19937_64 rng{uint64_t(frames)};
+        TorchGenerator rng{uint64_t(frames)};
         return draw_source_noise(rng, model_->hparams().harmonics, frames * model_->hparams().samples_per_frame());
     }
 
@@ -116,6 +116,22 @@ TEST_F(HiftGolden, SameSeedGivesIdenticalAudio) {
         std::inner_product(reference.begin(), reference.end(), reference.begin(), 0.0) / double(reference.size()));
     std::printf("[hift] seeded RMS %.4f vs reference RMS %.4f\n", rms, reference_rms);
     EXPECT_NEAR(rms, reference_rms, 0.2 * reference_rms);
+}
+
+// The golden run drew SineGen's phases and noise right after torch.manual_seed(1235): the engine's
+// generator with that seed draws the recorded values bit for bit, so the stage fed its own draws is
+// the stage fed the recording.
+TEST_F(HiftGolden, SeedDrawsTheRecordedNoise) {
+    const uint64_t recorded_seed = 1235;
+    const int64_t frames = int64_t(mel_.size()) / 80;
+    TorchGenerator rng(recorded_seed);
+    const SourceNoise drawn =
+        draw_source_noise(rng, vocoder_->hparams().harmonics, frames * vocoder_->hparams().samples_per_frame());
+    EXPECT_EQ(drawn.phases, recorded_.phases);
+    EXPECT_EQ(drawn.noise, recorded_.noise);
+    const std::vector<float> f0 = read_f32("hift_f0");
+    EXPECT_EQ(vocoder_->source(f0, drawn), vocoder_->source(f0, recorded_));
+    EXPECT_EQ(vocoder_->synthesize(mel_, nullptr, recorded_seed), vocoder_->synthesize(mel_, &recorded_));
 }
 
 TEST_F(HiftGolden, ShorterMelRebuildsTheGraphs) {

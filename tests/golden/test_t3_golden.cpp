@@ -7,6 +7,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/npy.h"
+#include "core/torch_generator.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/t3/cond_encoder.h"
 #include "models/chatterbox/t3/generate.h"
@@ -181,6 +182,34 @@ TEST_F(T3Golden, SeededSamplingIsReproducible) {
     EXPECT_EQ(generate(session, *cond_, text_, params).tokens, first); // from encoded conditioning
     params.seed = 12;
     EXPECT_NE(generate(session, *cond_, text_, params).tokens, first);
+}
+
+// Sampling on, the exact path: each step's token is torch.multinomial's draw from that step's
+// processed logits, one exponential row per step from the seed's generator and nothing else drawn
+// (test_torch_rng_golden checks the draw itself against torch on the recorded rows).
+TEST_F(T3Golden, SampledTokensAreTorchMultinomialOfTheProcessedLogits) {
+    T3Session session(*model_, *backend_, exact_path());
+    SamplingParams params; // the official defaults
+    params.max_new_tokens = 12;
+    params.seed = 1234;
+    params.ignore_eos = true; // every step one draw
+    const Recorded rec = run(session, params);
+    const size_t vocab = size_t(model_->hparams().speech_vocab);
+    ASSERT_EQ(rec.result.tokens.size(), size_t(params.max_new_tokens));
+    ASSERT_EQ(rec.processed.size(), rec.result.tokens.size() * vocab);
+    TorchGenerator generator(params.seed);
+    std::vector<float> q(vocab);
+    for (size_t s = 0; s < rec.result.tokens.size(); ++s) {
+        const std::vector<float> p =
+            softmax(std::vector<float>(rec.processed.begin() + std::ptrdiff_t(s * vocab),
+                                       rec.processed.begin() + std::ptrdiff_t((s + 1) * vocab)));
+        generator.exponential(q.data(), vocab);
+        size_t expected = 0;
+        for (size_t i = 1; i < vocab; ++i)
+            if (p[i] / q[i] > p[expected] / q[expected]) expected = i;
+        if (int32_t(expected) == model_->hparams().stop_speech_token) break; // ignore_eos draws again
+        EXPECT_EQ(rec.result.tokens[s], int32_t(expected)) << "step " << s;
+    }
 }
 
 TEST_F(T3Golden, InvalidRequestsFailBeforeComputing) {

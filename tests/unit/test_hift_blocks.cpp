@@ -4,9 +4,12 @@
 
 #include "audio/stft.h"
 #include "core/error.h"
+#include "core/npy.h"
+#include "core/torch_generator.h"
 #include "models/chatterbox/hift/sine_source.h"
 #include "models/chatterbox/hift/spectral.h"
 #include "models/chatterbox/hift/vocoder.h"
+#include "support/test_support.h"
 
 #include <gtest/gtest.h>
 
@@ -75,19 +78,36 @@ TEST(HiftSource, RejectsMismatchedNoise) {
 }
 
 TEST(HiftSource, SeededDrawIsReproducible) {
-    std::mt19937_64 a(42), b(42), c(43);
+    TorchGenerator a(42), b(42), c(43);
     const SourceNoise x = draw_source_noise(a, 9, 20000), y = draw_source_noise(b, 9, 20000),
                       z = draw_source_noise(c, 9, 20000);
     EXPECT_EQ(x.phases, y.phases);
     EXPECT_EQ(x.noise, y.noise);
     EXPECT_NE(x.noise, z.noise);
-    EXPECT_EQ(x.phases[0], 0.0f);
     for (float p : x.phases) EXPECT_TRUE(p >= -kPi && p <= kPi);
     double sum = 0, sum2 = 0;
     for (float v : x.noise) sum += v, sum2 += double(v) * v;
     const double n = double(x.noise.size()), mean = sum / n;
     EXPECT_NEAR(mean, 0.0, 0.01);
     EXPECT_NEAR(std::sqrt(sum2 / n - mean * mean), 1.0, 0.01);
+}
+
+// SineGen's draws in torch's order (tests/data/torch_rng draw_6: torch.rand(1, 9) then
+// torch.randn(1, 9, 480) after manual_seed(23)), the phases scaled to [-pi, pi) in float.
+TEST(HiftSource, DrawsWhatTorchDrawsForOneFrame) {
+    const std::vector<float> recorded = read_npy(test::data_path("torch_rng/draw_6_rand_then_randn.npy")).f32();
+    ASSERT_EQ(recorded.size(), size_t(9 + 9 * 480));
+    TorchGenerator rng(23);
+    const SourceNoise drawn = draw_source_noise(rng, 9, 480);
+    const float low = float(-kPi), high = float(kPi);
+    for (size_t h = 0; h < 9; ++h) EXPECT_EQ(drawn.phases[h], low + recorded[h] * (high - low)) << h;
+    EXPECT_TRUE(std::equal(drawn.noise.begin(), drawn.noise.end(), recorded.begin() + 9));
+    // ...then the noise branch's 480 normals, which inference drops.
+    TorchGenerator reference(23);
+    reference.rand(9);
+    reference.randn(9 * 480);
+    reference.randn(480);
+    EXPECT_EQ(rng.random(), reference.random());
 }
 
 TEST(HiftSpectral, SourceStftMatchesADirectDft) {

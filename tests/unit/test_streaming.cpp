@@ -1,6 +1,7 @@
 // The streaming unit (models/chatterbox/streaming.*) with fake stages: the blocks emitted are the
 // piece's audio, offline equals the single-window reference computation, and with stages whose
-// output is local in time, streaming equals offline (the windows and cross-fades add nothing).
+// output is local in time, streaming equals offline (the windows and cross-fades add nothing). A
+// fixed flow noise is read from its first frame, and a short or bad one is an InvalidArgument.
 
 #include "core/error.h"
 #include "models/chatterbox/streaming.h"
@@ -110,15 +111,30 @@ struct PieceRun {
     int flow_calls = 0, vocoder_calls = 0;
 };
 
-PieceRun vocalize(const s3gen::FlowReference &reference, const std::vector<int32_t> &tokens, const ChunkPlan &plan) {
+PieceRun vocalize(const s3gen::FlowReference &reference, const std::vector<int32_t> &tokens, const ChunkPlan &plan,
+                  const FlowNoiseBuffer *fixed_noise = nullptr) {
     LocalFlow flow;
     LocalVocoder vocoder;
     CollectingSink sink;
-    PieceVocalizer piece({fake_geometry(), flow, vocoder}, sink, reference, plan, 42, 0, 1);
+    PieceVocalizer piece({fake_geometry(), flow, vocoder}, sink, reference, plan, 42, 0, 1, fixed_noise);
     for (int32_t t : tokens) piece.add_token(t);
     piece.finish();
     EXPECT_EQ(piece.tokens(), tokens.size());
     return {sink.wave, sink.blocks.size(), flow.calls, vocoder.calls};
+}
+
+// The flow noise a piece of seed `seed` draws, (kBins, prompt frames + kRatio · tokens) channel-major.
+std::vector<float> drawn_noise(uint64_t seed, size_t prompt_frames, size_t tokens) {
+    std::mt19937_64 rng(mix_seed(seed, 1));
+    const size_t frames = prompt_frames + kRatio * tokens;
+    const std::vector<float> prompt_noise = s3gen::standard_normal(prompt_frames * kBins, rng);
+    const std::vector<float> noise_frames = s3gen::standard_normal(kRatio * tokens * kBins, rng);
+    std::vector<float> noise(kBins * frames);
+    for (size_t f = 0; f < frames; ++f)
+        for (size_t c = 0; c < kBins; ++c)
+            noise[c * frames + f] =
+                f < prompt_frames ? prompt_noise[f * kBins + c] : noise_frames[(f - prompt_frames) * kBins + c];
+    return noise;
 }
 
 void expect_close(const std::vector<float> &a, const std::vector<float> &b, float tolerance) {
@@ -139,15 +155,7 @@ TEST(Streaming, OfflineIsOneWindowOfEachStage) {
     // The reference computation: the stages once over the whole piece, then the 10 ms fade-out.
     LocalFlow flow;
     LocalVocoder vocoder;
-    std::mt19937_64 rng(mix_seed(42, 1));
-    const size_t frames = kRatio * (reference.prompt_tokens.size() + tokens.size());
-    const std::vector<float> prompt_noise = s3gen::standard_normal(10 * kBins, rng);
-    const std::vector<float> noise_frames = s3gen::standard_normal(kRatio * tokens.size() * kBins, rng);
-    std::vector<float> noise(kBins * frames);
-    for (size_t f = 0; f < frames; ++f)
-        for (size_t c = 0; c < kBins; ++c)
-            noise[c * frames + f] = f < 10 ? prompt_noise[f * kBins + c] : noise_frames[(f - 10) * kBins + c];
-    const s3gen::Mel mel = flow.generate(tokens, reference, noise);
+    const s3gen::Mel mel = flow.generate(tokens, reference, drawn_noise(42, 10, tokens.size()));
     std::vector<float> expected = vocoder.synthesize(mel.values, 0);
     for (size_t i = 0; i < 4; ++i) {
         const float w = 0.5f - 0.5f * std::cos(3.14159265358979f * (float(3 - i) + 0.5f) / 4.0f);
@@ -248,4 +256,40 @@ TEST(Streaming, PlanAndGeometryAreChecked) {
     small.max_flow_tokens = 20; // a 5-token prompt + 12 left context + 3 look-ahead leave no room
     const s3gen::FlowReference reference = reference_with(5, 10);
     EXPECT_THROW(PieceVocalizer({small, flow, vocoder}, sink, reference, ChunkPlan{}, 1, 0, 1), Error);
+}
+
+TEST(Streaming, AFixedFlowNoiseIsReadFromItsFirstFrame) {
+    const s3gen::FlowReference reference = reference_with(5, 10);
+    const std::vector<int32_t> tokens = tokens_of(137);
+    // The buffer of what seed 42 draws, with frames to spare: the drawn piece's audio, offline and streamed.
+    const size_t frames = 10 + kRatio * tokens.size();
+    const std::vector<float> exact = drawn_noise(42, 10, tokens.size());
+    std::vector<float> spare(kBins * (frames + 7), 9.0f);
+    for (size_t c = 0; c < kBins; ++c)
+        std::copy(exact.begin() + std::ptrdiff_t(c * frames), exact.begin() + std::ptrdiff_t((c + 1) * frames),
+                  spare.begin() + std::ptrdiff_t(c * (frames + 7)));
+    const FlowNoiseBuffer buffer{spare.data(), kBins, frames + 7};
+    const PieceRun drawn = vocalize(reference, tokens, ChunkPlan::offline());
+    expect_close(vocalize(reference, tokens, ChunkPlan::offline(), &buffer).wave, drawn.wave, 0.0f);
+    expect_close(vocalize(reference, tokens, ChunkPlan{}, &buffer).wave, drawn.wave, 1e-5f);
+    // Another buffer, other audio.
+    std::vector<float> zeros(spare.size(), 0.0f);
+    const FlowNoiseBuffer silent{zeros.data(), kBins, frames + 7};
+    EXPECT_NE(vocalize(reference, tokens, ChunkPlan::offline(), &silent).wave, drawn.wave);
+}
+
+TEST(Streaming, AShortOrBadFlowNoiseIsAnInvalidArgument) {
+    const s3gen::FlowReference reference = reference_with(5, 10);
+    const std::vector<int32_t> tokens = tokens_of(40);
+    std::vector<float> values(kBins * (10 + kRatio * tokens.size() - 1), 0.25f); // one frame short
+    const FlowNoiseBuffer short_buffer{values.data(), kBins, values.size() / kBins};
+    const auto run = [&](const FlowNoiseBuffer &noise) { vocalize(reference, tokens, ChunkPlan::offline(), &noise); };
+    EXPECT_THROW(run(short_buffer), InvalidArgument);
+    test::expect_error([&] { run(short_buffer); }, "the flow noise holds 89 frames; this text piece needs more");
+    const FlowNoiseBuffer other_bins{values.data(), kBins - 1, values.size() / (kBins - 1)};
+    EXPECT_THROW(run(other_bins), InvalidArgument);
+    test::expect_error([&] { run(other_bins); }, "the flow noise must be (3, frames)");
+    values[16] = std::nanf("");
+    EXPECT_THROW(run(short_buffer), InvalidArgument);
+    test::expect_error([&] { run(short_buffer); }, "the flow noise has nan at (0, 16)");
 }

@@ -130,7 +130,7 @@ TEST(T3Sampler, MultinomialFrequencies) {
 }
 
 TEST(T3Sampler, ChooseTokenEqualsNaivePipeline) {
-    // temperature -> min-p -> top-p -> softmax -> one uniform draw, written out by hand.
+    // temperature -> min-p -> top-p -> softmax -> torch.multinomial, written out by hand.
     const std::vector<float> base{1.5f, 0.2f, -0.7f, 1.1f, 2.3f, -4.0f, 0.9f, 1.8f};
     SamplingParams params;
     params.temperature = 0.7f;
@@ -155,16 +155,15 @@ TEST(T3Sampler, ChooseTokenEqualsNaivePipeline) {
                 if (keep[j] && t[j] > t[i]) above += p[j] / kept_mass;
             if (above >= params.top_p) keep[i] = false;
         }
-        double total = 0;
-        for (size_t i = 0; i < base.size(); ++i) total += keep[i] ? p[i] : 0;
-        const double u = uniform01(reference_rng) * total;
-        double cumulative = 0;
+        // torch.multinomial's draw: an exponential per token of the row, removed ones included;
+        // the kept token with the largest p / q (the renormalisation cannot change the argmax).
+        std::vector<float> q(base.size());
+        reference_rng.exponential(q.data(), q.size());
         int expected = -1;
-        for (size_t i = 0; i < base.size() && expected < 0; ++i) {
-            cumulative += keep[i] ? p[i] : 0;
-            if (keep[i] && cumulative > u) expected = int(i);
-        }
+        for (size_t i = 0; i < base.size(); ++i)
+            if (keep[i] && (expected < 0 || p[i] / q[i] > p[size_t(expected)] / q[size_t(expected)])) expected = int(i);
         EXPECT_EQ(got, expected) << "seed " << seed;
+        EXPECT_EQ(rng.random(), reference_rng.random()) << "one row of draws per token";
     }
 }
 

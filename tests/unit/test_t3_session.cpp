@@ -4,7 +4,8 @@
 // attention paths, with and without guidance), each bucket's graph is built once per session, and
 // a later request on the same session gives what a fresh session gives. And generation with
 // ignore_eos runs all max_new_tokens steps where it would have ended at EOS. A q8_0 cache gives
-// logits near the f16 cache's, on the single-query path only.
+// logits near the f16 cache's, on the single-query path only. A generation hands back its
+// generator, and one given a generator continues it instead of seeding.
 
 #include "core/backend.h"
 #include "core/error.h"
@@ -179,10 +180,10 @@ TEST_F(T3SessionTest, LaterRequestsMatchAFreshSession) {
 }
 
 TEST_F(T3SessionTest, IgnoreEosRunsEveryStepAndReportsWhereItWouldHaveEnded) {
-    // Nearly uniform sampling (temperature 5, no min-p) that draws EOS after a few steps for this
-    // text and seed.
+    // Nearly uniform sampling (temperature 5, no min-p) that draws EOS within 40 steps for this
+    // text and seed (the first of seeds 0..299 that does with torch's multinomial draw).
     SamplingParams params;
-    params.seed = 12;
+    params.seed = 279;
     params.temperature = 5;
     params.min_p = 0;
     params.cfg_weight = 0;
@@ -190,7 +191,7 @@ TEST_F(T3SessionTest, IgnoreEosRunsEveryStepAndReportsWhereItWouldHaveEnded) {
     const int32_t eos = engine_->t3().hparams().stop_speech_token;
     T3Session session(engine_->t3(), *backend_);
     const GenerationResult ended = generate(session, *cond_, text("Hello there."), params);
-    ASSERT_TRUE(ended.reached_eos()) << "seed 12 no longer draws EOS here: choose a seed that does";
+    ASSERT_TRUE(ended.reached_eos()) << "seed 279 no longer draws EOS here: choose a seed that does";
     EXPECT_EQ(ended.tokens.size(), size_t(ended.eos_step) + 1);
     EXPECT_EQ(ended.tokens.back(), eos);
 
@@ -201,4 +202,37 @@ TEST_F(T3SessionTest, IgnoreEosRunsEveryStepAndReportsWhereItWouldHaveEnded) {
     EXPECT_EQ(std::count(full.tokens.begin(), full.tokens.end(), eos), 0);
     EXPECT_TRUE(std::equal(ended.tokens.begin(), ended.tokens.end() - 1, full.tokens.begin()))
         << "ignore_eos changed the steps before EOS";
+}
+
+TEST_F(T3SessionTest, APieceContinuesTheGeneratorThePieceBeforeLeft) {
+    // One request's text pieces draw one stream, as the official single pass does after
+    // torch.manual_seed: the generator a generation returns has drawn one exponential row (two words
+    // per vocabulary entry) per step, and a generation handed it goes on from there.
+    SamplingParams params;
+    params.seed = 7;
+    params.max_new_tokens = 12;
+    params.ignore_eos = true; // one draw a step unless EOS is drawn (then a second)
+    params.temperature = 5;
+    params.min_p = 0;
+    T3Session session(engine_->t3(), *backend_);
+    const GenerationResult first = generate(session, *cond_, text("Hello there."), params);
+    ASSERT_TRUE(first.generator);
+    ASSERT_LT(first.eos_step, 0) << "seed 7 draws EOS here: the row count below assumes one draw a step";
+    TorchGenerator expected(params.seed);
+    std::vector<float> row(size_t(engine_->t3().hparams().speech_vocab));
+    for (size_t step = 0; step < first.tokens.size(); ++step) expected.exponential(row.data(), row.size());
+    TorchGenerator after_first = *first.generator;
+    EXPECT_EQ(after_first.random(), expected.random());
+
+    // Handed the generator, a generation ignores the seed and continues the stream.
+    GenerationHooks continued;
+    continued.generator = first.generator;
+    SamplingParams other_seed = params;
+    other_seed.seed = 8;
+    const GenerationResult second = generate(session, *cond_, text("How are you?"), other_seed, continued);
+    GenerationHooks from_seven;
+    from_seven.generator = TorchGenerator(params.seed);
+    EXPECT_EQ(generate(session, *cond_, text("How are you?"), other_seed, from_seven).tokens,
+              generate(session, *cond_, text("How are you?"), params).tokens);
+    EXPECT_NE(second.tokens, generate(session, *cond_, text("How are you?"), params).tokens);
 }

@@ -57,7 +57,8 @@ MelRequest make_request(int64_t frames, uint64_t seed) {
     MelRequest r;
     r.mel.resize(size_t(hp.mel_bins * frames));
     for (float &v : r.mel) v = normal(rng);
-    r.noise = draw_source_noise(rng, hp.harmonics, frames * hp.samples_per_frame());
+    TorchGenerator noise_rng(seed);
+    r.noise = draw_source_noise(noise_rng, hp.harmonics, frames * hp.samples_per_frame());
     return r;
 }
 

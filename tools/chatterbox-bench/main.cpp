@@ -18,6 +18,7 @@
 #include "memory_bandwidth.h"
 #include "pipeline_bench.h"
 #include "s3gen_bench.h"
+#include "sampler_bench.h"
 #include "server_bench.h"
 #include "t3_bench.h"
 #include "vocoder_batch_bench.h"
@@ -286,6 +287,20 @@ void run_wyoming(const BackendOptions &backend_options, const bench::WyomingBenc
     results["wyoming"] = row;
 }
 
+void run_sampler(const bench::SamplerBenchArguments &options, nlohmann::json &results) {
+    std::printf("T3 sampler per token (vocabulary %d, English recipe), %d tokens x %d rounds, medians in us\n",
+                options.vocab, options.tokens, options.rounds);
+    std::printf("%6s %8s %8s %12s %14s %12s %14s %8s\n", "sigma", "kept", "stages", "torch_draw", "previous_draw",
+                "torch_token", "previous_token", "loadavg");
+    const nlohmann::json rows = bench::run_sampler_bench(options);
+    for (const nlohmann::json &r : rows)
+        std::printf("%6.1f %8.1f %8.1f %12.1f %14.1f %12.1f %14.1f %8.2f\n", r["sigma"].get<double>(),
+                    r["kept_tokens"].get<double>(), r["stages_us"].get<double>(), r["torch_draw_us"].get<double>(),
+                    r["previous_draw_us"].get<double>(), r["torch_token_us"].get<double>(),
+                    r["previous_token_us"].get<double>(), r["loadavg"].get<double>());
+    results["sampler"] = rows;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -461,6 +476,13 @@ int main(int argc, char **argv) {
         ->capture_default_str();
     vocoder_batch->add_option("--rounds", vocoder_batch_options.rounds, "runs of all levels, interleaved")
         ->capture_default_str();
+    CLI::App *sampler = app.add_subcommand(
+        "sampler", "T3's sampler per token: torch.multinomial's draw against the previous inverse-CDF draw");
+    bench::SamplerBenchArguments sampler_options;
+    sampler->add_option("--sigmas", sampler_options.sigmas, "spread of the synthetic logits, one run per value")
+        ->capture_default_str();
+    sampler->add_option("--tokens", sampler_options.tokens, "timed tokens per draw and round")->capture_default_str();
+    sampler->add_option("--rounds", sampler_options.rounds, "rounds, the draws alternated")->capture_default_str();
     CLI::App *wyoming = app.add_subcommand(
         "wyoming",
         "chatterbox-server's Wyoming side, text streamed word by word: first complete sentence -> first audio");
@@ -502,6 +524,7 @@ int main(int argc, char **argv) {
         if (*batch) run_batch(backend_options, batch_options, results);
         if (*flow_batch) run_flow_batch(backend_options, flow_batch_options, results);
         if (*vocoder_batch) run_vocoder_batch(backend_options, vocoder_batch_options, results);
+        if (*sampler) run_sampler(sampler_options, results);
         if (*peak) results["peak"] = bench::report_machine_peak(bench::measure_machine_peak(backend.threads()));
         if (!json_path.empty()) {
             std::ofstream out(json_path);

@@ -31,7 +31,8 @@ std::vector<MelRequest> make_requests(const hift::HiftHParams &hp, int n, int64_
         MelRequest r;
         r.mel.resize(size_t(hp.mel_bins * t));
         for (float &v : r.mel) v = log_mel(rng);
-        r.noise = hift::draw_source_noise(rng, hp.harmonics, t * hp.samples_per_frame());
+        TorchGenerator noise_rng(rng());
+        r.noise = hift::draw_source_noise(noise_rng, hp.harmonics, t * hp.samples_per_frame());
         requests.push_back(std::move(r));
     }
     return requests;

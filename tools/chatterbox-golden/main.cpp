@@ -2,9 +2,11 @@
 // so parity with the official implementation can be checked on any case.
 //
 //   chatterbox-golden --case CASE.json --inputs GOLDEN_DIR --model PATH --out OUT_DIR
+//   chatterbox-golden torch-rng --golden TORCH_RNG_DIR --out OUT_DIR   (torch_rng.h)
 
 #include "golden_run.h"
 #include "stages.h"
+#include "torch_rng.h"
 
 #include "core/error.h"
 
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <thread>
 
 using namespace chatterbox;
@@ -35,6 +38,7 @@ std::vector<std::string> golden_array_names(const std::string &inputs_dir) {
 } // namespace
 
 int main(int argc, char **argv) {
+    if (argc > 1 && std::string(argv[1]) == "torch-rng") return torch_rng_main(argc - 1, argv + 1);
     CLI::App app{"Recompute the stages of a golden case with Chatterbox Engine and write them as .npy files"};
     std::string case_path, inputs_dir, model_path, out_dir, only, device = "cpu";
     int threads = int(std::max(1u, std::thread::hardware_concurrency()));

@@ -5,6 +5,7 @@
 
 #include "audio/audio_file.h"
 #include "chatterbox/chatterbox.hpp"
+#include "core/npy.h"
 #include "models/chatterbox/model_download.h"
 
 #include <cerrno>
@@ -64,6 +65,35 @@ api::Voice open_voice(api::Engine &engine, const std::string &path, float exagge
                        "voice file saved with --save-voice.");
     }
 }
+
+// --flow-noise FILE: the flow's initial noise, (80, frames) or (1, 80, frames) as torch's z; none
+// for "".
+class FlowNoiseFile {
+  public:
+    explicit FlowNoiseFile(const std::string &path) {
+        if (path.empty()) return;
+        const chatterbox::NpyArray array = chatterbox::read_npy(path);
+        const chatterbox::Shape &shape = array.shape;
+        const bool channels_first = (shape.size() == 2 && shape[0] == CHATTERBOX_MEL_BINS) ||
+                                    (shape.size() == 3 && shape[0] == 1 && shape[1] == CHATTERBOX_MEL_BINS);
+        if (!channels_first || shape.back() < 1)
+            fail(path, ": the flow noise must have the shape (", CHATTERBOX_MEL_BINS, ", frames) or (1, ",
+                 CHATTERBOX_MEL_BINS, ", frames), got ", chatterbox::shape_str(shape));
+        values_ = array.f32();
+        frames_ = size_t(shape.back());
+    }
+    chatterbox_synthesis_params applied_to(chatterbox_synthesis_params params) const {
+        if (!values_.empty()) {
+            params.flow_noise = values_.data();
+            params.flow_noise_frames = frames_;
+        }
+        return params;
+    }
+
+  private:
+    std::vector<float> values_;
+    size_t frames_ = 0;
+};
 
 // Raw PCM on stdout (kStreamFormat), written as each chunk arrives.
 class PcmWriter {
@@ -170,6 +200,7 @@ int run_synthesis(const SynthesisArguments &options) {
     if (!text.empty()) check_output(options.output);
     if (!options.voice.empty()) check_input_file(options.voice, "voice file");
     if (!options.save_voice.empty()) check_writable(options.save_voice, "voice file");
+    const FlowNoiseFile flow_noise(options.flow_noise);
 
     Progress progress(options.engine.quiet);
     api::Engine engine = load_engine(options.engine, progress);
@@ -179,7 +210,7 @@ int run_synthesis(const SynthesisArguments &options) {
         progress.note("saved the voice to " + options.save_voice);
     }
     if (text.empty()) return kExitOk;
-    chatterbox_synthesis_params params = options.params;
+    chatterbox_synthesis_params params = flow_noise.applied_to(options.params);
     params.language = options.language.empty() ? nullptr : options.language.c_str();
     return produce(options.output, params, engine.sample_rate(), progress,
                    [&](const api::Options &run_options) { return engine.synthesize(text, &voice, run_options); });
@@ -189,12 +220,13 @@ int run_conversion(const ConversionArguments &options) {
     check_output(options.output);
     check_input_file(options.source, "source audio");
     if (!options.voice.empty()) check_input_file(options.voice, "voice file");
+    const FlowNoiseFile flow_noise(options.flow_noise);
 
     Progress progress(options.engine.quiet);
     api::Engine engine = load_engine(options.engine, progress);
     const api::Voice voice = open_voice(engine, options.voice, options.params.exaggeration);
     return produce(
-        options.output, options.params, engine.sample_rate(), progress,
+        options.output, flow_noise.applied_to(options.params), engine.sample_rate(), progress,
         [&](const api::Options &run_options) { return engine.convert_voice(options.source, &voice, run_options); });
 }
 

@@ -140,6 +140,14 @@ void add_seed_option(CLI::App &app, chatterbox_synthesis_params &params) {
         ->capture_default_str();
 }
 
+void add_flow_noise_option(CLI::App &app, std::string &path) {
+    app.add_option("--flow-noise", path,
+                   "start the flow from this noise instead of noise drawn from the seed: a float32 .npy of shape "
+                   "(80, frames) or (1, 80, frames), e.g. the z an official run started from; each text piece "
+                   "reads it from the first frame (its voice prompt's frames, then 2 per speech token)")
+        ->check(CLI::ExistingFile);
+}
+
 bool is_blank(const std::string &text) {
     return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); });
 }
@@ -173,6 +181,7 @@ void add_synthesis_options(CLI::App &app, SynthesisArguments &options) {
     add_parameter_table(app, p);
     add_guard_option(app, p);
     add_seed_option(app, p);
+    add_flow_noise_option(app, options.flow_noise);
 }
 
 void add_conversion_options(CLI::App &app, ConversionArguments &options) {
@@ -184,6 +193,7 @@ void add_conversion_options(CLI::App &app, ConversionArguments &options) {
     add_engine_options(app, options.engine);
     add_parameter_table(app, options.params, {"cfm_steps"}); // the flow is the conversion's own stage
     add_seed_option(app, options.params);
+    add_flow_noise_option(app, options.flow_noise);
 }
 
 void add_download_options(CLI::App &app, DownloadArguments &options) {

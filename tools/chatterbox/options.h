@@ -43,7 +43,8 @@ struct SynthesisArguments {
     std::string text_file;          // -f FILE, "-" for stdin
     std::string voice;              // a recording or a saved voice; "" : built-in
     std::string save_voice;
-    std::string language; // -l: the multilingual model's language code; params.language points here when set
+    std::string language;   // -l: the multilingual model's language code; params.language points here when set
+    std::string flow_noise; // --flow-noise FILE.npy
     chatterbox_synthesis_params params = chatterbox_synthesis_default_params();
 };
 
@@ -52,6 +53,7 @@ struct ConversionArguments {
     OutputArguments output;
     std::string source;
     std::string voice;
+    std::string flow_noise; // --flow-noise FILE.npy
     chatterbox_synthesis_params params = chatterbox_synthesis_default_params();
 };
 

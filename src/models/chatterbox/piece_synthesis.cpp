@@ -36,7 +36,8 @@ PieceResult synthesize_piece(const t3::Executor &t3, const VocodingStages &stage
                              const PieceRequest &piece) {
     const t3::HParams &hp = t3.session().model().hparams();
     const int steps = t3::step_limit(hp, piece.framed_text, piece.sampling); // max_new_tokens or the length bound
-    PieceVocalizer vocalizer(stages, sink, *piece.reference, piece.plan, piece.sampling.seed, piece.index, piece.count);
+    PieceVocalizer vocalizer(stages, sink, *piece.reference, piece.plan, piece.sampling.seed, piece.index, piece.count,
+                             piece.flow_noise);
     TrimmedSpeech speech(hp, piece.sampling, vocalizer);
     // Streaming filters the tokens as they come: a start-of-speech token after speech (the whole
     // piece's filter would drop what came before it) cannot take back audio already out.
@@ -44,6 +45,7 @@ PieceResult synthesize_piece(const t3::Executor &t3, const VocodingStages &stage
 
     t3::GenerationHooks hooks;
     hooks.step_logits = false;
+    hooks.generator = piece.t3_generator;
     hooks.on_step = [&](const t3::StepRecord &step) {
         sink.progress("t3", (float(piece.index) + float(step.step + 1) / float(steps)) / float(piece.count));
         if (piece.stream && filter.push(step.token) == t3::SpeechTokenFilter::Verdict::speak) speech.speak(step.token);

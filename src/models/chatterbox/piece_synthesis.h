@@ -10,17 +10,22 @@
 #include "models/chatterbox/t3/executor.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace chatterbox {
 
 struct PieceRequest {
     std::vector<int32_t> framed_text; // the piece's T3 text tokens, framed (TextFrontEnd::t3_tokens)
-    t3::SamplingParams sampling;      // with the piece's own seed
+    t3::SamplingParams sampling;      // with the piece's own seed (the flow's and the vocoder's noise)
+    // T3's generator as the previous piece left it; none for the first piece, which seeds one with
+    // sampling.seed (the request's seed).
+    std::optional<TorchGenerator> t3_generator;
     const t3::CondEmbeddings *cond = nullptr;
     const t3::KvPrefix *prefix = nullptr; // the voice's kept conditioning prefix, or nullptr
     const s3gen::FlowReference *reference = nullptr;
     ChunkPlan plan;      // ChunkPlan::offline() unless streaming
+    const FlowNoiseBuffer *flow_noise = nullptr; // fixed flow noise, or nullptr: drawn from sampling.seed
     bool stream = false; // tokens go to the vocalizer while T3 generates
     std::vector<int32_t> trailing_tokens; // after the speech: the flow's trailing silence (s3gen::flow_input_tokens)
     int index = 0, count = 1; // place in the request, for progress

@@ -271,6 +271,7 @@ SynthesisResult PipelineSession::synthesize(std::string_view text, const VoiceCo
     piece.reference = &voice.s3gen;
     piece.plan = options.stream ? options.chunks : ChunkPlan::offline();
     piece.stream = options.stream;
+    piece.flow_noise = options.flow_noise.values ? &options.flow_noise : nullptr;
     piece.trailing_tokens = s3gen::flow_input_tokens({}, engine_.flow().hparams());
     piece.count = int(pieces.size());
     for (piece.index = 0; piece.index < piece.count; ++piece.index) {
@@ -283,9 +284,12 @@ SynthesisResult PipelineSession::synthesize(std::string_view text, const VoiceCo
                                          hp.max_framed_text() - front_end.framing_tokens(),
                                          "): let it be split into sentences"));
         piece.sampling = options.params.sampling;
-        // The first piece uses the seed itself, so a one-sentence request is the plain seeded run.
+        // The first piece uses the seed itself, so a one-sentence request is the plain seeded run;
+        // later pieces draw their noise from seeds of their own and T3's tokens from the stream the
+        // piece before left.
         if (piece.index > 0) piece.sampling.seed = mix_seed(piece.sampling.seed, uint64_t(piece.index) << 32);
-        const PieceResult spoken = synthesize_piece(*t3_executor_, stages, request, piece);
+        PieceResult spoken = synthesize_piece(*t3_executor_, stages, request, piece);
+        piece.t3_generator = std::move(spoken.generated.generator);
         SynthesisResult &result = request.result();
         result.t3_steps += int(spoken.generated.tokens.size());
         result.eos_steps.push_back(spoken.generated.eos_step);
@@ -312,7 +316,8 @@ SynthesisResult PipelineSession::convert(const audio::AudioBuffer &source, const
     if (tokens.empty()) throw Error("the source recording gave no speech tokens (too short?)");
     request.check_cancel();
     PieceVocalizer vocalizer(stages, request, target.s3gen, options.stream ? options.chunks : ChunkPlan::offline(),
-                             options.params.sampling.seed, 0, 1);
+                             options.params.sampling.seed, 0, 1,
+                             options.flow_noise.values ? &options.flow_noise : nullptr);
     for (int32_t token : tokens) vocalizer.add_token(token);
     vocalizer.finish();
     request.result().pieces = 1;

@@ -49,6 +49,9 @@ struct SynthesisOptions {
     bool keep_wave = true;
     std::function<void(const char *stage, float fraction)> on_progress;
     const volatile int *cancel = nullptr; // the C API's flag: nonzero stops the request soon
+    // The flow's noise from this buffer for every text piece (flow_noise.h); values nullptr: drawn
+    // from the seed.
+    FlowNoiseBuffer flow_noise;
 
     // Throws InvalidArgument naming the parameter, its value and the accepted range (the table's;
     // synthesize also checks max_new_tokens against the model's speech positions).

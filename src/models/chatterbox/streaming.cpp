@@ -1,7 +1,6 @@
 #include "models/chatterbox/streaming.h"
 
 #include "core/error.h"
-#include "models/chatterbox/s3gen/flow_cfm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -75,11 +74,14 @@ void AudioSink::check_cancel() const {
 }
 
 PieceVocalizer::PieceVocalizer(const VocodingStages &stages, AudioSink &sink, const s3gen::FlowReference &reference,
-                               const ChunkPlan &plan, uint64_t seed, int piece, int pieces)
+                               const ChunkPlan &plan, uint64_t seed, int piece, int pieces,
+                               const FlowNoiseBuffer *fixed_noise)
     : stages_(stages), geometry_(stages.geometry), sink_(sink), plan_(plan),
       reference_(last_prompt_tokens(reference, size_t(plan.prompt_tokens), stages.geometry.mel_bins,
                                     stages.geometry.token_mel_ratio)),
-      seed_(seed), piece_(piece), pieces_(pieces), noise_rng_(mix_seed(seed, kFlowNoiseStream)) {
+      seed_(seed), piece_(piece), pieces_(pieces),
+      noise_(fixed_noise ? fixed_flow_noise(*fixed_noise, stages.geometry.mel_bins)
+                         : drawn_flow_noise(mix_seed(seed, kFlowNoiseStream), stages.geometry.mel_bins)) {
     const StageGeometry &g = geometry_;
     if (g.mel_bins == 0 || g.token_mel_ratio == 0 || g.samples_per_frame == 0 ||
         g.max_vocoder_frames <= size_t(plan.hift_context_frames))
@@ -96,7 +98,7 @@ PieceVocalizer::PieceVocalizer(const VocodingStages &stages, AudioSink &sink, co
     max_chunk_ = size_t(room);
     // Noise for the whole prompt is drawn (then its tail kept), so the speech frames get the same
     // draws whatever part of the prompt the windows see.
-    std::vector<float> prompt_noise = s3gen::standard_normal(reference.prompt_mel.size(), noise_rng_);
+    std::vector<float> prompt_noise = noise_->next(reference.prompt_mel.size() / g.mel_bins);
     prompt_noise_.assign(prompt_noise.end() - std::ptrdiff_t(reference_.prompt_mel.size()), prompt_noise.end());
 }
 
@@ -129,7 +131,7 @@ s3gen::Mel PieceVocalizer::flow_window(size_t w0, size_t w1) {
     const size_t window_frames = ratio * (reference_.prompt_tokens.size() + w1 - w0);
     const size_t needed = ratio * w1;
     if (generated_noise_.size() < needed * bins) {
-        const std::vector<float> more = s3gen::standard_normal(needed * bins - generated_noise_.size(), noise_rng_);
+        const std::vector<float> more = noise_->next(needed - generated_noise_.size() / bins);
         generated_noise_.insert(generated_noise_.end(), more.begin(), more.end());
     }
     // Frame-major banks -> the (mel_bins, frames) channel-major noise of the window: every output

@@ -9,11 +9,12 @@
 //
 // The stages are reached through FlowStage / VocoderStage, so the arithmetic is tested with fakes.
 
+#include "models/chatterbox/flow_noise.h"
 #include "models/chatterbox/s3gen/flow.h"
 
 #include <cstddef>
 #include <cstdint>
-#include <random>
+#include <memory>
 #include <vector>
 
 namespace chatterbox {
@@ -93,9 +94,11 @@ class AudioSink {
 // r·t − δ; a flow window over tokens [w0, w1) yields output frames from r·w0.
 class PieceVocalizer {
   public:
-    // seed: the piece's; piece/pieces place its progress within the request.
+    // seed: the piece's; piece/pieces place its progress within the request. fixed_noise: the flow's
+    // noise from this buffer (flow_noise.h) instead of drawn from the seed.
     PieceVocalizer(const VocodingStages &stages, AudioSink &sink, const s3gen::FlowReference &reference,
-                   const ChunkPlan &plan, uint64_t seed, int piece, int pieces);
+                   const ChunkPlan &plan, uint64_t seed, int piece, int pieces,
+                   const FlowNoiseBuffer *fixed_noise = nullptr);
 
     // One speech token; runs the flow and the vocoder when a chunk is complete.
     void add_token(int32_t token);
@@ -119,7 +122,7 @@ class PieceVocalizer {
     const s3gen::FlowReference reference_; // the voice prompt as the flow windows see it (plan_.prompt_tokens)
     const uint64_t seed_;
     const int piece_, pieces_;
-    std::mt19937_64 noise_rng_;
+    std::unique_ptr<FlowNoise> noise_;
     size_t prompt_frames_ = 0;
     int64_t delta_ = 0;
     size_t max_chunk_ = 0;

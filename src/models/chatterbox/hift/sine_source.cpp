@@ -10,14 +10,14 @@ namespace {
 constexpr double kPi = 3.14159265358979323846;
 }
 
-SourceNoise draw_source_noise(std::mt19937_64 &rng, int harmonics, int64_t samples) {
+SourceNoise draw_source_noise(TorchGenerator &rng, int harmonics, int64_t samples) {
     SourceNoise out;
-    out.phases.assign(size_t(harmonics), 0.0f);
-    std::uniform_real_distribution<float> phase(float(-kPi), float(kPi));
-    for (int h = 1; h < harmonics; ++h) out.phases[size_t(h)] = phase(rng);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    out.noise.resize(size_t(harmonics * samples));
-    for (float &v : out.noise) v = normal(rng);
+    // torch.distributions.Uniform keeps low and high as float32 tensors.
+    const float low = float(-kPi), high = float(kPi);
+    out.phases = rng.rand(size_t(harmonics));
+    for (float &phase : out.phases) phase = low + phase * (high - low);
+    out.noise = rng.randn(size_t(harmonics) * size_t(samples));
+    rng.randn(size_t(samples)); // SourceModuleHnNSF's noise branch, unused by inference
     return out;
 }
 

@@ -9,13 +9,13 @@
 //   s        = tanh(l_linear(sine_1..9))
 //
 // The random draws (phi, n) are a SourceNoise: recorded by a golden run, or drawn from the
-// engine's seeded generator.
+// engine's seeded generator as the official module draws them (draw_source_noise).
 
-#include "modules/module_weights.h"
+#include "core/torch_generator.h"
 #include "models/chatterbox/hift/hift_hparams.h"
+#include "modules/module_weights.h"
 
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -29,10 +29,14 @@ struct SourceNoise {
     int64_t samples(int harmonics) const { return harmonics > 0 ? int64_t(noise.size()) / harmonics : 0; }
 };
 
-// Draws a SourceNoise from rng: first the phases of harmonics 2..9 (std::uniform_real_distribution
-// over [-pi, pi)), then the noise harmonic by harmonic, sample by sample (std::normal_distribution).
-// The distributions are the standard library's: the same seed gives the same draws on one build.
-SourceNoise draw_source_noise(std::mt19937_64 &rng, int harmonics, int64_t samples);
+// Draws a SourceNoise from rng in the official call's order (SineGen, then SourceModuleHnNSF):
+//   Uniform(-pi, pi).sample((1, harmonics, 1))  torch.rand(harmonics), low + u (high - low) in float
+//   torch.randn_like(sine_waves)                 (1, harmonics, samples): the noise, harmonic-major
+//   torch.randn_like(uv)                         (1, samples, 1): the noise branch inference drops,
+//                                                drawn anyway so that rng ends where torch's does
+// The first harmonic's phase is drawn and kept, as a recording of phase_vec keeps it; sine_source
+// does not use it (phase_vec[:, 0, :] = 0).
+SourceNoise draw_source_noise(TorchGenerator &rng, int harmonics, int64_t samples);
 
 // l_linear (Linear 9 -> 1), kept on the host: the merge runs per sample in the source loop.
 struct SourceMerge {

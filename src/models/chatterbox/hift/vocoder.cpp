@@ -4,7 +4,6 @@
 #include "models/chatterbox/hift/vocoder_batch.h"
 
 #include <cmath>
-#include <random>
 
 namespace chatterbox::hift {
 
@@ -82,7 +81,7 @@ std::vector<float> VocoderSession::synthesize(const std::vector<float> &mel, con
     const int64_t samples = frames * hp.samples_per_frame();
     SourceNoise drawn;
     if (!injected) {
-        std::mt19937_64 rng(seed);
+        TorchGenerator rng(seed);
         drawn = draw_source_noise(rng, hp.harmonics, samples);
     }
     const SourceNoise &noise = injected ? *injected : drawn;

@@ -87,9 +87,9 @@ class VocoderSession {
     int64_t validate(const std::vector<float> &mel) const { return model_.validate(mel); }
 
     // The whole vocoder with trim_fade: 480 T samples in [-0.99, 0.99]. The source noise is the
-    // injected one (golden runs; it must cover 480 T samples), or drawn from std::mt19937_64(seed)
-    // by draw_source_noise. Same seed, same mel -> bit-identical output alone; in a batch, the
-    // same within the rounding of differently shaped matrix products.
+    // injected one (golden runs; it must cover 480 T samples), or drawn by draw_source_noise from
+    // TorchGenerator(seed), as torch.manual_seed(seed) then the official call would draw it. Same seed, same mel ->
+    // bit-identical output alone; in a batch, the same within the rounding of differently shaped matrix products.
     std::vector<float> synthesize(const std::vector<float> &mel, const SourceNoise *injected = nullptr,
                                   uint64_t seed = 0, VocoderTaps *taps = nullptr);
 

@@ -78,6 +78,7 @@ GenerationResult T3Batch::generate(T3Session &session, const CondEmbeddings &con
     BatchRequest request(session, hooks.step_logits, cancel);
     GenerationHooks relayed;
     relayed.forced_tokens = hooks.forced_tokens;
+    relayed.generator = hooks.generator;
     if (hooks.on_step)
         relayed.on_step = [&request](const StepRecord &record) {
             request.deliver(record);

@@ -49,7 +49,8 @@ Generation::Generation(const T3Model &model, const CondEmbeddings &cond, const s
                        const SamplingParams &params, const GenerationHooks &hooks)
     : model_(model), recipe_(model.hparams().sampler), params_(validated(model.hparams(), text_tokens, params)),
       hooks_(hooks), cond_(cond), text_tokens_(text_tokens),
-      guards_(speech_guards(model.hparams(), text_tokens, params, step_cap(params, hooks))), rng_(params.seed) {
+      guards_(speech_guards(model.hparams(), text_tokens, params, step_cap(params, hooks))),
+      rng_(hooks.generator ? *hooks.generator : TorchGenerator(params.seed)) {
     const HParams &hp = model.hparams();
     for (size_t i = 0; i < hooks.forced_tokens.size(); ++i)
         if (hooks.forced_tokens[i] < 0 || hooks.forced_tokens[i] >= hp.speech_vocab)
@@ -150,6 +151,12 @@ bool Generation::step(const std::vector<float> &raw, const T3Session::AttentionR
         return false;
     }
     return true;
+}
+
+GenerationResult Generation::result() const {
+    GenerationResult result = result_;
+    result.generator = rng_;
+    return result;
 }
 
 GenerationResult generate(T3Session &session, const CondEmbeddings &cond, const std::vector<int32_t> &text_tokens,

@@ -41,6 +41,10 @@ struct GenerationHooks {
     // they run out (or on EOS, even with ignore_eos, or max_new_tokens). Ids must be inside the speech
     // vocabulary.
     std::vector<int32_t> forced_tokens;
+    // The generator to draw from instead of a new one seeded with params.seed: a request's later text
+    // pieces continue where the one before left it (GenerationResult::generator), as the official
+    // single pass over the whole text draws one stream after torch.manual_seed.
+    std::optional<TorchGenerator> generator;
 };
 
 struct GenerationResult {
@@ -54,6 +58,8 @@ struct GenerationResult {
     PieceEnd end = PieceEnd::max_tokens;
     int step_limit = 0;
     bool bound_by_text = false;
+    // The generator after the last draw, for the request's next piece (GenerationHooks::generator).
+    std::optional<TorchGenerator> generator;
 };
 
 // One request's generation as a step machine, so that a loop over one session (generate() below)
@@ -80,7 +86,7 @@ class Generation {
     bool step(const std::vector<float> &raw, const T3Session::AttentionRows *attention);
     std::vector<float> next_embedding() const;
     int steps_taken() const { return int(result_.tokens.size()); }
-    const GenerationResult &result() const { return result_; }
+    GenerationResult result() const; // with the generator as the last step left it
 
   private:
     const T3Model &model_;

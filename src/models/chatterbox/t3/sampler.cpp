@@ -162,25 +162,15 @@ int argmax(const std::vector<float> &values) {
     return int(std::max_element(values.begin(), values.end()) - values.begin());
 }
 
-double uniform01(Rng &rng) { return double(rng() >> 11) * 0x1.0p-53; }
-
 int sample_multinomial(const std::vector<float> &probs, Rng &rng) {
-    double total = 0;
-    int last_positive = -1;
+    bool any_positive = false;
     for (size_t i = 0; i < probs.size(); ++i) {
         if (!(probs[i] >= 0) || !std::isfinite(probs[i]))
             fail("multinomial: probability ", i, " is invalid (", probs[i], ")");
-        total += probs[i];
-        if (probs[i] > 0) last_positive = int(i);
+        any_positive = any_positive || probs[i] > 0;
     }
-    if (last_positive < 0) fail("multinomial: all ", probs.size(), " probabilities are zero");
-    const double target = uniform01(rng) * total;
-    double cumulative = 0;
-    for (size_t i = 0; i < probs.size(); ++i) {
-        cumulative += probs[i];
-        if (probs[i] > 0 && cumulative > target) return int(i);
-    }
-    return last_positive; // rounding left target just below the total
+    if (!any_positive) fail("multinomial: all ", probs.size(), " probabilities are zero");
+    return rng.multinomial_one(probs.data(), probs.size());
 }
 
 void process_logits(std::vector<float> &logits, const SamplerRecipe &recipe, const std::vector<int32_t> &history,

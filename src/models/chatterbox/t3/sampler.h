@@ -7,14 +7,15 @@
 // (RepetitionPenaltyLogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper, MinPLogitsWarper,
 // TopPLogitsWarper, transformers 5.2) on one row of logits; removed tokens become -inf.
 //
-// Randomness: one std::mt19937_64 per generation, seeded with SamplingParams::seed. The standard
-// fixes its output sequence, and the uniform draw below uses only its raw 64-bit output, so the
-// same seed gives the same tokens on every platform and backend with the same logits.
+// Randomness: one TorchGenerator per generation, seeded with SamplingParams::seed as
+// torch.manual_seed, and the draw is torch.multinomial(probs, 1)'s: argmax(p / q) over an
+// exponential row (core/torch_generator.h). So a seed draws the tokens the official generate() draws
+// from the same probabilities, on every platform and backend.
 
+#include "core/torch_generator.h"
 #include "models/chatterbox/t3/speech_guards.h"
 
 #include <cstdint>
-#include <random>
 #include <vector>
 
 namespace chatterbox::t3 {
@@ -49,7 +50,7 @@ struct SamplingParams {
     SamplingParams with_defaults(const SamplingParams &defaults) const;
 };
 
-using Rng = std::mt19937_64;
+using Rng = TorchGenerator;
 
 // One logits processor.
 enum class LogitsStage { repetition_penalty, temperature, top_k, min_p, top_p };
@@ -98,11 +99,8 @@ std::vector<float> softmax(const std::vector<float> &logits);
 // Index of the largest value (the first one on ties, like torch.argmax).
 int argmax(const std::vector<float> &values);
 
-// A uniform double in [0, 1) from the top 53 bits of one draw.
-double uniform01(Rng &rng);
-
-// Draws an index with probability proportional to probs (non-negative, positive sum): the first i
-// whose cumulative sum exceeds u * total for one uniform draw u.
+// Draws an index with probability proportional to probs (non-negative, finite, positive sum) as
+// torch.multinomial(probs, 1) does: TorchGenerator::multinomial_one, 2 words per element.
 int sample_multinomial(const std::vector<float> &probs, Rng &rng);
 
 // The recipe's stages on one row of (CFG-combined) logits, in place: what the draw sees. history:
