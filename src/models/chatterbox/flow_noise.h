@@ -29,8 +29,8 @@ class FlowNoise {
 
 // N(0, 1) from std::mt19937_64 seeded with seed (s3gen::standard_normal), mel_bins values a frame.
 std::unique_ptr<FlowNoise> drawn_flow_noise(uint64_t seed, size_t mel_bins);
-// The buffer's columns from its first. Throws InvalidArgument when its mel_bins differ, Error when
-// the timeline runs past its last column.
+// The buffer's columns from its first. Throws InvalidArgument when its mel_bins differ or a value is
+// not finite, and when the timeline runs past its last column.
 std::unique_ptr<FlowNoise> fixed_flow_noise(const FlowNoiseBuffer &buffer, size_t mel_bins);
 
 } // namespace chatterbox
