@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "kernels/conv_kernel.h"
+#include "kernels/depthwise_conv1d.h"
 #include "kernels/ggml_repack.h"
 #include "kernels/onednn.h"
 #include "kernels/q4k.h"
@@ -19,10 +20,7 @@ const std::vector<const MatmulKernel *> &matmul_kernels() {
     // the oneDNN bf16 product comes first for the components that allow bf16 (it takes any float
     // weight); the oneDNN f32 product is opt-in (its products are not ggml's bits).
     static const std::vector<const MatmulKernel *> kernels{
-        &onednn_bf16_kernel(),
-        &q4k_kernel(Q4kIsa::avx512_vnni),
-        &q4k_kernel(Q4kIsa::avx2),
-        &ggml_repack_kernel(),
+        &onednn_bf16_kernel(), &q4k_kernel(Q4kIsa::avx512_vnni), &q4k_kernel(Q4kIsa::avx2), &ggml_repack_kernel(),
         &onednn_f32_kernel(),
     };
     return kernels;
@@ -38,7 +36,8 @@ const MatmulKernel *find_matmul_kernel(const std::string &name) {
 
 std::string kernel_names() {
     std::string names;
-    for (const MatmulKernel *kernel : matmul_kernels()) names += (names.empty() ? "" : ", ") + std::string(kernel->name());
+    for (const MatmulKernel *kernel : matmul_kernels())
+        names += (names.empty() ? "" : ", ") + std::string(kernel->name());
     for (const ConvKernel *kernel : conv_kernels()) names += ", " + std::string(kernel->name());
     return names;
 }
@@ -60,7 +59,8 @@ void check_kernel_selection(const KernelSelection &selection) {
                 throw InvalidArgument(concat("unknown kernel '", name, "' (known: ", kernel_names(), ")"));
     for (const std::string &name : selection.enable) {
         if (find_conv_kernel(name))
-            throw InvalidArgument(concat("convolution kernel '", name, "' is on wherever it runs; it can only be disabled"));
+            throw InvalidArgument(
+                concat("convolution kernel '", name, "' is on wherever it runs; it can only be disabled"));
         const MatmulKernel &kernel = *find_matmul_kernel(name);
         if (!kernel.runs_here())
             throw InvalidArgument(concat("matmul kernel '", name, "' cannot run here: ", kernel.why_not_here()));
@@ -110,7 +110,7 @@ double kernel_node_flops(const ggml_tensor *node) {
         if (const double flops = kernel->node_flops(node); flops > 0) return flops;
     for (const ConvKernel *kernel : conv_kernels())
         if (const double flops = kernel->node_flops(node); flops > 0) return flops;
-    return 0;
+    return depthwise_conv1d_flops(node);
 }
 
 } // namespace chatterbox::kernels

@@ -94,7 +94,7 @@ void attach_packed(ggml_tensor *weight, const PackedWeight *packed);
 const PackedWeight *packed_of(const ggml_tensor *weight);
 
 // The FLOPs of a product or convolution node made by any registered kernel (kernels/conv_kernel.h
-// too; 0 for other nodes).
+// and kernels/depthwise_conv1d.h too; 0 for other nodes).
 double kernel_node_flops(const ggml_tensor *node);
 
 } // namespace chatterbox::kernels

@@ -1,6 +1,7 @@
 #include "modules/conv1d.h"
 
 #include "core/error.h"
+#include "kernels/depthwise_conv1d.h"
 #include "modules/matmul.h"
 #include "modules/weight_norm.h"
 
@@ -22,7 +23,7 @@ Conv1d::Conv1d(ModuleWeights &w, const std::string &prefix, int64_t in_, int64_t
         o.pad_left = o.dilation * (kernel - 1);
     }
 
-    // Depthwise kernels are multiplied element-wise, the direct kernel reads the plain f32 kernel (in
+    // The depthwise and direct kernels read the plain f32 kernel (in
     // its stored form: (out, in, kernel) or flattened, the same bytes); the others are the matrix
     // (out, in·kernel).
     if (!depthwise() && o.stride == 1) direct = w.conv_kernel();
@@ -57,12 +58,16 @@ ggml_tensor *Conv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
     if (length <= 0)
         fail("Conv1d ", name, ": input of length ", x->ne[0], " is shorter than the kernel span ",
              int64_t(options.dilation) * (kernel - 1) + 1);
-    const int64_t batch = x->ne[2];
 
     if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
     if (direct)
         return direct->conv1d(ctx, x, ggml_reshape_3d(ctx, weight, kernel, in, out), bias, options.dilation,
-                               options.pad_left, options.pad_right);
+                              options.pad_left, options.pad_right);
+    if (depthwise()) {
+        ggml_tensor *y = kernels::depthwise_conv1d(ctx, x, ggml_reshape_2d(ctx, weight, kernel, in), options.stride,
+                                                   options.dilation, options.pad_left, options.pad_right);
+        return bias ? ggml_add(ctx, y, ggml_reshape_2d(ctx, bias, 1, out)) : y;
+    }
     int pad = options.pad_left;
     if (options.pad_left != options.pad_right) {
         x = ggml_pad_ext(ctx, x, options.pad_left, options.pad_right, 0, 0, 0, 0, 0, 0);
@@ -74,15 +79,8 @@ ggml_tensor *Conv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
     ggml_tensor *columns =
         ggml_im2col(ctx, kernel_shape, x, options.stride, 0, pad, 0, options.dilation, 0, false, GGML_TYPE_F32);
 
-    ggml_tensor *y; // ggml [C_out, T_out, B]
-    if (depthwise()) {
-        ggml_tensor *taps = ggml_reshape_4d(ctx, columns, kernel, in, length, batch);
-        ggml_tensor *products = ggml_mul(ctx, taps, ggml_reshape_2d(ctx, weight, kernel, in));
-        y = ggml_reshape_3d(ctx, ggml_sum_rows(ctx, products), in, length, batch);
-    } else {
-        y = matmul(ctx, weight, columns);
-    }
-    y = ggml_cont(ctx, ggml_transpose(ctx, y)); // ggml [T_out, C_out, B]
+    ggml_tensor *y = matmul(ctx, weight, columns); // ggml [C_out, T_out, B]
+    y = ggml_cont(ctx, ggml_transpose(ctx, y));    // ggml [T_out, C_out, B]
     if (bias) y = ggml_add(ctx, y, ggml_reshape_2d(ctx, bias, 1, out));
     return y;
 }

@@ -2,7 +2,8 @@
 // 1-D convolution, PyTorch nn.Conv1d (zero padding), exact in f32 and correct for any batch: on a
 // CPU with a direct convolution kernel (kernels/conv_kernel.h) a stride-1, ungrouped convolution is
 // computed directly from the input (the kernel pads it); otherwise im2col (f32) + one matrix
-// multiplication. Never ggml_conv_1d (wrong for batch > 1, rounds to f16).
+// multiplication. A depthwise one (groups = channels) is kernels/depthwise_conv1d.h everywhere.
+// Never ggml_conv_1d (wrong for batch > 1, rounds to f16).
 //
 //   nn::Conv1d conv(w, "flow.decoder.estimator.final_proj", 256, 80, 1);
 //   nn::Conv1d pre(w, "mel2wav.conv_pre", 80, 512, 7, nn::ConvOptions().with_padding(3).with_weight_norm());
@@ -14,8 +15,8 @@
 // quantise it (q8_0 rows must hold whole 32-value blocks) — flattened to (out, in * kernel).
 // Depthwise weights, and those of the direct kernel, are uploaded as f32.
 
-#include "modules/module_weights.h"
 #include "modules/conv_options.h"
+#include "modules/module_weights.h"
 
 #include "ggml.h"
 
@@ -29,7 +30,7 @@ struct Conv1d {
     int64_t in = 0;
     int64_t out = 0;
     int kernel = 0;
-    ConvOptions options; // with pad_left/pad_right resolved (causal padding applied)
+    ConvOptions options;                         // with pad_left/pad_right resolved (causal padding applied)
     const kernels::ConvKernel *direct = nullptr; // computes it directly, or nullptr (im2col)
 
     Conv1d() = default;

@@ -101,6 +101,10 @@ TEST(NnConv1d, DepthwiseMatchesNaive) {
               "depthwise k31 (FSMN)");
     conv_case({2, 4, 4, 11, 3, O().with_groups(4).with_causal_padding().with_stride(2)}, GGML_TYPE_F32, 1e-5,
               "depthwise causal stride 2");
+    conv_case({2, 3, 3, 10, 3, O().with_groups(3).with_dilation(3).with_padding(1)}, GGML_TYPE_F32, 1e-5,
+              "depthwise dilation 3, taps reaching past both ends");
+    conv_case({1, 2, 2, 4, 9, O().with_groups(2).with_padding(4).with_stride(3)}, GGML_TYPE_F32, 1e-5,
+              "depthwise, kernel longer than the input, stride 3");
 }
 
 TEST(NnConv1d, ReducedPrecisionWeights) {
