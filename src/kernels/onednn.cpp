@@ -113,8 +113,7 @@ void execute(ThreadContext &thread, const Matmul &m, const dnnl::memory &src, co
 // dst (rows × cols, dst_strides, f32) = src (rows × inner, src_strides) · weights (inner × cols,
 // wei_strides), both operands of `type` (f32 or bf16)
 void multiply(ThreadContext &thread, dt type, const void *src, const dims &src_dims, const dims &src_strides,
-              const void *weights, const dims &wei_dims, const dims &wei_strides, float *dst,
-              const dims &dst_strides) {
+              const void *weights, const dims &wei_dims, const dims &wei_strides, float *dst, const dims &dst_strides) {
     const Matmul &m = matmul_cache().get(type, src_dims, src_strides, wei_dims, wei_strides, dst_strides);
     execute(thread, m, plain(src_dims, src_strides, src, type), plain(wei_dims, wei_strides, weights, type),
             plain({src_dims[0], wei_dims[1]}, dst_strides, dst));
@@ -166,8 +165,8 @@ class Reordered final : public PackedWeight {
         thread_local std::vector<uint16_t> rounded;
         rounded.resize(size_t(columns * k_));
         to_bf16(x, columns * k_, rounded.data());
-        execute(thread, primitive(columns), dnnl::memory(rows_desc(columns, k_, dt::bf16), cpu_engine(), rounded.data()),
-                memory_, out);
+        execute(thread, primitive(columns),
+                dnnl::memory(rows_desc(columns, k_, dt::bf16), cpu_engine(), rounded.data()), memory_, out);
     }
 
   private:
@@ -224,7 +223,9 @@ void rows_to_bf16(const float *x, int64_t count, int64_t width, int64_t stride, 
 struct AttentionParams {
     float scale;
     ProductPrecision precision;
-    bool operator<(const AttentionParams &o) const { return std::tie(scale, precision) < std::tie(o.scale, o.precision); }
+    bool operator<(const AttentionParams &o) const {
+        return std::tie(scale, precision) < std::tie(o.scale, o.precision);
+    }
 };
 
 const AttentionParams *interned(AttentionParams params) {
@@ -236,39 +237,50 @@ const AttentionParams *interned(AttentionParams params) {
 
 // One task is a (batch row, head, query block). At bf16 the operands are rounded into contiguous
 // copies first: the query block's rows, the head's keys and values (once per run of tasks on the
-// same key/value head), and the probabilities after the exponentiation; sums stay f32.
+// same key/value head), and the probabilities after the exponentiation; sums stay f32. With relative
+// positions (src[3], src[4]) the block's positional scores come from one more product, of its
+// position queries with the window of the table its offsets reach, and are added to the scores
+// before the exponentiation.
 void attention_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
-    const ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2];
+    const ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *pq = dst->src[3], *table = dst->src[4];
     const AttentionParams &params = *static_cast<const AttentionParams *>(userdata);
-    const bool bf16 = params.precision == ProductPrecision::bf16;
+    const bool bf16 = params.precision == ProductPrecision::bf16, relative = pq != nullptr;
     const dt type = bf16 ? dt::bf16 : dt::f32;
     const int64_t head_dim = q->ne[0], heads = q->ne[1], n_q = q->ne[2], batch = q->ne[3], n_kv = k->ne[2];
     const int64_t kv_heads = k->ne[1], group = heads / kv_heads, blocks = (n_q + kQueryBlock - 1) / kQueryBlock;
     const int64_t tasks = batch * heads * blocks;
     const int64_t f = sizeof(float), q_row = int64_t(q->nb[2]) / f, k_row = int64_t(k->nb[2]) / f,
-                  v_row = int64_t(v->nb[2]) / f;
+                  v_row = int64_t(v->nb[2]) / f, pq_row = relative ? int64_t(pq->nb[2]) / f : 0,
+                  table_row = relative ? int64_t(table->nb[2]) / f : 0;
     // Operand row strides: in ggml's tensors, or in the contiguous bf16 copies.
     const dims q_strides{bf16 ? head_dim : q_row, 1}, kt_strides{1, bf16 ? head_dim : k_row},
-        v_strides{bf16 ? head_dim : v_row, 1}, o_strides{head_dim * heads, 1}, s_strides{n_kv, 1};
+        v_strides{bf16 ? head_dim : v_row, 1}, o_strides{head_dim * heads, 1}, s_strides{n_kv, 1},
+        pq_strides{bf16 ? head_dim : pq_row, 1}, table_t_strides{1, bf16 ? head_dim : table_row};
     ThreadContext &thread = this_thread();
-    thread_local std::vector<float> scores, inverse_sums;
-    thread_local std::vector<uint16_t> q16, k16, v16, p16;
+    thread_local std::vector<float> scores, inverse_sums, positional;
+    thread_local std::vector<uint16_t> q16, k16, v16, p16, pq16, table16;
     scores.resize(size_t(kQueryBlock * n_kv));
     inverse_sums.resize(size_t(kQueryBlock));
+    if (relative) positional.resize(size_t(kQueryBlock * (n_kv + kQueryBlock - 1)));
     if (bf16) {
         q16.resize(size_t(kQueryBlock * head_dim));
         k16.resize(size_t(n_kv * head_dim));
         v16.resize(size_t(n_kv * head_dim));
         p16.resize(size_t(kQueryBlock * n_kv));
+        if (relative) {
+            pq16.resize(size_t(kQueryBlock * head_dim));
+            table16.resize(size_t((2 * n_kv - 1) * head_dim));
+        }
     }
-    int64_t rounded_kv = -1; // the (batch row, key/value head) whose copies k16 and v16 hold
+    int64_t rounded_kv = -1;    // the (batch row, key/value head) whose copies k16 and v16 hold
+    int64_t rounded_table = -1; // the head whose table rows table16 holds
+    auto at = [](const ggml_tensor *t, int64_t head, int64_t position, int64_t row) {
+        return reinterpret_cast<const float *>(static_cast<const char *>(t->data) + head * t->nb[1] +
+                                               position * t->nb[2] + row * t->nb[3]);
+    };
     for (int64_t task = tasks * ith / nth; task < tasks * (ith + 1) / nth; ++task) {
         const int64_t block = task % blocks, h = task / blocks % heads, b = task / (blocks * heads);
         const int64_t first = block * kQueryBlock, rows = std::min(kQueryBlock, n_q - first), kv_head = h / group;
-        auto at = [](const ggml_tensor *t, int64_t head, int64_t position, int64_t row) {
-            return reinterpret_cast<const float *>(static_cast<const char *>(t->data) + head * t->nb[1] +
-                                                   position * t->nb[2] + row * t->nb[3]);
-        };
         const void *queries = at(q, h, first, b), *keys = at(k, kv_head, 0, b), *values = at(v, kv_head, 0, b);
         if (bf16) {
             rows_to_bf16(at(q, h, first, b), rows, head_dim, q_row, q16.data());
@@ -282,8 +294,28 @@ void attention_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
         float *out = static_cast<float *>(dst->data) + ((b * n_q + first) * heads + h) * head_dim;
         multiply(thread, type, queries, {rows, head_dim}, q_strides, keys, {head_dim, n_kv}, kt_strides, scores.data(),
                  s_strides);
+        // Query first + r, key j reads table row n−1−(first+r)+j: row r of the window from row
+        // n − first − rows reads its columns from rows − 1 − r on.
+        const int64_t window = n_kv + rows - 1, window_start = n_kv - first - rows;
+        if (relative) {
+            const void *position_queries = at(pq, h, first, b), *table_rows = at(table, h, window_start, 0);
+            if (bf16) {
+                rows_to_bf16(at(pq, h, first, b), rows, head_dim, pq_row, pq16.data());
+                if (h != rounded_table) {
+                    rows_to_bf16(at(table, h, 0, 0), 2 * n_kv - 1, head_dim, table_row, table16.data());
+                    rounded_table = h;
+                }
+                position_queries = pq16.data(), table_rows = table16.data() + window_start * head_dim;
+            }
+            multiply(thread, type, position_queries, {rows, head_dim}, pq_strides, table_rows, {head_dim, window},
+                     table_t_strides, positional.data(), {window, 1});
+        }
         for (int64_t r = 0; r < rows; ++r) {
             float *row = scores.data() + r * n_kv;
+            if (relative) {
+                const float *shifted = positional.data() + r * window + (rows - 1 - r);
+                for (int64_t j = 0; j < n_kv; ++j) row[j] += shifted[j];
+            }
             inverse_sums[r] = 1.0f / exponentiate(row, n_kv, params.scale);
             if (bf16) to_bf16(row, n_kv, p16.data() + r * n_kv); // while the row is in L1
         }
@@ -397,17 +429,31 @@ const MatmulKernel &onednn_bf16_kernel() {
 }
 
 ggml_tensor *blocked_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v, float scale,
-                               ProductPrecision precision) {
-    for (const ggml_tensor *t : {q, k, v})
+                               ProductPrecision precision, const RelativePositions &relative) {
+    std::vector<ggml_tensor *> args{q, k, v};
+    if (relative.queries || relative.table) {
+        if (!relative.queries || !relative.table)
+            fail("blocked attention: relative positions need queries and a table");
+        const ggml_tensor *pq = relative.queries, *table = relative.table;
+        const int64_t n = q->ne[2];
+        if (k->ne[2] != n || k->ne[1] != q->ne[1] || !ggml_are_same_shape(pq, q) || table->ne[0] != q->ne[0] ||
+            table->ne[1] != q->ne[1] || table->ne[2] != 2 * n - 1 || table->ne[3] != 1)
+            fail("blocked attention: relative positions need as many keys as queries, one key head per query head, "
+                 "position queries shaped as q and a table ggml [D, H, 2n - 1, 1]; got q [",
+                 q->ne[0], ", ", q->ne[1], ", ", n, ", ", q->ne[3], "], ", k->ne[2], " keys, table [", table->ne[0],
+                 ", ", table->ne[1], ", ", table->ne[2], ", ", table->ne[3], "]");
+        args.push_back(relative.queries);
+        args.push_back(relative.table);
+    }
+    for (const ggml_tensor *t : args)
         if (t->type != GGML_TYPE_F32 || t->nb[0] != sizeof(float) || t->nb[2] % sizeof(float) != 0)
-            fail("blocked attention: q, k and v must be f32 with contiguous rows (", ggml_get_name(t), " is ",
-                 ggml_type_name(t->type), ")");
+            fail("blocked attention: q, k, v and the relative positions must be f32 with contiguous rows (",
+                 ggml_get_name(t), " is ", ggml_type_name(t->type), ")");
     if (precision == ProductPrecision::bf16 && !onednn_bf16_kernel().runs_here())
         fail("blocked attention: no bf16 products here: ", onednn_bf16_kernel().why_not_here());
-    ggml_tensor *args[] = {q, k, v};
-    ggml_tensor *out =
-        ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0] * q->ne[1], q->ne[2], q->ne[3], 1, args, 3, attention_op,
-                       GGML_N_TASKS_MAX, const_cast<AttentionParams *>(interned(AttentionParams{scale, precision})));
+    ggml_tensor *out = ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0] * q->ne[1], q->ne[2], q->ne[3], 1, args.data(),
+                                      int(args.size()), attention_op, GGML_N_TASKS_MAX,
+                                      const_cast<AttentionParams *>(interned(AttentionParams{scale, precision})));
     return ggml_set_name(out, kAttentionNode);
 }
 
@@ -419,7 +465,9 @@ double onednn_matmul_flops(const ggml_tensor *node) {
 double blocked_attention_flops(const ggml_tensor *node) {
     if (node->op != GGML_OP_CUSTOM || std::strcmp(node->name, kAttentionNode) != 0) return 0;
     const ggml_tensor *q = node->src[0], *k = node->src[1];
-    return 4.0 * double(q->ne[0]) * double(q->ne[1]) * double(q->ne[2]) * double(q->ne[3]) * double(k->ne[2]);
+    const double products = node->src[3] ? 3.0 : 2.0;
+    return 2.0 * products * double(q->ne[0]) * double(q->ne[1]) * double(q->ne[2]) * double(q->ne[3]) *
+           double(k->ne[2]);
 }
 
 } // namespace chatterbox::kernels

@@ -46,11 +46,23 @@ ggml_tensor *onednn_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *
 // tensor is ever stored and nothing is rescaled per key block (unlike flash attention).
 // precision bf16 (only where onednn_bf16 runs): Q, K, V and P are rounded to bf16 for the products,
 // which sum in f32; the exponentiation and the sums stay f32.
+//
+// relative (optional): the relative-position term of Transformer-XL / ESPnet attention
+// (nn::RelPositionAttention), added to each score before the softmax: score(i, j) += q'_i · p_(n−1−i+j)
+// with `queries` q' f32 ggml [D, H, n, B] and `table` p f32 ggml [D, H, 2n−1, 1] (row r for offset
+// n−1−r, shared by the batch rows), n = n_q = n_kv. Per query block it is one more product, of the
+// block's q' with the 2n−1 table's window of block + n − 1 rows; the n_q × (2n−1) tensor of
+// every offset is never stored either.
+struct RelativePositions {
+    ggml_tensor *queries = nullptr;
+    ggml_tensor *table = nullptr;
+};
 ggml_tensor *blocked_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v, float scale,
-                               ProductPrecision precision = ProductPrecision::f32);
+                               ProductPrecision precision = ProductPrecision::f32,
+                               const RelativePositions &relative = {});
 
-// The FLOPs of a node made by blocked_attention (2·D·n_q·n_kv·H·B for the scores and as much for
-// P·V); 0 for any other node.
+// The FLOPs of a node made by blocked_attention (2·D·n_q·n_kv·H·B for the scores, as much for P·V
+// and, with relative positions, for their term); 0 for any other node.
 double blocked_attention_flops(const ggml_tensor *node);
 
 // The FLOPs (2 per multiply-add) of a node made by onednn_matmul, recognised by the name it gives

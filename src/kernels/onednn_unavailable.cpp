@@ -46,7 +46,8 @@ const MatmulKernel &onednn_bf16_kernel() {
 
 ggml_tensor *onednn_matmul(ggml_context *, ggml_tensor *, ggml_tensor *) { unavailable("the oneDNN f32 product"); }
 
-ggml_tensor *blocked_attention(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, float, ProductPrecision) {
+ggml_tensor *blocked_attention(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *, float, ProductPrecision,
+                               const RelativePositions &) {
     unavailable("blocked attention");
 }
 

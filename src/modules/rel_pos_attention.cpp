@@ -1,6 +1,7 @@
 #include "modules/rel_pos_attention.h"
 
 #include "core/error.h"
+#include "kernels/onednn.h"
 #include "modules/matmul.h"
 
 #include <cmath>
@@ -46,7 +47,8 @@ RelPositionAttention::RelPositionAttention(ModuleWeights &w, const std::string &
     bias_v = w.get(prefix + ".pos_bias_v", {n_heads, head_dim}, WeightUse::f32);
 }
 
-ggml_tensor *RelPositionAttention::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *pos_table) const {
+ggml_tensor *RelPositionAttention::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *pos_table,
+                                              AttentionPath path) const {
     if (n_heads == 0) fail("RelPositionAttention used before it was bound");
     const int64_t dim = head_dim * n_heads, frames = x->ne[1], batch = x->ne[2];
     if (x->ne[0] != dim || x->ne[3] != 1)
@@ -65,6 +67,12 @@ ggml_tensor *RelPositionAttention::operator()(ggml_context *ctx, ggml_tensor *x,
     ggml_tensor *value = heads(v(ctx, x));
     ggml_tensor *position = heads(pos(ctx, pos_table)); // [D, H, 2T-1, 1]
 
+    const float scale = float(1.0 / std::sqrt(double(head_dim)));
+    if (path == AttentionPath::blocked)
+        return out(ctx, kernels::blocked_attention(ctx, ggml_add(ctx, query, bias_u), key, value, scale,
+                                                   kernels::ProductPrecision::f32,
+                                                   {ggml_add(ctx, query, bias_v), position}));
+
     // Right-hand operands of mul_mat are made contiguous: that keeps the product on the GEMM path.
     ggml_tensor *query_u = ggml_cont(ctx, by_head(ggml_add(ctx, query, bias_u)));
     ggml_tensor *query_v = ggml_cont(ctx, by_head(ggml_add(ctx, query, bias_v)));
@@ -77,8 +85,7 @@ ggml_tensor *RelPositionAttention::operator()(ggml_context *ctx, ggml_tensor *x,
                      relative->nb[3], size_t(frames - 1) * relative->nb[0]);
     // In place: the score tensors are T x T per head and row, the largest of the graph.
     ggml_tensor *scores = ggml_add_inplace(ctx, content, shifted);
-    ggml_tensor *probs =
-        ggml_soft_max_ext_inplace(ctx, scores, nullptr, float(1.0 / std::sqrt(double(head_dim))), 0.0f);
+    ggml_tensor *probs = ggml_soft_max_ext_inplace(ctx, scores, nullptr, scale, 0.0f);
 
     ggml_tensor *value_t = ggml_cont(ctx, ggml_permute(ctx, value, 1, 2, 0, 3)); // [T_k, D, H, B]
     ggml_tensor *mixed = nn::product(ctx, value_t, probs);                       // [D, T_q, H, B]

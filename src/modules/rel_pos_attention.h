@@ -11,6 +11,7 @@
 //   ggml_tensor *pos = ...;  // f32 ggml [512, 2T-1] filled with espnet_rel_pos_table(T, 512)
 //   ggml_tensor *y = attn(ctx, x, pos); // x: ggml [512, T, B] = PyTorch (B, T, 512)
 
+#include "modules/attention.h"
 #include "modules/linear.h"
 
 #include "ggml.h"
@@ -41,8 +42,14 @@ struct RelPositionAttention {
     RelPositionAttention(ModuleWeights &w, const std::string &prefix, int64_t dim, int n_heads);
 
     // x: f32 ggml [dim, T, B]; pos_table: f32 ggml [dim, 2T-1] (espnet_rel_pos_table(T, dim)),
-    // shared by the batch rows. Returns ggml [dim, T, B].
-    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *pos_table) const;
+    // shared by the batch rows. Returns ggml [dim, T, B]. AttentionPath::blocked computes the
+    // scores query block by query block (kernels::blocked_attention with its relative positions), in
+    // f32 also where the weights' products round to bf16: in the flow encoder bf16 saved nothing
+    // measurable (enc 309 vs 301 ms, Nano on the Zen 5 VM) and took flow_mel from the official's
+    // 0.0189 to 0.0201 (bound 0.025). Any other path uses ggml's products, storing the T x T and
+    // T x (2T-1) scores of every head (the encoder's 1.2 s of 1.25 s on that VM, 500 tokens).
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *pos_table,
+                            AttentionPath path = AttentionPath::plain) const;
 };
 
 } // namespace chatterbox::nn

@@ -5,6 +5,7 @@
 #include "nn_harness.h"
 
 #include "core/error.h"
+#include "kernels/onednn.h"
 #include "models/chatterbox/s3gen/estimator_blocks.h"
 #include "models/chatterbox/s3gen/flow_cfm.h"
 #include "models/chatterbox/s3gen/frame_conv.h"
@@ -108,82 +109,113 @@ TEST(EspnetRelPosTable, RowsRunFromLargestOffsetToMostNegative) {
     EXPECT_THROW(nn::espnet_rel_pos_table(4, 7), Error);
 }
 
-TEST(RelPositionAttention, MatchesNaiveReference) {
-    NnHarness h;
-    const int64_t batch = 2, frames = 7, dim = 16;
-    const int heads = 2;
-    const int64_t head_dim = dim / heads;
-    std::map<std::string, std::vector<float>> p;
-    for (const char *name : {"linear_q", "linear_k", "linear_v", "linear_out"}) {
-        p[std::string(name) + ".weight"] =
-            h.add(std::string("attn.") + name + ".weight", {dim, dim}, GGML_TYPE_F32, -0.3f, 0.3f);
-        p[std::string(name) + ".bias"] = h.add(std::string("attn.") + name + ".bias", {dim});
+// A relative-position attention layer on random weights and inputs, and its naive double-precision
+// result, for any path and thread count.
+class RelPositionAttentionCase {
+  public:
+    RelPositionAttentionCase(int64_t batch, int64_t frames, int64_t dim, int heads)
+        : batch_(batch), frames_(frames), dim_(dim), heads_(heads) {
+        for (const char *name : {"linear_q", "linear_k", "linear_v", "linear_out"}) {
+            p_[std::string(name) + ".weight"] =
+                h_.add(std::string("attn.") + name + ".weight", {dim, dim}, GGML_TYPE_F32, -0.3f, 0.3f);
+            p_[std::string(name) + ".bias"] = h_.add(std::string("attn.") + name + ".bias", {dim});
+        }
+        p_["linear_pos.weight"] = h_.add("attn.linear_pos.weight", {dim, dim}, GGML_TYPE_F32, -0.3f, 0.3f);
+        p_["pos_bias_u"] = h_.add("attn.pos_bias_u", {heads, dim / heads});
+        p_["pos_bias_v"] = h_.add("attn.pos_bias_v", {heads, dim / heads});
+        x_ = h_.input(size_t(batch * frames * dim));
     }
-    p["linear_pos.weight"] = h.add("attn.linear_pos.weight", {dim, dim}, GGML_TYPE_F32, -0.3f, 0.3f);
-    p["pos_bias_u"] = h.add("attn.pos_bias_u", {heads, head_dim});
-    p["pos_bias_v"] = h.add("attn.pos_bias_v", {heads, head_dim});
-    ModuleWeights weights(h.store(), "", h.backend());
-    nn::RelPositionAttention attention(weights, "attn", dim, heads);
-    weights.load();
 
-    const std::vector<float> x = h.input(size_t(batch * frames * dim));
-    const std::vector<float> table = nn::espnet_rel_pos_table(frames, dim);
-    GraphRunner graph(h.backend());
-    ggml_tensor *in = graph.input("x", GGML_TYPE_F32, {batch, frames, dim});
-    ggml_tensor *pos = graph.input("pos", GGML_TYPE_F32, {2 * frames - 1, dim});
-    ggml_tensor *out = attention(graph.ctx(), in, pos);
-    graph.build({out});
-    graph.set_input(in, x);
-    graph.set_input(pos, table);
-    graph.compute();
-    const std::vector<float> y = graph.read_f32(out);
+    std::vector<float> run(nn::AttentionPath path, int threads) {
+        Backend backend(BackendOptions{"cpu", threads});
+        ModuleWeights weights(h_.store(), "", backend);
+        nn::RelPositionAttention attention(weights, "attn", dim_, heads_);
+        weights.load();
+        GraphRunner graph(backend);
+        ggml_tensor *in = graph.input("x", GGML_TYPE_F32, {batch_, frames_, dim_});
+        ggml_tensor *pos = graph.input("pos", GGML_TYPE_F32, {2 * frames_ - 1, dim_});
+        ggml_tensor *out = attention(graph.ctx(), in, pos, path);
+        graph.build({out});
+        graph.set_input(in, x_);
+        graph.set_input(pos, nn::espnet_rel_pos_table(frames_, dim_));
+        graph.compute();
+        return graph.read_f32(out);
+    }
 
-    // y = W x + b over rows of n_in values
-    auto linear = [&](const std::vector<float> &input, size_t rows, const std::string &name, bool bias) {
-        const std::vector<float> &w = p[name + ".weight"];
-        std::vector<double> result(rows * size_t(dim));
+    std::vector<double> naive() {
+        const int64_t head_dim = dim_ / heads_, frames = frames_, dim = dim_;
+        const size_t rows = size_t(batch_ * frames);
+        const std::vector<double> q = linear(x_, rows, "linear_q", true), k = linear(x_, rows, "linear_k", true),
+                                  v = linear(x_, rows, "linear_v", true);
+        const std::vector<double> pe =
+            linear(nn::espnet_rel_pos_table(frames, dim), size_t(2 * frames - 1), "linear_pos", false);
+        std::vector<float> mixed(rows * size_t(dim));
+        for (int64_t b = 0; b < batch_; ++b)
+            for (int hd = 0; hd < heads_; ++hd)
+                for (int64_t i = 0; i < frames; ++i) {
+                    std::vector<double> s(static_cast<size_t>(frames));
+                    double top = -INFINITY;
+                    for (int64_t j = 0; j < frames; ++j) {
+                        const int64_t row = frames - 1 - (i - j); // table row of offset i - j
+                        double score = 0;
+                        for (int64_t d = 0; d < head_dim; ++d) {
+                            const size_t at = size_t(hd * head_dim + d);
+                            const double qi = q[size_t(b * frames + i) * size_t(dim) + at];
+                            score += (qi + p_["pos_bias_u"][at]) * k[size_t(b * frames + j) * size_t(dim) + at] +
+                                     (qi + p_["pos_bias_v"][at]) * pe[size_t(row) * size_t(dim) + at];
+                        }
+                        s[size_t(j)] = score / std::sqrt(double(head_dim));
+                        top = std::max(top, s[size_t(j)]);
+                    }
+                    double total = 0;
+                    for (double &e : s) total += (e = std::exp(e - top));
+                    for (int64_t d = 0; d < head_dim; ++d) {
+                        double acc = 0;
+                        for (int64_t j = 0; j < frames; ++j)
+                            acc += s[size_t(j)] / total *
+                                   v[size_t(b * frames + j) * size_t(dim) + size_t(hd * head_dim + d)];
+                        mixed[size_t(b * frames + i) * size_t(dim) + size_t(hd * head_dim + d)] = float(acc);
+                    }
+                }
+        return linear(mixed, rows, "linear_out", true);
+    }
+
+  private:
+    // y = W x + b over rows of dim values
+    std::vector<double> linear(const std::vector<float> &input, size_t rows, const std::string &name, bool bias) {
+        const std::vector<float> &w = p_[name + ".weight"];
+        std::vector<double> result(rows * size_t(dim_));
         for (size_t r = 0; r < rows; ++r)
-            for (int64_t o = 0; o < dim; ++o) {
-                double s = bias ? p[name + ".bias"][size_t(o)] : 0.0;
-                for (int64_t i = 0; i < dim; ++i)
-                    s += double(w[size_t(o * dim + i)]) * input[r * size_t(dim) + size_t(i)];
-                result[r * size_t(dim) + size_t(o)] = s;
+            for (int64_t o = 0; o < dim_; ++o) {
+                double s = bias ? p_[name + ".bias"][size_t(o)] : 0.0;
+                for (int64_t i = 0; i < dim_; ++i)
+                    s += double(w[size_t(o * dim_ + i)]) * input[r * size_t(dim_) + size_t(i)];
+                result[r * size_t(dim_) + size_t(o)] = s;
             }
         return result;
-    };
-    const size_t rows = size_t(batch * frames);
-    const std::vector<double> q = linear(x, rows, "linear_q", true), k = linear(x, rows, "linear_k", true),
-                              v = linear(x, rows, "linear_v", true);
-    const std::vector<double> pe = linear(table, size_t(2 * frames - 1), "linear_pos", false);
-    std::vector<float> mixed(rows * size_t(dim));
-    for (int64_t b = 0; b < batch; ++b)
-        for (int hd = 0; hd < heads; ++hd)
-            for (int64_t i = 0; i < frames; ++i) {
-                std::vector<double> s(static_cast<size_t>(frames));
-                double top = -INFINITY;
-                for (int64_t j = 0; j < frames; ++j) {
-                    const int64_t row = frames - 1 - (i - j); // table row of offset i - j
-                    double score = 0;
-                    for (int64_t d = 0; d < head_dim; ++d) {
-                        const size_t at = size_t(hd * head_dim + d);
-                        const double qi = q[size_t(b * frames + i) * size_t(dim) + at];
-                        score += (qi + p["pos_bias_u"][at]) * k[size_t(b * frames + j) * size_t(dim) + at] +
-                                 (qi + p["pos_bias_v"][at]) * pe[size_t(row) * size_t(dim) + at];
-                    }
-                    s[size_t(j)] = score / std::sqrt(double(head_dim));
-                    top = std::max(top, s[size_t(j)]);
-                }
-                double total = 0;
-                for (double &e : s) total += (e = std::exp(e - top));
-                for (int64_t d = 0; d < head_dim; ++d) {
-                    double acc = 0;
-                    for (int64_t j = 0; j < frames; ++j)
-                        acc +=
-                            s[size_t(j)] / total * v[size_t(b * frames + j) * size_t(dim) + size_t(hd * head_dim + d)];
-                    mixed[size_t(b * frames + i) * size_t(dim) + size_t(hd * head_dim + d)] = float(acc);
-                }
-            }
-    expect_close(y, linear(mixed, rows, "linear_out", true), 2e-5, "relative-position attention");
+    }
+
+    NnHarness h_;
+    int64_t batch_, frames_, dim_;
+    int heads_;
+    std::map<std::string, std::vector<float>> p_;
+    std::vector<float> x_;
+};
+
+TEST(RelPositionAttention, MatchesNaiveReference) {
+    RelPositionAttentionCase c(2, 7, 16, 2);
+    expect_close(c.run(nn::AttentionPath::plain, 2), c.naive(), 2e-5, "relative-position attention");
+}
+
+// The blocked path (the flow encoder's on the CPU) over several 64-query blocks and a partial last
+// one, whose windows of the positional table start at every offset: the naive result, the same bits
+// on one and two threads.
+TEST(RelPositionAttention, BlockedPathMatchesNaiveReference) {
+    if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
+    RelPositionAttentionCase c(2, 150, 32, 2);
+    const std::vector<float> one_thread = c.run(nn::AttentionPath::blocked, 1);
+    expect_close(one_thread, c.naive(), 2e-5, "blocked");
+    EXPECT_EQ(c.run(nn::AttentionPath::blocked, 2), one_thread) << "two threads";
 }
 
 TEST(CosineTimeGrid, FollowsOneMinusCosine) {

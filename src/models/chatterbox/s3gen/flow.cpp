@@ -110,7 +110,7 @@ FlowEncoding FlowSession::encode(const std::vector<int32_t> &tokens, const FlowR
     ggml_tensor *xvector = graph.input("flow.xvector", GGML_TYPE_F32, {1, hp.speaker_dim});
 
     ggml_tensor *hidden =
-        model_.encoder()(ctx, model_.token_embedding()(ctx, ids), token_positions, frame_positions); // [512, 2Tt]
+        model_.encoder()(ctx, model_.token_embedding()(ctx, ids), token_positions, frame_positions, attention_);
     ggml_tensor *mu = ggml_cont(ctx, ggml_transpose(ctx, model_.encoder_projection()(ctx, hidden))); // (80, 2Tt)
     ggml_tensor *speaker = model_.speaker_projection()(ctx, xvector);                                // (80)
     graph.build({hidden, mu, speaker});

@@ -31,8 +31,9 @@ ConformerLayer::ConformerLayer(ModuleWeights &w, const std::string &prefix, cons
       feed_forward(nn::Linear(w, prefix + ".feed_forward.w_1", hp.encoder_dim, hp.encoder_ffn),
                    nn::Linear(w, prefix + ".feed_forward.w_2", hp.encoder_ffn, hp.encoder_dim), nn::Activation::silu) {}
 
-ggml_tensor *ConformerLayer::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *pos_table) const {
-    x = ggml_add(ctx, x, attention(ctx, norm_mha(ctx, x), pos_table));
+ggml_tensor *ConformerLayer::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *pos_table,
+                                        nn::AttentionPath path) const {
+    x = ggml_add(ctx, x, attention(ctx, norm_mha(ctx, x), pos_table, path));
     return ggml_add(ctx, x, feed_forward(ctx, norm_ff(ctx, x)));
 }
 
@@ -60,11 +61,11 @@ ConformerEncoder::ConformerEncoder(ModuleWeights &w, const std::string &prefix, 
 }
 
 ggml_tensor *ConformerEncoder::operator()(ggml_context *ctx, ggml_tensor *tokens, ggml_tensor *token_positions,
-                                          ggml_tensor *frame_positions) const {
+                                          ggml_tensor *frame_positions, nn::AttentionPath attention) const {
     ggml_tensor *x = pre_lookahead_(ctx, embed_(ctx, tokens));
-    for (const ConformerLayer &layer : layers_) x = layer(ctx, x, token_positions);
+    for (const ConformerLayer &layer : layers_) x = layer(ctx, x, token_positions, attention);
     x = up_embed_(ctx, upsample_(ctx, x));
-    for (const ConformerLayer &layer : up_layers_) x = layer(ctx, x, frame_positions);
+    for (const ConformerLayer &layer : up_layers_) x = layer(ctx, x, frame_positions, attention);
     return after_norm_(ctx, x);
 }
 

@@ -5,11 +5,11 @@
 // i.e. ggml [512, Tt] -> ggml [512, 2·Tt]. Attention is bidirectional over the whole sequence
 // (batch 1, no padding, static_chunk_size 0).
 
-#include "modules/module_weights.h"
 #include "models/chatterbox/s3gen/flow_hparams.h"
 #include "models/chatterbox/s3gen/frame_conv.h"
 #include "modules/feed_forward.h"
 #include "modules/linear.h"
+#include "modules/module_weights.h"
 #include "modules/norm.h"
 #include "modules/rel_pos_attention.h"
 
@@ -49,7 +49,8 @@ struct ConformerLayer {
 
     ConformerLayer() = default;
     ConformerLayer(ModuleWeights &w, const std::string &prefix, const FlowHParams &hp);
-    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *pos_table) const;
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *pos_table,
+                            nn::AttentionPath attention) const;
 };
 
 // Upsample1D of the encoder: nearest-neighbour repeat xS, left-pad 2S zeros, Conv1d(k = 2S+1).
@@ -70,8 +71,9 @@ class ConformerEncoder {
 
     // tokens: f32 ggml [D, Tt] (embedded speech tokens); token_positions: ggml [D, 2Tt-1] and
     // frame_positions: ggml [D, 2·S·Tt-1] (nn::espnet_rel_pos_table). Returns ggml [D, S·Tt].
+    // `attention`: how the layers' attention is computed (nn::RelPositionAttention).
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *tokens, ggml_tensor *token_positions,
-                            ggml_tensor *frame_positions) const;
+                            ggml_tensor *frame_positions, nn::AttentionPath attention = nn::AttentionPath::plain) const;
 
   private:
     LinearEmbed embed_, up_embed_;
