@@ -16,13 +16,43 @@ constexpr int64_t kGrowth = 32;
 } // namespace
 
 Conv2d::Conv2d(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, int kernel, int freq_stride)
-    : in(in), out(out), kernel(kernel), freq_stride(freq_stride) {
-    weight = w.get(prefix + ".weight", {out, in, kernel, kernel}, WeightUse::f32);
+    : direct(w.conv_kernel()), in(in), out(out), kernel(kernel), freq_stride(freq_stride) {
+    const Shape shape{out, in, kernel, kernel};
+    if (!direct) {
+        weight = w.get(prefix + ".weight", shape, WeightUse::f32);
+        return;
+    }
+    // (C_out, C_in, K_freq, K_time) -> (C_out, K_freq, C_in, K_time): the channel of input row f·s + kf
+    // and channel i is kf·C_in + i in the direct kernel's input.
+    const std::vector<float> stored = w.host_f32(prefix + ".weight", shape);
+    std::vector<float> by_freq_tap(stored.size());
+    for (int64_t o = 0; o < out; ++o)
+        for (int64_t i = 0; i < in; ++i)
+            for (int64_t kf = 0; kf < kernel; ++kf)
+                for (int64_t kt = 0; kt < kernel; ++kt)
+                    by_freq_tap[size_t(((o * kernel + kf) * in + i) * kernel + kt)] =
+                        stored[size_t(((o * in + i) * kernel + kf) * kernel + kt)];
+    weight = w.derived(prefix + ".weight_by_freq_tap", {out, kernel * in, kernel}, std::move(by_freq_tap));
 }
 
 ggml_tensor *Conv2d::operator()(ggml_context *ctx, ggml_tensor *x) const {
     if (x->ne[2] != in) fail("campplus Conv2d: input has ", x->ne[2], " channels, expected ", in);
     const int pad = kernel / 2;
+    if (direct) {
+        // ggml [T, F, C_in] -> per output row f', the rows f'·s + kf − pad of every channel:
+        // ggml [T, K·C_in, F'] (channel kf·C_in + i), the frequency padding as zero rows.
+        ggml_tensor *padded = pad ? ggml_pad_ext(ctx, x, 0, 0, pad, pad, 0, 0, 0, 0) : x;
+        const int64_t rows = (x->ne[1] + 2 * pad - kernel) / freq_stride + 1;
+        ggml_tensor *taps = nullptr;
+        for (int kf = 0; kf < kernel; ++kf) {
+            ggml_tensor *tap = ggml_view_3d(ctx, padded, padded->ne[0], rows, in, freq_stride * padded->nb[1],
+                                            padded->nb[2], size_t(kf) * padded->nb[1]); // [T, F', C_in]
+            tap = ggml_permute(ctx, tap, 0, 2, 1, 3);                                   // [T, C_in, F']
+            taps = taps ? ggml_concat(ctx, taps, tap, 1) : tap;
+        }
+        ggml_tensor *y = direct->conv1d(ctx, taps, weight, nullptr, 1, pad, pad); // [T, C_out, F']
+        return ggml_cont(ctx, ggml_permute(ctx, y, 0, 2, 1, 3));                  // [T, F', C_out]
+    }
     // im2col rows: (C_in, K_freq, K_time) with time fastest, as the PyTorch kernel is laid out.
     ggml_tensor *columns = ggml_im2col(ctx, weight, x, /*s0 time*/ 1, freq_stride, pad, pad, 1, 1, true, GGML_TYPE_F32);
     const int64_t rows = columns->ne[0], out_time = columns->ne[1], out_freq = columns->ne[2];

@@ -2,8 +2,8 @@
 // CAMPPlus building blocks (spec campplus.md §2). Layouts: 2-D maps are ggml [T, F, C, 1] =
 // PyTorch (1, C, F, T); 1-D sequences are ggml [T, C, 1] = PyTorch (1, C, T).
 
-#include "modules/module_weights.h"
 #include "modules/conv1d.h"
+#include "modules/module_weights.h"
 #include "modules/norm.h"
 
 #include "ggml.h"
@@ -14,10 +14,14 @@
 
 namespace chatterbox::campplus {
 
-// nn.Conv2d without bias, zero padding 1 for 3x3 kernels and 0 for 1x1, stride (freq_stride, 1):
-// im2col (f32) + one matrix multiplication.
+// nn.Conv2d without bias, zero padding 1 for 3x3 kernels and 0 for 1x1, stride (freq_stride, 1).
+// Where a direct convolution kernel runs (kernels/conv_kernel.h), each output frequency row is a 1-D
+// convolution over time of the K input rows it reads (their channels side by side: a K-fold copy of
+// the input, where im2col makes a K²-fold one), all rows one batch; else im2col (f32) + one product.
 struct Conv2d {
-    ggml_tensor *weight = nullptr; // ggml [K, K, C_in, C_out] = PyTorch (C_out, C_in, K, K)
+    ggml_tensor *weight = nullptr; // ggml [K, K, C_in, C_out] = PyTorch (C_out, C_in, K, K); or, direct:
+                                   // ggml [K_time, C_in·K_freq, C_out] = (C_out, K_freq, C_in, K_time)
+    const kernels::ConvKernel *direct = nullptr;
     int64_t in = 0, out = 0;
     int kernel = 0, freq_stride = 1;
 
