@@ -1,6 +1,7 @@
 #include "modules/norm.h"
 
 #include "core/error.h"
+#include "kernels/channel_affine.h"
 
 #include <cmath>
 
@@ -81,7 +82,7 @@ ggml_tensor *GroupNorm::operator()(ggml_context *ctx, ggml_tensor *x) const {
 }
 
 BatchNorm1d::BatchNorm1d(ModuleWeights &w, const std::string &prefix, int64_t channels_, float eps, bool affine)
-    : channels(channels_) {
+    : channels(channels_), on_cpu(w.on_cpu()) {
     if (channels <= 0) fail("BatchNorm1d ", prefix, ": bad channel count ", channels);
     const Shape shape = {channels};
     const std::vector<float> mean = w.host_f32(prefix + ".running_mean", shape);
@@ -108,7 +109,14 @@ BatchNorm1d::BatchNorm1d(ModuleWeights &w, const std::string &prefix, int64_t ch
 ggml_tensor *BatchNorm1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
     if (!scale) fail("BatchNorm1d used before it was bound");
     check_dim("BatchNorm1d", scale, 1, x, channels);
-    return channel_affine(ctx, x, scale, shift);
+    return on_cpu ? kernels::channel_affine(ctx, x, scale, shift, false) : channel_affine(ctx, x, scale, shift);
+}
+
+ggml_tensor *BatchNorm1d::relu(ggml_context *ctx, ggml_tensor *x) const {
+    if (!scale) fail("BatchNorm1d used before it was bound");
+    check_dim("BatchNorm1d", scale, 1, x, channels);
+    return on_cpu ? kernels::channel_affine(ctx, x, scale, shift, true)
+                  : ggml_relu(ctx, channel_affine(ctx, x, scale, shift));
 }
 
 ggml_tensor *BatchNorm1d::features(ggml_context *ctx, ggml_tensor *x) const {

@@ -61,18 +61,21 @@ struct GroupNorm {
 };
 
 // nn.BatchNorm1d in inference mode, folded at load: y = x * scale + shift with
-// scale = weight / sqrt(running_var + eps), shift = bias - running_mean * scale.
+// scale = weight / sqrt(running_var + eps), shift = bias - running_mean * scale; on a CPU one pass
+// (kernels/channel_affine.h), with the ReLU that so often follows it if asked.
 // `num_batches_tracked` is present in checkpoints and ignored.
 struct BatchNorm1d {
     ggml_tensor *scale = nullptr; // ggml [C]
     ggml_tensor *shift = nullptr; // ggml [C]
     int64_t channels = 0;
+    bool on_cpu = false;
 
     BatchNorm1d() = default;
     // affine false: no `<prefix>.weight` / `.bias` (weight 1, bias 0).
     BatchNorm1d(ModuleWeights &w, const std::string &prefix, int64_t channels, float eps = 1e-5f, bool affine = true);
 
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x) const; // x: ggml [T, C, B] = PyTorch (B, C, T)
+    ggml_tensor *relu(ggml_context *ctx, ggml_tensor *x) const;       // relu(bn(x)), x as above
     ggml_tensor *features(ggml_context *ctx, ggml_tensor *x) const;   // x: ggml [C, B]    = PyTorch (B, C)
 };
 

@@ -227,6 +227,20 @@ TEST(NnNorm, BatchNormIsFoldedIntoScaleAndShift) {
     for (size_t i = 0; i < x.size(); ++i) expected[i] = reference(x[i], (i / size_t(frames)) % size_t(channels));
     test::expect_close(h.run({batch, channels, frames}, x, [&](ggml_context *c, ggml_tensor *t) { return bn(c, t); }),
                        expected, 1e-5, "batch norm, conv layout");
+    for (double &v : expected) v = std::max(v, 0.0);
+    test::expect_close(
+        h.run({batch, channels, frames}, x, [&](ggml_context *c, ggml_tensor *t) { return bn.relu(c, t); }), expected,
+        1e-5, "batch norm and ReLU in one pass");
+    // A transposed view is made contiguous first: ggml [C, T, B] seen as [T, C, B].
+    std::vector<float> time_major(x.size());
+    for (size_t b = 0; b < size_t(batch); ++b)
+        for (size_t c = 0; c < size_t(channels); ++c)
+            for (size_t t = 0; t < size_t(frames); ++t)
+                time_major[(b * size_t(frames) + t) * size_t(channels) + c] =
+                    x[(b * size_t(channels) + c) * size_t(frames) + t];
+    test::expect_close(h.run({batch, frames, channels}, time_major,
+                             [&](ggml_context *c, ggml_tensor *t) { return bn.relu(c, ggml_transpose(c, t)); }),
+                       expected, 1e-5, "batch norm and ReLU of a transposed view");
 
     const auto e = h.input(size_t(batch * channels));
     std::vector<double> expected_features(e.size());

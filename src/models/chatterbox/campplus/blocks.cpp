@@ -62,9 +62,9 @@ ggml_tensor *Conv2d::operator()(ggml_context *ctx, ggml_tensor *x) const {
     return ggml_reshape_4d(ctx, y, out_time, out_freq, out, 1);
 }
 
-ggml_tensor *batch_norm_2d(ggml_context *ctx, const nn::BatchNorm1d &bn, ggml_tensor *x) {
+ggml_tensor *batch_norm_2d(ggml_context *ctx, const nn::BatchNorm1d &bn, ggml_tensor *x, bool relu) {
     ggml_tensor *flat = ggml_reshape_3d(ctx, x, x->ne[0] * x->ne[1], x->ne[2], 1);
-    return ggml_reshape_4d(ctx, bn(ctx, flat), x->ne[0], x->ne[1], x->ne[2], 1);
+    return ggml_reshape_4d(ctx, relu ? bn.relu(ctx, flat) : bn(ctx, flat), x->ne[0], x->ne[1], x->ne[2], 1);
 }
 
 BasicResBlock::BasicResBlock(ModuleWeights &w, const std::string &prefix, int64_t channels, int freq_stride)
@@ -78,9 +78,9 @@ BasicResBlock::BasicResBlock(ModuleWeights &w, const std::string &prefix, int64_
 }
 
 ggml_tensor *BasicResBlock::operator()(ggml_context *ctx, ggml_tensor *x) const {
-    ggml_tensor *y = nn::relu(ctx, batch_norm_2d(ctx, bn1, conv1(ctx, x)));
-    y = batch_norm_2d(ctx, bn2, conv2(ctx, y));
-    ggml_tensor *skip = projected_shortcut ? batch_norm_2d(ctx, shortcut_bn, shortcut(ctx, x)) : x;
+    ggml_tensor *y = batch_norm_2d(ctx, bn1, conv1(ctx, x), true);
+    y = batch_norm_2d(ctx, bn2, conv2(ctx, y), false);
+    ggml_tensor *skip = projected_shortcut ? batch_norm_2d(ctx, shortcut_bn, shortcut(ctx, x), false) : x;
     return nn::relu(ctx, ggml_add(ctx, y, skip));
 }
 
@@ -95,9 +95,9 @@ FcmHead::FcmHead(ModuleWeights &w, const std::string &prefix)
 
 ggml_tensor *FcmHead::operator()(ggml_context *ctx, ggml_tensor *x) const {
     ggml_tensor *y = ggml_reshape_4d(ctx, x, x->ne[0], x->ne[1], 1, 1); // one input channel
-    y = nn::relu(ctx, batch_norm_2d(ctx, bn1, conv1(ctx, y)));
+    y = batch_norm_2d(ctx, bn1, conv1(ctx, y), true);
     for (const BasicResBlock &block : blocks) y = block(ctx, y);
-    y = nn::relu(ctx, batch_norm_2d(ctx, bn2, conv2(ctx, y)));
+    y = batch_norm_2d(ctx, bn2, conv2(ctx, y), true);
     // (C, F, T) -> (C * F, T): ggml [T, F, C] is already channel-major.
     return ggml_reshape_3d(ctx, y, y->ne[0], y->ne[1] * y->ne[2], 1);
 }
@@ -131,8 +131,8 @@ CamDenseTdnnLayer::CamDenseTdnnLayer(ModuleWeights &w, const std::string &prefix
       context2(w, prefix + ".cam_layer.linear2", kBottleneck / 2, kGrowth, 1) {}
 
 ggml_tensor *CamDenseTdnnLayer::operator()(ggml_context *ctx, ggml_tensor *x, const SegmentPooling &pooling) const {
-    ggml_tensor *y = linear1(ctx, nn::relu(ctx, bn1(ctx, x)));
-    y = nn::relu(ctx, bn2(ctx, y)); // ggml [T, 128, 1]
+    ggml_tensor *y = linear1(ctx, bn1.relu(ctx, x));
+    y = bn2.relu(ctx, y); // ggml [T, 128, 1]
     ggml_tensor *local = linear_local(ctx, y);
     // Per-segment contexts ggml [S, 128] -> masks [S, 32] -> one per frame [T, 32].
     ggml_tensor *frames = ggml_reshape_2d(ctx, y, y->ne[0], y->ne[1]);
@@ -157,8 +157,6 @@ TransitLayer::TransitLayer(ModuleWeights &w, const std::string &prefix, int64_t 
     : bn(w, prefix + ".nonlinear.batchnorm", in),
       linear(w, prefix + ".linear", in, out, 1, nn::ConvOptions().without_bias()) {}
 
-ggml_tensor *TransitLayer::operator()(ggml_context *ctx, ggml_tensor *x) const {
-    return linear(ctx, nn::relu(ctx, bn(ctx, x)));
-}
+ggml_tensor *TransitLayer::operator()(ggml_context *ctx, ggml_tensor *x) const { return linear(ctx, bn.relu(ctx, x)); }
 
 } // namespace chatterbox::campplus

@@ -30,8 +30,9 @@ struct Conv2d {
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x) const; // ggml [T, F, C_in, 1] -> [T, F', C_out, 1]
 };
 
-// BatchNorm over the channels of a 2-D map (nn.BatchNorm2d, inference mode, folded).
-ggml_tensor *batch_norm_2d(ggml_context *ctx, const nn::BatchNorm1d &bn, ggml_tensor *x);
+// BatchNorm over the channels of a 2-D map (nn.BatchNorm2d, inference mode, folded), then ReLU if
+// asked.
+ggml_tensor *batch_norm_2d(ggml_context *ctx, const nn::BatchNorm1d &bn, ggml_tensor *x, bool relu);
 
 // relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)); the shortcut is a strided 1x1 conv + BN
 // when the block downsamples frequency, identity otherwise.

@@ -44,9 +44,9 @@ CampPlus::~CampPlus() = default;
 
 ggml_tensor *CampPlus::build(ggml_context *ctx, ggml_tensor *x, const SegmentPooling &pooling) const {
     ggml_tensor *y = head_(ctx, x); // [T, 320, 1]
-    y = nn::relu(ctx, tdnn_bn_(ctx, tdnn_(ctx, y)));
+    y = tdnn_bn_.relu(ctx, tdnn_(ctx, y));
     for (size_t b = 0; b < blocks_.size(); ++b) y = transits_[b](ctx, blocks_[b](ctx, y, pooling));
-    y = nn::relu(ctx, out_bn_(ctx, y)); // [T', 512, 1]
+    y = out_bn_.relu(ctx, y); // [T', 512, 1]
     // Statistics pooling: mean and unbiased standard deviation over time.
     const int64_t frames = y->ne[0];
     y = ggml_reshape_2d(ctx, y, frames, y->ne[1]);

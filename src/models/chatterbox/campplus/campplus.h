@@ -8,11 +8,11 @@
 //   std::vector<float> xvector = encoder.embed(fbank, frames);  // fbank: (frames, 80) row-major
 
 #include "core/backend.h"
-#include "modules/module_weights.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/campplus/blocks.h"
 #include "models/chatterbox/campplus/campplus_hparams.h"
 #include "modules/conv1d.h"
+#include "modules/module_weights.h"
 #include "modules/norm.h"
 
 #include <cstdint>
