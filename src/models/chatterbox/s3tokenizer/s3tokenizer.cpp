@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/weight_store.h"
+#include "kernels/onednn.h"
 #include "modules/activations.h"
 #include "modules/attention.h"
 
@@ -95,7 +96,9 @@ AttentionBlock::AttentionBlock(ModuleWeights &w, const std::string &prefix, cons
            nn::ConvOptions().with_groups(int(hp.state)).with_padding(kFsmnKernel / 2).without_bias()),
       mlp(nn::Linear(w, prefix + ".mlp.0", hp.state, 4 * hp.state),
           nn::Linear(w, prefix + ".mlp.2", 4 * hp.state, hp.state), nn::Activation::gelu_erf, w.on_cpu()),
-      state(hp.state), heads(hp.heads) {}
+      state(hp.state), heads(hp.heads),
+      attention_path(w.on_cpu() && kernels::onednn_available() ? nn::AttentionPath::blocked
+                                                               : nn::AttentionPath::plain) {}
 
 ggml_tensor *AttentionBlock::operator()(ggml_context *ctx, ggml_tensor *x, ggml_tensor *positions) const {
     const int64_t frames = x->ne[1];
@@ -109,7 +112,9 @@ ggml_tensor *AttentionBlock::operator()(ggml_context *ctx, ggml_tensor *x, ggml_
     ggml_tensor *v = value(ctx, h); // [state, T, 1]
     ggml_tensor *q = rope(query(ctx, h));
     ggml_tensor *k = rope(key(ctx, h));
-    ggml_tensor *wv = nn::attention(ctx, q, k, ggml_reshape_4d(ctx, v, head_dim, heads, frames, 1));
+    nn::AttentionOptions options;
+    options.path = attention_path;
+    ggml_tensor *wv = nn::attention(ctx, q, k, ggml_reshape_4d(ctx, v, head_dim, heads, frames, 1), options);
     // FSMN memory: depthwise conv over time of the values, plus the values.
     ggml_tensor *v_time = transpose(ctx, v); // [T, state]
     ggml_tensor *memory = ggml_add(ctx, fsmn(ctx, ggml_reshape_3d(ctx, v_time, frames, state, 1)),

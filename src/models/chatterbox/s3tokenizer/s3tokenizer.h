@@ -9,12 +9,13 @@
 //   s3tokenizer::Tokens t = tokenizer.tokenize(log_mel, frames, 150);    // log_mel: (128, frames) row-major
 
 #include "core/backend.h"
-#include "modules/module_weights.h"
 #include "core/weight_store.h"
 #include "models/chatterbox/s3tokenizer/s3tokenizer_hparams.h"
+#include "modules/attention.h"
 #include "modules/conv1d.h"
 #include "modules/feed_forward.h"
 #include "modules/linear.h"
+#include "modules/module_weights.h"
 #include "modules/norm.h"
 
 #include <cstdint>
@@ -54,6 +55,8 @@ struct AttentionBlock {
     nn::FeedForward mlp;
     int64_t state = 0;
     int heads = 0;
+    // The blocked path (f32) where the weights are on a CPU and oneDNN is built in, else plain.
+    nn::AttentionPath attention_path = nn::AttentionPath::plain;
 
     AttentionBlock() = default;
     AttentionBlock(ModuleWeights &w, const std::string &prefix, const S3TokenizerHParams &hp);
