@@ -9,7 +9,7 @@ namespace chatterbox::nn {
 
 Conv1d::Conv1d(ModuleWeights &w, const std::string &prefix, int64_t in_, int64_t out_, int kernel_,
                const ConvOptions &options_)
-    : in(in_), out(out_), kernel(kernel_), options(options_) {
+    : in(in_), out(out_), kernel(kernel_), options(options_), on_cpu(w.on_cpu()) {
     ConvOptions &o = options;
     if (in <= 0 || out <= 0 || kernel <= 0 || o.stride <= 0 || o.dilation <= 0 || o.pad_left < 0 || o.pad_right < 0)
         fail("Conv1d ", prefix, ": bad configuration (in ", in, ", out ", out, ", kernel ", kernel, ", stride ",
@@ -63,7 +63,7 @@ ggml_tensor *Conv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
     if (direct)
         return direct->conv1d(ctx, x, ggml_reshape_3d(ctx, weight, kernel, in, out), bias, options.dilation,
                               options.pad_left, options.pad_right);
-    if (depthwise()) {
+    if (depthwise() && on_cpu) {
         ggml_tensor *y = kernels::depthwise_conv1d(ctx, x, ggml_reshape_2d(ctx, weight, kernel, in), options.stride,
                                                    options.dilation, options.pad_left, options.pad_right);
         return bias ? ggml_add(ctx, y, ggml_reshape_2d(ctx, bias, 1, out)) : y;
@@ -79,8 +79,16 @@ ggml_tensor *Conv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
     ggml_tensor *columns =
         ggml_im2col(ctx, kernel_shape, x, options.stride, 0, pad, 0, options.dilation, 0, false, GGML_TYPE_F32);
 
-    ggml_tensor *y = matmul(ctx, weight, columns); // ggml [C_out, T_out, B]
-    y = ggml_cont(ctx, ggml_transpose(ctx, y));    // ggml [T_out, C_out, B]
+    ggml_tensor *y; // ggml [C_out, T_out, B]
+    if (depthwise()) {
+        const int64_t batch = x->ne[2];
+        ggml_tensor *taps = ggml_reshape_4d(ctx, columns, kernel, in, length, batch);
+        ggml_tensor *products = ggml_mul(ctx, taps, ggml_reshape_2d(ctx, weight, kernel, in));
+        y = ggml_reshape_3d(ctx, ggml_sum_rows(ctx, products), in, length, batch);
+    } else {
+        y = matmul(ctx, weight, columns);
+    }
+    y = ggml_cont(ctx, ggml_transpose(ctx, y)); // ggml [T_out, C_out, B]
     if (bias) y = ggml_add(ctx, y, ggml_reshape_2d(ctx, bias, 1, out));
     return y;
 }

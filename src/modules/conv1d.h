@@ -2,7 +2,8 @@
 // 1-D convolution, PyTorch nn.Conv1d (zero padding), exact in f32 and correct for any batch: on a
 // CPU with a direct convolution kernel (kernels/conv_kernel.h) a stride-1, ungrouped convolution is
 // computed directly from the input (the kernel pads it); otherwise im2col (f32) + one matrix
-// multiplication. A depthwise one (groups = channels) is kernels/depthwise_conv1d.h everywhere.
+// multiplication. A depthwise one (groups = channels) is kernels/depthwise_conv1d.h on a CPU, else
+// im2col and a per-channel multiply-and-sum.
 // Never ggml_conv_1d (wrong for batch > 1, rounds to f16).
 //
 //   nn::Conv1d conv(w, "flow.decoder.estimator.final_proj", 256, 80, 1);
@@ -32,6 +33,7 @@ struct Conv1d {
     int kernel = 0;
     ConvOptions options;                         // with pad_left/pad_right resolved (causal padding applied)
     const kernels::ConvKernel *direct = nullptr; // computes it directly, or nullptr (im2col)
+    bool on_cpu = false;                         // depthwise: kernels/depthwise_conv1d.h, else im2col
 
     Conv1d() = default;
     Conv1d(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, int kernel,
