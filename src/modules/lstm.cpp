@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 namespace chatterbox::nn {
 
@@ -107,18 +108,26 @@ std::vector<float> Lstm::run_layer(const Layer &layer, const std::vector<float> 
     return output;
 }
 
-std::vector<float> Lstm::final_hidden(const std::vector<float> &x, int64_t batch, int64_t steps) const {
+std::vector<float> Lstm::final_hidden(const std::vector<float> &x, int64_t batch, int64_t steps, int threads) const {
     if (layers.empty()) fail("nn::Lstm: not initialised");
     if (batch <= 0 || steps <= 0) fail("nn::Lstm: empty input (batch ", batch, ", steps ", steps, ")");
     if (int64_t(x.size()) != batch * steps * input)
         fail("nn::Lstm: input has ", x.size(), " values, expected batch ", batch, " x steps ", steps, " x input ",
              input, " = ", batch * steps * input);
-    std::vector<float> sequence = x;
-    for (const Layer &layer : layers) sequence = run_layer(layer, sequence, batch, steps);
+    // The sequences are independent: each thread runs every layer over its own rows.
+    const int64_t groups = std::clamp<int64_t>(threads, 1, batch);
     std::vector<float> last(size_t(batch * hidden));
-    for (int64_t b = 0; b < batch; ++b)
-        for (int64_t u = 0; u < hidden; ++u)
-            last[size_t(b * hidden + u)] = sequence[size_t((b * steps + steps - 1) * hidden + u)];
+    auto run_rows = [&](int64_t group) {
+        const int64_t first = batch * group / groups, rows = batch * (group + 1) / groups - first;
+        std::vector<float> sequence(x.begin() + first * steps * input, x.begin() + (first + rows) * steps * input);
+        for (const Layer &layer : layers) sequence = run_layer(layer, sequence, rows, steps);
+        for (int64_t b = 0; b < rows; ++b)
+            std::copy_n(sequence.begin() + ((b + 1) * steps - 1) * hidden, hidden, last.begin() + (first + b) * hidden);
+    };
+    std::vector<std::thread> helpers;
+    for (int64_t group = 1; group < groups; ++group) helpers.emplace_back(run_rows, group);
+    run_rows(0);
+    for (std::thread &helper : helpers) helper.join();
     return last;
 }
 

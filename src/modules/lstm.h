@@ -34,8 +34,9 @@ struct Lstm {
     Lstm(ModuleWeights &w, const std::string &prefix, int64_t input, int64_t hidden, int n_layers);
 
     // x: (batch, steps, input) row-major, zero initial state. Returns the last layer's hidden state
-    // after the final step, (batch, hidden). Throws Error for a size mismatch or empty input.
-    std::vector<float> final_hidden(const std::vector<float> &x, int64_t batch, int64_t steps) const;
+    // after the final step, (batch, hidden). Throws Error for a size mismatch or empty input. Up to
+    // `threads` threads take a share of the batch rows each; a row's bits do not depend on it.
+    std::vector<float> final_hidden(const std::vector<float> &x, int64_t batch, int64_t steps, int threads = 1) const;
 
     // One layer over the whole sequence: (batch, steps, layer.input) -> (batch, steps, hidden).
     std::vector<float> run_layer(const Layer &layer, const std::vector<float> &x, int64_t batch, int64_t steps) const;

@@ -46,6 +46,12 @@ TEST_F(VoiceEncoderGolden, PartialAndSpeakerEmbeddings) {
     EXPECT_EQ(e.partials, 8);
     expect_matches_golden(e.partial_embeds, "ve_partial_embeds");
     expect_matches_golden(e.speaker_emb, "ve_speaker_emb");
+    // The partials shared among threads (3 and 3 and 2, 8 on one each): the same bits.
+    for (int threads : {3, 8}) {
+        const voice_encoder::Embedding shared = model_->embed(mel_, frames_, {}, threads);
+        EXPECT_EQ(shared.partial_embeds, e.partial_embeds) << threads << " threads";
+        EXPECT_EQ(shared.speaker_emb, e.speaker_emb) << threads << " threads";
+    }
 }
 
 TEST_F(VoiceEncoderGolden, ShortMelIsOnePaddedPartial) {

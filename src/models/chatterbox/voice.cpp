@@ -153,7 +153,7 @@ VoiceConditionals VoiceBuilder::from_audio(Backend &backend, const audio::AudioB
     const s3tokenizer::Tokens t3_tokens =
         m.tokenizer.tokenize(backend, logmel_t3.values, logmel_t3.cols, m.t3_prompt_tokens);
     const audio::Matrix ve_mel = audio::voice_encoder_mel(ref16);
-    const voice_encoder::Embedding ve = m.ve.embed(ve_mel.values, ve_mel.rows);
+    const voice_encoder::Embedding ve = m.ve.embed(ve_mel.values, ve_mel.rows, {}, backend.threads());
 
     VoiceConditionals voice;
     voice.variant = m.variant;

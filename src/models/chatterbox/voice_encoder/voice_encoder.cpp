@@ -62,7 +62,8 @@ VoiceEncoder::VoiceEncoder(const WeightStore &store, Backend &backend, const Voi
             proj_weight_t_[size_t(i * kEmbeddingSize + o)] = proj[size_t(o * kEmbeddingSize + i)];
 }
 
-Embedding VoiceEncoder::embed(const std::vector<float> &mel, int64_t frames, const PartialOptions &options) const {
+Embedding VoiceEncoder::embed(const std::vector<float> &mel, int64_t frames, const PartialOptions &options,
+                              int threads) const {
     if (frames < 1) fail("VoiceEncoder: the mel has ", frames, " frames, expected at least 1");
     if (int64_t(mel.size()) != frames * kMelBins)
         fail("VoiceEncoder: the mel has ", mel.size(), " values, expected frames ", frames, " x ", kMelBins, " = ",
@@ -82,7 +83,7 @@ Embedding VoiceEncoder::embed(const std::vector<float> &mel, int64_t frames, con
             std::copy_n(mel.begin() + source * kMelBins, kMelBins,
                         windows.begin() + (p * kPartialFrames + t) * kMelBins);
         }
-    const std::vector<float> hidden = lstm_.final_hidden(windows, layout.count, kPartialFrames);
+    const std::vector<float> hidden = lstm_.final_hidden(windows, layout.count, kPartialFrames, threads);
 
     Embedding result;
     result.partials = layout.count;

@@ -51,7 +51,10 @@ class VoiceEncoder {
 
     // mel: (frames, 40) row-major linear power mel (melspectrogram(...).T). Throws Error for a wrong
     // size, frames < 1, non-finite values, or a partial whose projection is all zero (cannot normalise).
-    Embedding embed(const std::vector<float> &mel, int64_t frames, const PartialOptions &options = {}) const;
+    // `threads`: how many threads share the partials (nn::Lstm::final_hidden); the result does not
+    // depend on it.
+    Embedding embed(const std::vector<float> &mel, int64_t frames, const PartialOptions &options = {},
+                    int threads = 1) const;
 
   private:
     VoiceEncoderHParams hp_;
