@@ -238,8 +238,8 @@ const AttentionParams *interned(AttentionParams params) {
 // One task is a (batch row, head, query block). At bf16 the operands are rounded into contiguous
 // copies first: the query block's rows, the head's keys and values (once per run of tasks on the
 // same key/value head), and the probabilities after the exponentiation; sums stay f32. With relative
-// positions (src[3], src[4]) the block's positional scores come from one more product, of its
-// position queries with the window of the table its offsets reach, and are added to the scores
+// positions (src[3], src[4]; f32 only) the block's positional scores come from one more product, of
+// its position queries with the window of the table its offsets reach, and are added to the scores
 // before the exponentiation.
 void attention_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
     const ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *pq = dst->src[3], *table = dst->src[4];
@@ -255,10 +255,10 @@ void attention_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
     // Operand row strides: in ggml's tensors, or in the contiguous bf16 copies.
     const dims q_strides{bf16 ? head_dim : q_row, 1}, kt_strides{1, bf16 ? head_dim : k_row},
         v_strides{bf16 ? head_dim : v_row, 1}, o_strides{head_dim * heads, 1}, s_strides{n_kv, 1},
-        pq_strides{bf16 ? head_dim : pq_row, 1}, table_t_strides{1, bf16 ? head_dim : table_row};
+        pq_strides{pq_row, 1}, table_t_strides{1, table_row};
     ThreadContext &thread = this_thread();
     thread_local std::vector<float> scores, inverse_sums, positional;
-    thread_local std::vector<uint16_t> q16, k16, v16, p16, pq16, table16;
+    thread_local std::vector<uint16_t> q16, k16, v16, p16;
     scores.resize(size_t(kQueryBlock * n_kv));
     inverse_sums.resize(size_t(kQueryBlock));
     if (relative) positional.resize(size_t(kQueryBlock * (n_kv + kQueryBlock - 1)));
@@ -267,13 +267,8 @@ void attention_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
         k16.resize(size_t(n_kv * head_dim));
         v16.resize(size_t(n_kv * head_dim));
         p16.resize(size_t(kQueryBlock * n_kv));
-        if (relative) {
-            pq16.resize(size_t(kQueryBlock * head_dim));
-            table16.resize(size_t((2 * n_kv - 1) * head_dim));
-        }
     }
-    int64_t rounded_kv = -1;    // the (batch row, key/value head) whose copies k16 and v16 hold
-    int64_t rounded_table = -1; // the head whose table rows table16 holds
+    int64_t rounded_kv = -1; // the (batch row, key/value head) whose copies k16 and v16 hold
     auto at = [](const ggml_tensor *t, int64_t head, int64_t position, int64_t row) {
         return reinterpret_cast<const float *>(static_cast<const char *>(t->data) + head * t->nb[1] +
                                                position * t->nb[2] + row * t->nb[3]);
@@ -297,19 +292,9 @@ void attention_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
         // Query first + r, key j reads table row n−1−(first+r)+j: row r of the window from row
         // n − first − rows reads its columns from rows − 1 − r on.
         const int64_t window = n_kv + rows - 1, window_start = n_kv - first - rows;
-        if (relative) {
-            const void *position_queries = at(pq, h, first, b), *table_rows = at(table, h, window_start, 0);
-            if (bf16) {
-                rows_to_bf16(at(pq, h, first, b), rows, head_dim, pq_row, pq16.data());
-                if (h != rounded_table) {
-                    rows_to_bf16(at(table, h, 0, 0), 2 * n_kv - 1, head_dim, table_row, table16.data());
-                    rounded_table = h;
-                }
-                position_queries = pq16.data(), table_rows = table16.data() + window_start * head_dim;
-            }
-            multiply(thread, type, position_queries, {rows, head_dim}, pq_strides, table_rows, {head_dim, window},
-                     table_t_strides, positional.data(), {window, 1});
-        }
+        if (relative)
+            multiply(thread, dt::f32, at(pq, h, first, b), {rows, head_dim}, pq_strides, at(table, h, window_start, 0),
+                     {head_dim, window}, table_t_strides, positional.data(), {window, 1});
         for (int64_t r = 0; r < rows; ++r) {
             float *row = scores.data() + r * n_kv;
             if (relative) {
@@ -434,6 +419,7 @@ ggml_tensor *blocked_attention(ggml_context *ctx, ggml_tensor *q, ggml_tensor *k
     if (relative.queries || relative.table) {
         if (!relative.queries || !relative.table)
             fail("blocked attention: relative positions need queries and a table");
+        if (precision != ProductPrecision::f32) fail("blocked attention: relative positions are computed in f32 only");
         const ggml_tensor *pq = relative.queries, *table = relative.table;
         const int64_t n = q->ne[2];
         if (k->ne[2] != n || k->ne[1] != q->ne[1] || !ggml_are_same_shape(pq, q) || table->ne[0] != q->ne[0] ||

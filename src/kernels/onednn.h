@@ -50,9 +50,9 @@ ggml_tensor *onednn_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *
 // relative (optional): the relative-position term of Transformer-XL / ESPnet attention
 // (nn::RelPositionAttention), added to each score before the softmax: score(i, j) += q'_i · p_(n−1−i+j)
 // with `queries` q' f32 ggml [D, H, n, B] and `table` p f32 ggml [D, H, 2n−1, 1] (row r for offset
-// n−1−r, shared by the batch rows), n = n_q = n_kv. Per query block it is one more product, of the
-// block's q' with the 2n−1 table's window of block + n − 1 rows; the n_q × (2n−1) tensor of
-// every offset is never stored either.
+// n−1−r, shared by the batch rows), n = n_q = n_kv; f32 precision only. Per query block it is one
+// more product, of the block's q' with the 2n−1 table's window of block + n − 1 rows; the
+// n_q × (2n−1) tensor of every offset is never stored either.
 struct RelativePositions {
     ggml_tensor *queries = nullptr;
     ggml_tensor *table = nullptr;

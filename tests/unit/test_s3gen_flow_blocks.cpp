@@ -5,6 +5,7 @@
 #include "nn_harness.h"
 
 #include "core/error.h"
+#include "core/graph.h"
 #include "kernels/onednn.h"
 #include "models/chatterbox/s3gen/estimator_blocks.h"
 #include "models/chatterbox/s3gen/flow_cfm.h"
@@ -216,6 +217,23 @@ TEST(RelPositionAttention, BlockedPathMatchesNaiveReference) {
     const std::vector<float> one_thread = c.run(nn::AttentionPath::blocked, 1);
     expect_close(one_thread, c.naive(), 2e-5, "blocked");
     EXPECT_EQ(c.run(nn::AttentionPath::blocked, 2), one_thread) << "two threads";
+}
+
+TEST(RelPositionAttention, BlockedKernelRejectsWhatItDoesNotCompute) {
+    if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
+    NnHarness h;
+    GraphRunner g(h.backend());
+    ggml_tensor *q = g.input("q", GGML_TYPE_F32, {1, 5, 2, 8}); // ggml [8, 2, 5, 1]
+    ggml_tensor *table = g.input("table", GGML_TYPE_F32, {1, 9, 2, 8});
+    auto blocked = [&](ggml_tensor *keys, const kernels::RelativePositions &relative) {
+        return kernels::blocked_attention(g.ctx(), q, keys, keys, 1.0f, kernels::ProductPrecision::f32, relative);
+    };
+    EXPECT_NO_THROW(blocked(q, {q, table}));
+    EXPECT_THROW(blocked(q, {q, nullptr}), Error) << "no table";
+    EXPECT_THROW(blocked(q, {q, g.input("short", GGML_TYPE_F32, {1, 8, 2, 8})}), Error) << "table of 2n - 2 rows";
+    EXPECT_THROW(blocked(g.input("longer", GGML_TYPE_F32, {1, 6, 2, 8}), {q, table}), Error) << "more keys";
+    EXPECT_THROW(kernels::blocked_attention(g.ctx(), q, q, q, 1.0f, kernels::ProductPrecision::bf16, {q, table}), Error)
+        << "bf16";
 }
 
 TEST(CosineTimeGrid, FollowsOneMinusCosine) {
