@@ -8,10 +8,9 @@
 
 #include "core/error.h"
 #include "kernels/conv_kernel.h"
+#include "kernels/interned.h"
 
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <tuple>
 #include <vector>
 
@@ -19,18 +18,14 @@ namespace chatterbox::kernels {
 
 namespace {
 
-// What the op needs beyond its tensors; interned, so that the node's userdata stays valid.
+// What the op needs beyond its tensors (its userdata: interned).
 struct Geometry {
     const conv1d::Isa *isa;
     int64_t pad_left, dilation;
+    bool operator<(const Geometry &o) const {
+        return std::tie(isa, pad_left, dilation) < std::tie(o.isa, o.pad_left, o.dilation);
+    }
 };
-
-const Geometry *interned(const conv1d::Isa &isa, int64_t pad_left, int64_t dilation) {
-    static std::mutex mutex;
-    static std::map<std::tuple<const conv1d::Isa *, int64_t, int64_t>, Geometry> geometries;
-    std::lock_guard<std::mutex> lock(mutex);
-    return &geometries.try_emplace({&isa, pad_left, dilation}, Geometry{&isa, pad_left, dilation}).first->second;
-}
 
 void conv1d_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
     const Geometry &g = *static_cast<const Geometry *>(userdata);
@@ -80,17 +75,16 @@ class DirectConv final : public ConvKernel {
         const int64_t span = int64_t(dilation) * (kernel->ne[0] - 1) + 1, padded = x->ne[0] + pad_left + pad_right;
         if (x->type != GGML_TYPE_F32 || kernel->type != GGML_TYPE_F32 || !ggml_is_contiguous(kernel) ||
             x->ne[1] != kernel->ne[1] || x->ne[3] != 1 || dilation < 1 || pad_left < 0 || pad_right < 0 ||
-            padded < span ||
-            (bias && (bias->type != GGML_TYPE_F32 || ggml_nelements(bias) != kernel->ne[2])))
+            padded < span || (bias && (bias->type != GGML_TYPE_F32 || ggml_nelements(bias) != kernel->ne[2])))
             fail(name_, ": needs f32 x [T, C_in, B] with T + padding >= ", span,
-                 ", a contiguous f32 kernel [K, C_in, C_out] and an f32 bias [C_out]; got x ", ggml_type_name(x->type), " [", x->ne[0], ", ", x->ne[1], ", ", x->ne[2],
-                 ", ", x->ne[3], "], kernel ", ggml_type_name(kernel->type), " [", kernel->ne[0], ", ",
-                 kernel->ne[1], ", ", kernel->ne[2], "]");
+                 ", a contiguous f32 kernel [K, C_in, C_out] and an f32 bias [C_out]; got x ", ggml_type_name(x->type),
+                 " [", x->ne[0], ", ", x->ne[1], ", ", x->ne[2], ", ", x->ne[3], "], kernel ",
+                 ggml_type_name(kernel->type), " [", kernel->ne[0], ", ", kernel->ne[1], ", ", kernel->ne[2], "]");
         if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
         ggml_tensor *args[] = {x, kernel, bias};
         ggml_tensor *y = ggml_custom_4d(ctx, GGML_TYPE_F32, padded - span + 1, kernel->ne[2], x->ne[2], 1, args,
                                         bias ? 3 : 2, conv1d_op, GGML_N_TASKS_MAX,
-                                        const_cast<Geometry *>(interned(isa_(), pad_left, dilation)));
+                                        const_cast<Geometry *>(interned(Geometry{&isa_(), pad_left, dilation})));
         return ggml_set_name(y, node_name_);
     }
 

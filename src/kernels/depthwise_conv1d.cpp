@@ -1,11 +1,10 @@
 #include "kernels/depthwise_conv1d.h"
 
 #include "core/error.h"
+#include "kernels/interned.h"
 
 #include <algorithm>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <tuple>
 
 namespace chatterbox::kernels {
@@ -14,17 +13,13 @@ namespace {
 
 constexpr const char *kNodeName = "depthwise_conv1d";
 
-// What the op needs beyond its tensors; interned, so that the node's userdata stays valid.
+// What the op needs beyond its tensors (its userdata: interned).
 struct Geometry {
     int64_t stride, dilation, pad_left;
+    bool operator<(const Geometry &o) const {
+        return std::tie(stride, dilation, pad_left) < std::tie(o.stride, o.dilation, o.pad_left);
+    }
 };
-
-const Geometry *interned(int64_t stride, int64_t dilation, int64_t pad_left) {
-    static std::mutex mutex;
-    static std::map<std::tuple<int64_t, int64_t, int64_t>, Geometry> geometries;
-    std::lock_guard<std::mutex> lock(mutex);
-    return &geometries.try_emplace({stride, dilation, pad_left}, Geometry{stride, dilation, pad_left}).first->second;
-}
 
 // The first output t >= 0 whose input t·stride + offset is >= 0, and the end of those whose input is
 // < t_in (both clamped to [0, t_out]).
@@ -76,7 +71,7 @@ ggml_tensor *depthwise_conv1d(ggml_context *ctx, ggml_tensor *x, ggml_tensor *ke
     ggml_tensor *args[] = {x, kernel};
     ggml_tensor *y =
         ggml_custom_4d(ctx, GGML_TYPE_F32, (padded - span) / stride + 1, x->ne[1], x->ne[2], 1, args, 2, depthwise_op,
-                       GGML_N_TASKS_MAX, const_cast<Geometry *>(interned(stride, dilation, pad_left)));
+                       GGML_N_TASKS_MAX, const_cast<Geometry *>(interned(Geometry{stride, dilation, pad_left})));
     return ggml_set_name(y, kNodeName);
 }
 

@@ -19,10 +19,16 @@ const std::vector<const MatmulKernel *> &matmul_kernels() {
     // The registrations. The engine's q4_K kernels come before ggml's repack, which takes q4_K too;
     // the oneDNN bf16 product comes first for the components that allow bf16 (it takes any float
     // weight); the oneDNN f32 product is opt-in (its products are not ggml's bits).
+    // One registration a line.
+    // clang-format off
     static const std::vector<const MatmulKernel *> kernels{
-        &onednn_bf16_kernel(), &q4k_kernel(Q4kIsa::avx512_vnni), &q4k_kernel(Q4kIsa::avx2), &ggml_repack_kernel(),
+        &onednn_bf16_kernel(),
+        &q4k_kernel(Q4kIsa::avx512_vnni),
+        &q4k_kernel(Q4kIsa::avx2),
+        &ggml_repack_kernel(),
         &onednn_f32_kernel(),
     };
+    // clang-format on
     return kernels;
 }
 

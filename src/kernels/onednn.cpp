@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "kernels/exponentiate.h"
+#include "kernels/interned.h"
 
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -16,7 +17,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <tuple>
 #include <vector>
 
@@ -227,13 +227,6 @@ struct AttentionParams {
         return std::tie(scale, precision) < std::tie(o.scale, o.precision);
     }
 };
-
-const AttentionParams *interned(AttentionParams params) {
-    static std::mutex mutex;
-    static std::set<AttentionParams> values;
-    std::lock_guard<std::mutex> lock(mutex);
-    return &*values.insert(params).first;
-}
 
 // One task is a (batch row, head, query block). At bf16 the operands are rounded into contiguous
 // copies first: the query block's rows, the head's keys and values (once per run of tasks on the

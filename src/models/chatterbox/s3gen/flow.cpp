@@ -109,7 +109,7 @@ FlowEncoding FlowSession::encode(const std::vector<int32_t> &tokens, const FlowR
     ggml_tensor *frame_positions = graph.input("flow.frame_positions", GGML_TYPE_F32, {2 * enc.frames - 1, dim});
     ggml_tensor *xvector = graph.input("flow.xvector", GGML_TYPE_F32, {1, hp.speaker_dim});
 
-    ggml_tensor *hidden =
+    ggml_tensor *hidden = // [512, 2Tt]
         model_.encoder()(ctx, model_.token_embedding()(ctx, ids), token_positions, frame_positions, attention_);
     ggml_tensor *mu = ggml_cont(ctx, ggml_transpose(ctx, model_.encoder_projection()(ctx, hidden))); // (80, 2Tt)
     ggml_tensor *speaker = model_.speaker_projection()(ctx, xvector);                                // (80)
