@@ -2,6 +2,8 @@
 
 #include "core/error.h"
 #include "kernels/channel_affine.h"
+#include "kernels/layer_norm.h"
+#include "modules/activations.h"
 
 #include <cmath>
 
@@ -26,7 +28,7 @@ ggml_tensor *channel_affine(ggml_context *ctx, ggml_tensor *x, ggml_tensor *scal
 } // namespace
 
 LayerNorm::LayerNorm(ModuleWeights &w, const std::string &prefix, int64_t dim_, float eps_, bool affine)
-    : dim(dim_), eps(eps_) {
+    : dim(dim_), eps(eps_), on_cpu(w.on_cpu()) {
     if (dim <= 0) fail("LayerNorm ", prefix, ": bad size ", dim);
     if (affine) {
         weight = w.get(prefix + ".weight", {dim}, WeightUse::f32);
@@ -34,12 +36,23 @@ LayerNorm::LayerNorm(ModuleWeights &w, const std::string &prefix, int64_t dim_, 
     }
 }
 
-ggml_tensor *LayerNorm::operator()(ggml_context *ctx, ggml_tensor *x) const {
+void LayerNorm::check_input(const ggml_tensor *x) const {
     if (dim == 0) fail("LayerNorm used before it was bound");
     if (x->ne[0] != dim) fail("LayerNorm: input has ", x->ne[0], " features, expected ", dim);
+}
+
+ggml_tensor *LayerNorm::operator()(ggml_context *ctx, ggml_tensor *x) const {
+    check_input(x);
+    if (on_cpu) return kernels::layer_norm(ctx, x, weight, bias, eps);
     x = ggml_norm(ctx, x, eps);
     if (weight) x = ggml_add(ctx, ggml_mul(ctx, x, weight), bias);
     return x;
+}
+
+ggml_tensor *LayerNorm::then_mish(ggml_context *ctx, ggml_tensor *x) const {
+    check_input(x);
+    if (on_cpu) return kernels::layer_norm(ctx, x, weight, bias, eps, kernels::AfterNorm::mish);
+    return mish(ctx, (*this)(ctx, x));
 }
 
 ggml_tensor *LayerNorm::over_channels(ggml_context *ctx, ggml_tensor *x) const {

@@ -4,6 +4,7 @@
 //   nn::LayerNorm ln(w, "flow.encoder.after_norm", 512, 1e-5f);
 //   x = ln(ctx, x);                       // x: ggml [512, T, B] = PyTorch (B, T, 512)
 //   x = ln.over_channels(ctx, x);         // x: ggml [T, 512, B] = PyTorch (B, 512, T), normalised per frame
+//   x = ln.then_mish(ctx, x);             // Mish(ln(x)), one pass on a CPU
 //   nn::RMSNorm norm(w, "tfmr.norm", 1024, 1e-5f);
 //   nn::BatchNorm1d bn(w, "xvector.tdnn.nonlinear.batchnorm", 128);  // folded to scale/shift at load
 //   x = bn(ctx, x);                       // x: ggml [T, 128, B];  bn.features(ctx, e) for e: ggml [128, B]
@@ -17,19 +18,25 @@
 
 namespace chatterbox::nn {
 
-// Normalises over the innermost dimension (nn.LayerNorm(dim), biased variance).
+// Normalises over the innermost dimension (nn.LayerNorm(dim), biased variance). On a CPU backend
+// the norm, its affine map and an activation after it are one node (kernels/layer_norm.h).
 struct LayerNorm {
     ggml_tensor *weight = nullptr; // ggml [dim], nullptr without affine
     ggml_tensor *bias = nullptr;
     int64_t dim = 0;
     float eps = 1e-5f;
+    bool on_cpu = false;
 
     LayerNorm() = default;
     // affine: binds `<prefix>.weight` and `<prefix>.bias` (dim).
     LayerNorm(ModuleWeights &w, const std::string &prefix, int64_t dim, float eps, bool affine = true);
 
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x) const;    // x: ggml [dim, ...]
+    ggml_tensor *then_mish(ggml_context *ctx, ggml_tensor *x) const;     // Mish(this(x)), x: ggml [dim, ...]
     ggml_tensor *over_channels(ggml_context *ctx, ggml_tensor *x) const; // x: ggml [T, dim, B]
+
+  private:
+    void check_input(const ggml_tensor *x) const;
 };
 
 // x / sqrt(mean(x^2) + eps) * weight over the innermost dimension (Llama RMSNorm).

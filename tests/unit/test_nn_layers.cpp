@@ -3,6 +3,7 @@
 #include "nn_harness.h"
 
 #include "core/error.h"
+#include "kernels/layer_norm.h"
 #include "kernels/vector_activations.h"
 #include "modules/activations.h"
 #include "modules/embedding.h"
@@ -179,6 +180,75 @@ TEST(NnNorm, LayerNormAndRmsNorm) {
     test::expect_close(
         h.run({batch, dim, frames}, x_ct, [&](ggml_context *c, ggml_tensor *t) { return ln.over_channels(c, t); }),
         expected_ct, 1e-5, "layer norm over channels");
+}
+
+double naive_activation(nn::Activation a, double x);
+
+// On a CPU, LayerNorm with Mish after it is one node (kernels/layer_norm.h): within 1e-5 of double
+// precision over rows of several widths (whole vectors and a tail), with and without the affine map,
+// from a strided view (rows apart), and each row's bits do not depend on the rows around it, the
+// batch or the thread count.
+TEST(NnNorm, LayerNormThenMishIsOneCpuNodeIndependentOfPlace) {
+    for (int64_t dim : {256, 37}) {
+        SCOPED_TRACE(dim);
+        const int64_t frames = 9, batch = 3;
+        std::vector<float> by_threads[2];
+        for (int threads : {1, 2}) {
+            NnHarness h(BackendOptions{"cpu", threads});
+            const auto gamma = h.add("m.ln.weight", {dim}, GGML_TYPE_F32, 0.5f, 1.5f);
+            const auto beta = h.add("m.ln.bias", {dim});
+            ModuleWeights w(h.store(), "m.", h.backend());
+            nn::LayerNorm ln(w, "ln", dim, 1e-5f);
+            nn::LayerNorm plain(w, "unused", dim, 1e-5f, /*affine=*/false);
+            w.load();
+            const auto x = test::random_values(size_t(batch * frames * dim), 3, -4.0f, 6.0f);
+            const auto normed = naive_norm(x, dim, 1e-5, false);
+            std::vector<double> expected(x.size()), expected_plain(x.size());
+            for (size_t i = 0; i < x.size(); ++i) {
+                expected[i] =
+                    naive_activation(nn::Activation::mish, normed[i] * gamma[i % size_t(dim)] + beta[i % size_t(dim)]);
+                expected_plain[i] = naive_activation(nn::Activation::mish, normed[i]);
+            }
+            std::string node;
+            const auto y = h.run({batch, frames, dim}, x, [&](ggml_context *c, ggml_tensor *t) {
+                ggml_tensor *out = ln.then_mish(c, t);
+                node = ggml_get_name(out);
+                return out;
+            });
+            EXPECT_EQ(node, "layer_norm.mish");
+            test::expect_close(y, expected, 1e-5, "layer norm then mish");
+            test::expect_close(
+                h.run({batch, frames, dim}, x, [&](ggml_context *c, ggml_tensor *t) { return plain.then_mish(c, t); }),
+                expected_plain, 1e-5, "without affine");
+            // The frames as a view of every other row of a wider tensor: the same bits.
+            std::vector<float> spaced(x.size() * 2, 100.0f);
+            for (int64_t r = 0; r < batch * frames; ++r)
+                std::copy_n(x.begin() + r * dim, dim, spaced.begin() + 2 * r * dim);
+            const auto z = h.run({batch * frames, 2, dim}, spaced, [&](ggml_context *c, ggml_tensor *t) {
+                return ln.then_mish(c, ggml_view_2d(c, t, dim, batch * frames, t->nb[2], 0));
+            });
+            EXPECT_EQ(z, y);
+            // One frame alone: its row's bits.
+            const std::vector<float> last(x.end() - dim, x.end());
+            const auto alone =
+                h.run({1, 1, dim}, last, [&](ggml_context *c, ggml_tensor *t) { return ln.then_mish(c, t); });
+            EXPECT_TRUE(std::equal(alone.begin(), alone.end(), y.end() - dim));
+            by_threads[threads - 1] = y;
+        }
+        EXPECT_EQ(by_threads[0], by_threads[1]);
+    }
+}
+
+// The one-exponential Mish of the norm kernel against double precision, past the softplus threshold
+// and at the ends of the float range.
+TEST(NnNorm, NormKernelMishMatchesNaive) {
+    std::vector<float> x = test::random_values(4001, 17, -30.0f, 30.0f);
+    for (float edge : {0.0f, -0.0f, 1e-8f, -1e-8f, 8.9f, 19.99f, 20.0f, 20.01f, 88.7f, 1e30f, -87.5f, -100.0f, -1e30f})
+        x.push_back(edge);
+    for (float v : x)
+        ASSERT_NEAR(kernels::mish_value(v), naive_activation(nn::Activation::mish, v),
+                    1e-6 * std::max(1.0, std::fabs(double(v))))
+            << "x = " << v;
 }
 
 TEST(NnNorm, GroupNorm) {

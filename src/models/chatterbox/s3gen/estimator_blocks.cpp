@@ -34,10 +34,10 @@ ggml_tensor *TimeEmbedding::operator()(ggml_context *ctx, ggml_tensor *sinusoid)
 
 CausalBlock::CausalBlock(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, const FlowHParams &hp)
     : conv(w, prefix + ".block.0", in, out, hp.decoder_conv_kernel, hp.decoder_conv_kernel - 1, 0),
-      norm(w, prefix + ".block.2", out, hp.decoder_norm_eps), on_cpu(w.on_cpu()) {}
+      norm(w, prefix + ".block.2", out, hp.decoder_norm_eps) {}
 
 ggml_tensor *CausalBlock::operator()(ggml_context *ctx, ggml_tensor *x) const {
-    return nn::activate(ctx, norm(ctx, conv(ctx, x)), nn::Activation::mish, on_cpu);
+    return norm.then_mish(ctx, conv(ctx, x));
 }
 
 ResnetBlock::ResnetBlock(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, const FlowHParams &hp)

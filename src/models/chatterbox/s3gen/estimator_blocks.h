@@ -4,12 +4,12 @@
 // ggml [C, T, R] = PyTorch (R, T, C), R the CFG rows; the padding mask is all ones (one
 // utterance per call), so the reference's `* mask` products are identities and left out.
 
-#include "modules/module_weights.h"
 #include "models/chatterbox/s3gen/flow_hparams.h"
 #include "models/chatterbox/s3gen/frame_conv.h"
 #include "modules/attention.h"
 #include "modules/feed_forward.h"
 #include "modules/linear.h"
+#include "modules/module_weights.h"
 #include "modules/norm.h"
 
 #include <string>
@@ -33,8 +33,7 @@ struct TimeEmbedding {
 // CausalBlock1D: Mish(LayerNorm over channels(CausalConv1d(x))); `block.0` conv, `block.2` norm.
 struct CausalBlock {
     FrameConv1d conv;
-    nn::LayerNorm norm;
-    bool on_cpu = false; // Mish on the CPU's vector kernel (nn::activate)
+    nn::LayerNorm norm; // and Mish after it
 
     CausalBlock() = default;
     CausalBlock(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, const FlowHParams &hp);
