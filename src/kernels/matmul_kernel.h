@@ -42,7 +42,8 @@ enum class ProductPrecision { f32, bf16 };
 class PackedWeight {
   public:
     virtual ~PackedWeight() = default;
-    // weight (the bound tensor, or a view of all of it) ggml [K, M] × x f32 ggml [K, ...] -> f32 [M, ...].
+    // weight (the bound tensor, or a view of all of it) ggml [K, M] × x f32 ggml [K, ...] -> f32 [M, ...];
+    // x's rows are contiguous but may be anywhere (strided or overlapping views).
     virtual ggml_tensor *product(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) const = 0;
     virtual size_t bytes() const = 0; // of the kernel's own copy
 };

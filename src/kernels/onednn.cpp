@@ -134,6 +134,24 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void to_bf16(con
     }
 }
 
+// Rows [first, first + count) of activations ggml [k, ne1, ne2, ne3] whose rows are contiguous but
+// may lie anywhere (a view: e.g. FrameConv1d's overlapping windows of frames, one frame apart).
+struct ActivationRows {
+    const ggml_tensor *x;
+    int64_t first, count;
+
+    const float *row(int64_t index) const {
+        const int64_t i1 = index % x->ne[1], i2 = index / x->ne[1] % x->ne[2], i3 = index / (x->ne[1] * x->ne[2]);
+        return reinterpret_cast<const float *>(static_cast<const char *>(x->data) + i1 * x->nb[1] + i2 * x->nb[2] +
+                                               i3 * x->nb[3]);
+    }
+    // The first row, where the rows follow one another without gaps; else nullptr.
+    const float *contiguous() const { return ggml_is_contiguous(x) ? row(first) : nullptr; }
+    template <class F> void for_each(F f) const {
+        for (int64_t r = 0; r < count; ++r) f(r, row(first + r));
+    }
+};
+
 // One weight ggml [k, m] = (k × m) in oneDNN's preferred layout for products in `type` (f32, or
 // bf16: operands rounded to bf16, sums in f32), with the primitives that read it (one per slice
 // width, as they come).
@@ -155,16 +173,29 @@ class Reordered final : public PackedWeight {
     ggml_tensor *product(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) const override;
     size_t bytes() const override { return desc_.get_size(); }
 
-    // dst (columns × m) = x (columns × k) · this weight
-    void multiply(ThreadContext &thread, const float *x, int64_t columns, float *dst) const {
+    // dst (rows.count × m) = the rows (of k) · this weight
+    void multiply(ThreadContext &thread, const ActivationRows &rows, float *dst) const {
+        const int64_t columns = rows.count;
         const dnnl::memory out = plain({columns, m_}, {m_, 1}, dst);
         if (type_ == dt::f32) {
+            const float *x = rows.contiguous();
+            thread_local std::vector<float> gathered;
+            if (!x) {
+                gathered.resize(size_t(columns * k_));
+                rows.for_each([&](int64_t r, const float *row) {
+                    std::memcpy(gathered.data() + r * k_, row, size_t(k_) * sizeof(float));
+                });
+                x = gathered.data();
+            }
             execute(thread, primitive(columns), plain({columns, k_}, {k_, 1}, x), memory_, out);
             return;
         }
         thread_local std::vector<uint16_t> rounded;
         rounded.resize(size_t(columns * k_));
-        to_bf16(x, columns * k_, rounded.data());
+        if (const float *x = rows.contiguous())
+            to_bf16(x, columns * k_, rounded.data());
+        else
+            rows.for_each([&](int64_t r, const float *row) { to_bf16(row, k_, rounded.data() + r * k_); });
         execute(thread, primitive(columns),
                 dnnl::memory(rows_desc(columns, k_, dt::bf16), cpu_engine(), rounded.data()), memory_, out);
     }
@@ -196,16 +227,16 @@ class Reordered final : public PackedWeight {
 // userdata: the weight's Reordered copy, or nullptr to read it in place.
 void matmul_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
     const ggml_tensor *x = dst->src[0], *weight = dst->src[1];
-    const int64_t k = weight->ne[0], m = weight->ne[1], columns = ggml_nelements(x) / k;
+    const int64_t k = weight->ne[0], m = weight->ne[1], columns = ggml_nrows(x);
     const int64_t first = columns * ith / nth, count = columns * (ith + 1) / nth - first;
     if (count == 0) return;
-    // x: count rows of k (row-major); weight ggml [k, m] = (k × m) with strides (1, k); dst: count rows of m
-    const float *rows = static_cast<const float *>(x->data) + first * k;
+    // x: count rows of k; weight ggml [k, m] = (k × m) with strides (1, k); dst: count rows of m
     float *out = static_cast<float *>(dst->data) + first * m;
     if (userdata) {
-        static_cast<const Reordered *>(userdata)->multiply(this_thread(), rows, count, out);
+        static_cast<const Reordered *>(userdata)->multiply(this_thread(), ActivationRows{x, first, count}, out);
         return;
     }
+    const float *rows = static_cast<const float *>(x->data) + first * k; // x is contiguous (matmul_node)
     multiply(this_thread(), dt::f32, rows, {count, k}, {k, 1}, weight->data, {k, m}, {1, k}, out, {m, 1});
 }
 
@@ -326,7 +357,8 @@ void check_operands(const ggml_tensor *weight, const ggml_tensor *x, bool packed
 // userdata: the weight's Reordered copy, or nullptr to read it in place.
 ggml_tensor *matmul_node(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x, const Reordered *copy) {
     check_operands(weight, x, copy != nullptr);
-    if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
+    // A packed weight's product reads rows wherever they are; the weight read in place needs them in one block.
+    if (copy ? x->nb[0] != sizeof(float) : !ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
     ggml_tensor *args[] = {x, weight};
     ggml_tensor *y = ggml_custom_4d(ctx, GGML_TYPE_F32, weight->ne[1], x->ne[1], x->ne[2], x->ne[3], args, 2, matmul_op,
                                     GGML_N_TASKS_MAX, const_cast<Reordered *>(copy));

@@ -6,6 +6,7 @@ namespace chatterbox::nn {
 
 ggml_tensor *matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) {
     if (const kernels::PackedWeight *packed = kernels::packed_of(weight)) return packed->product(ctx, weight, x);
+    if (x->nb[1] < x->ne[0] * x->nb[0]) x = ggml_cont(ctx, x); // overlapping rows: one copy for ggml_mul_mat
     return product(ctx, weight, x);
 }
 

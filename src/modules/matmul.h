@@ -9,7 +9,8 @@
 
 namespace chatterbox::nn {
 
-// weight: 2-D ggml [K, M]; x: f32 ggml [K, ...].
+// weight: 2-D ggml [K, M]; x: f32 ggml [K, ...], rows contiguous, possibly overlapping (a view of
+// windows one frame apart, as FrameConv1d's): a packed weight's kernel reads them in place.
 ggml_tensor *matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x);
 
 // ggml_mul_mat(a, b) accumulated in f32 on every backend. Every product of the engine goes through

@@ -11,7 +11,23 @@ FrameConv1d::FrameConv1d(ModuleWeights &w, const std::string &prefix, int64_t in
     if (in <= 0 || out <= 0 || kernel <= 0 || pad_left < 0 || pad_right < 0)
         fail("FrameConv1d ", prefix, ": bad configuration (in ", in, ", out ", out, ", kernel ", kernel, ", padding ",
              pad_left, "/", pad_right, ")");
-    weight = w.get_matrix(prefix + ".weight", {out, in, kernel});
+    const std::string name = prefix + ".weight";
+    const Shape shape{out, in, kernel}, flattened{out, in * kernel};
+    if (kernel > 1 && w.on_cpu()) {
+        // (C_out, C_in, K) -> (C_out, K, C_in): the column of output frame t is then input frames
+        // t − pad_left .. t − pad_left + K − 1 one after another, a window of the frame-major input.
+        const TensorView *stored = w.stored(name);
+        const std::vector<float> values = w.host_f32(name, stored && stored->shape == flattened ? flattened : shape);
+        std::vector<float> by_tap(values.size());
+        for (int64_t o = 0; o < out; ++o)
+            for (int64_t i = 0; i < in; ++i)
+                for (int64_t k = 0; k < kernel; ++k)
+                    by_tap[size_t((o * kernel + k) * in + i)] = values[size_t((o * in + i) * kernel + k)];
+        weight = w.derived(prefix + ".weight_by_tap", flattened, std::move(by_tap), WeightUse::matmul);
+        windows = true;
+    } else {
+        weight = w.get_matrix(name, shape);
+    }
     bias = w.get(prefix + ".bias", {out}, WeightUse::f32);
 }
 
@@ -25,6 +41,17 @@ ggml_tensor *FrameConv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
     if (out_frames <= 0)
         fail("FrameConv1d ", ggml_get_name(weight), ": ", frames, " frames are fewer than the kernel (", kernel,
              ") needs");
+    if (windows) {
+        // The padded input's windows of K frames, one frame apart: ggml [K*C_in, out_frames, B], row
+        // index k*C_in + c, read in place by the product.
+        ggml_tensor *padded = ggml_pad_ext(ctx, x, 0, 0, pad_left, pad_right, 0, 0, 0, 0);
+        // ggml_view checks a view's size as if it were contiguous, which overlapping rows are not:
+        // made one frame wide, then widened to K frames (its true extent ends with the padded input).
+        ggml_tensor *columns =
+            ggml_view_3d(ctx, padded, in, out_frames, padded->ne[2], padded->nb[1], padded->nb[2], 0);
+        columns->ne[0] = kernel * in;
+        return ggml_add(ctx, nn::matmul(ctx, weight, columns), bias);
+    }
     ggml_tensor *columns = x; // ggml [K*C_in, out_frames, B], row index c*K + k (PyTorch's weight order)
     if (kernel > 1 || pad_left > 0 || pad_right > 0) {
         // One pass gives the padded time-major copy im2col reads (ggml's pad reads strided sources);
