@@ -1,6 +1,7 @@
 #include "models/chatterbox/s3gen/frame_conv.h"
 
 #include "core/error.h"
+#include "kernels/pad_frames.h"
 #include "modules/matmul.h"
 
 namespace chatterbox::s3gen {
@@ -44,7 +45,9 @@ ggml_tensor *FrameConv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
     if (windows) {
         // The padded input's windows of K frames, one frame apart: ggml [K*C_in, out_frames, B], row
         // index k*C_in + c, read in place by the product.
-        ggml_tensor *padded = ggml_pad_ext(ctx, x, 0, 0, pad_left, pad_right, 0, 0, 0, 0);
+        ggml_tensor *padded = pad_left > 0 || pad_right > 0 || !ggml_is_contiguous(x)
+                                  ? kernels::pad_frames(ctx, x, pad_left, pad_right)
+                                  : x;
         // ggml_view checks a view's size as if it were contiguous, which overlapping rows are not:
         // made one frame wide, then widened to K frames (its true extent ends with the padded input).
         ggml_tensor *columns =
