@@ -36,6 +36,14 @@ namespace chatterbox::kernels {
 // of f32, tests/golden/test_s3gen_flow_golden.cpp). Ordered from exact to coarse.
 enum class ProductPrecision { f32, bf16 };
 
+// What a product may apply to its result as it writes it, in the same node: nn::Linear's bias and
+// an activation after it.
+struct Epilogue {
+    enum class Activation { none, gelu_erf };
+    ggml_tensor *bias = nullptr; // f32 [M], or nullptr
+    Activation activation = Activation::none;
+};
+
 // What a kernel made of one weight at load time: a copy in its own layout (or nothing, where it
 // reads the tensor itself), and the product node that reads it. Immutable after pack(); graphs of
 // concurrent sessions share it.
@@ -45,6 +53,12 @@ class PackedWeight {
     // weight (the bound tensor, or a view of all of it) ggml [K, M] × x f32 ggml [K, ...] -> f32 [M, ...];
     // x's rows are contiguous but may be anywhere (strided or overlapping views).
     virtual ggml_tensor *product(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) const = 0;
+    // The product with `epilogue` applied as it is written, or nullptr where this kernel has no such
+    // epilogue (the caller then adds the bias and applies the activation).
+    virtual ggml_tensor *product_with(ggml_context *, ggml_tensor * /*weight*/, ggml_tensor * /*x*/,
+                                      const Epilogue &) const {
+        return nullptr;
+    }
     virtual size_t bytes() const = 0; // of the kernel's own copy
 };
 

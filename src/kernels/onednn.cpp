@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 namespace chatterbox::kernels {
@@ -69,6 +70,20 @@ Matmul make_matmul(const dnnl::memory::desc &src, const dnnl::memory::desc &weig
     return Matmul{dnnl::matmul(pd), pd.scratchpad_desc()};
 }
 
+// The same with an f32 bias [1, cols] added to every row and, where `gelu`, GELU (erf) after it.
+Matmul make_matmul(const dnnl::memory::desc &src, const dnnl::memory::desc &weights, const dnnl::memory::desc &bias,
+                   const dnnl::memory::desc &dst, bool gelu) {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (gelu) {
+        dnnl::post_ops ops;
+        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+        attr.set_post_ops(ops);
+    }
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weights, bias, dst), attr, cpu_engine());
+    return Matmul{dnnl::matmul(pd), pd.scratchpad_desc()};
+}
+
 // Process-wide cache of matmul primitives by their operands' type and memory descriptors (shape,
 // strides); the descriptors are few per model (one per layer shape and slice width), so it is never
 // pruned. Sources and weights are of one type (f32, or bf16 with f32 sums); results are f32.
@@ -103,11 +118,13 @@ dnnl::memory plain(const dims &shape, const dims &strides, const void *data, dt 
 }
 
 void execute(ThreadContext &thread, const Matmul &m, const dnnl::memory &src, const dnnl::memory &weights,
-             const dnnl::memory &dst) {
-    m.primitive.execute(thread.stream, {{DNNL_ARG_SRC, src},
-                                        {DNNL_ARG_WEIGHTS, weights},
-                                        {DNNL_ARG_DST, dst},
-                                        {DNNL_ARG_SCRATCHPAD, thread.scratchpad(m.scratchpad)}});
+             const dnnl::memory &dst, const dnnl::memory *bias = nullptr) {
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src},
+                                               {DNNL_ARG_WEIGHTS, weights},
+                                               {DNNL_ARG_DST, dst},
+                                               {DNNL_ARG_SCRATCHPAD, thread.scratchpad(m.scratchpad)}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, *bias);
+    m.primitive.execute(thread.stream, args);
 }
 
 // dst (rows × cols, dst_strides, f32) = src (rows × inner, src_strides) · weights (inner × cols,
@@ -171,12 +188,18 @@ class Reordered final : public PackedWeight {
     }
 
     ggml_tensor *product(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) const override;
+    ggml_tensor *product_with(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x,
+                              const Epilogue &epilogue) const override;
     size_t bytes() const override { return desc_.get_size(); }
 
-    // dst (rows.count × m) = the rows (of k) · this weight
-    void multiply(ThreadContext &thread, const ActivationRows &rows, float *dst) const {
+    // dst (rows.count × m) = the rows (of k) · this weight (+ bias (f32 [m]), then GELU where `gelu`)
+    void multiply(ThreadContext &thread, const ActivationRows &rows, float *dst, const float *bias = nullptr,
+                  bool gelu = false) const {
         const int64_t columns = rows.count;
         const dnnl::memory out = plain({columns, m_}, {m_, 1}, dst);
+        const dnnl::memory bias_memory = plain({1, m_}, {m_, 1}, bias);
+        const dnnl::memory *added = bias ? &bias_memory : nullptr;
+        const Matmul &m = primitive(columns, bias != nullptr, gelu);
         if (type_ == dt::f32) {
             const float *x = rows.contiguous();
             thread_local std::vector<float> gathered;
@@ -187,7 +210,7 @@ class Reordered final : public PackedWeight {
                 });
                 x = gathered.data();
             }
-            execute(thread, primitive(columns), plain({columns, k_}, {k_, 1}, x), memory_, out);
+            execute(thread, m, plain({columns, k_}, {k_, 1}, x), memory_, out, added);
             return;
         }
         thread_local std::vector<uint16_t> rounded;
@@ -196,8 +219,8 @@ class Reordered final : public PackedWeight {
             to_bf16(x, columns * k_, rounded.data());
         else
             rows.for_each([&](int64_t r, const float *row) { to_bf16(row, k_, rounded.data() + r * k_); });
-        execute(thread, primitive(columns),
-                dnnl::memory(rows_desc(columns, k_, dt::bf16), cpu_engine(), rounded.data()), memory_, out);
+        execute(thread, m, dnnl::memory(rows_desc(columns, k_, dt::bf16), cpu_engine(), rounded.data()), memory_, out,
+                added);
     }
 
   private:
@@ -205,12 +228,15 @@ class Reordered final : public PackedWeight {
         return dnnl::memory::desc({rows, width}, type, tag::ab);
     }
 
-    const Matmul &primitive(int64_t columns) const {
+    const Matmul &primitive(int64_t columns, bool bias, bool gelu) const {
+        const auto key = std::make_tuple(columns, bias, gelu);
         std::lock_guard<std::mutex> lock(mutex_);
-        auto found = primitives_.find(columns);
+        auto found = primitives_.find(key);
         if (found != primitives_.end()) return found->second;
+        const dnnl::memory::desc src = rows_desc(columns, k_, type_), dst = rows_desc(columns, m_, dt::f32);
         return primitives_
-            .emplace(columns, make_matmul(rows_desc(columns, k_, type_), desc_, rows_desc(columns, m_, dt::f32)))
+            .emplace(key, bias ? make_matmul(src, desc_, rows_desc(1, m_, dt::f32), dst, gelu)
+                               : make_matmul(src, desc_, dst))
             .first->second;
     }
 
@@ -219,21 +245,30 @@ class Reordered final : public PackedWeight {
     dnnl::memory::desc desc_;
     dnnl::memory memory_;
     mutable std::mutex mutex_;
-    mutable std::map<int64_t, Matmul> primitives_; // made as the slice widths come
+    mutable std::map<std::tuple<int64_t, bool, bool>, Matmul> primitives_; // by slice width and epilogue, as they come
 };
 
 // ---------------------------------------------------------------------------- matmul
 
-// userdata: the weight's Reordered copy, or nullptr to read it in place.
+// What a product node carries to its op (interned, so that the address stays valid): the weight's
+// Reordered copy, or nullptr to read it in place, and whether GELU follows the bias (dst->src[2]).
+struct ProductParams {
+    const Reordered *reordered;
+    bool gelu;
+    bool operator<(const ProductParams &o) const { return std::tie(reordered, gelu) < std::tie(o.reordered, o.gelu); }
+};
+
 void matmul_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
-    const ggml_tensor *x = dst->src[0], *weight = dst->src[1];
+    const ProductParams &params = *static_cast<const ProductParams *>(userdata);
+    const ggml_tensor *x = dst->src[0], *weight = dst->src[1], *bias = dst->src[2];
     const int64_t k = weight->ne[0], m = weight->ne[1], columns = ggml_nrows(x);
     const int64_t first = columns * ith / nth, count = columns * (ith + 1) / nth - first;
     if (count == 0) return;
     // x: count rows of k; weight ggml [k, m] = (k × m) with strides (1, k); dst: count rows of m
     float *out = static_cast<float *>(dst->data) + first * m;
-    if (userdata) {
-        static_cast<const Reordered *>(userdata)->multiply(this_thread(), ActivationRows{x, first, count}, out);
+    if (params.reordered) {
+        params.reordered->multiply(this_thread(), ActivationRows{x, first, count}, out,
+                                   bias ? static_cast<const float *>(bias->data) : nullptr, params.gelu);
         return;
     }
     const float *rows = static_cast<const float *>(x->data) + first * k; // x is contiguous (matmul_node)
@@ -354,19 +389,32 @@ void check_operands(const ggml_tensor *weight, const ggml_tensor *x, bool packed
              " [", x->ne[0], ", ...]");
 }
 
-// userdata: the weight's Reordered copy, or nullptr to read it in place.
-ggml_tensor *matmul_node(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x, const Reordered *copy) {
+// copy: the weight's Reordered copy, or nullptr to read it in place (no epilogue then).
+ggml_tensor *matmul_node(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x, const Reordered *copy,
+                         const Epilogue &epilogue = {}) {
     check_operands(weight, x, copy != nullptr);
+    ggml_tensor *bias = epilogue.bias;
+    if (bias && (bias->type != GGML_TYPE_F32 || !ggml_is_contiguous(bias) || ggml_nelements(bias) != weight->ne[1]))
+        fail("onednn_matmul: the bias of ", ggml_get_name(weight), " must be a contiguous f32 [", weight->ne[1], "]");
     // A packed weight's product reads rows wherever they are; the weight read in place needs them in one block.
     if (copy ? x->nb[0] != sizeof(float) : !ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
-    ggml_tensor *args[] = {x, weight};
-    ggml_tensor *y = ggml_custom_4d(ctx, GGML_TYPE_F32, weight->ne[1], x->ne[1], x->ne[2], x->ne[3], args, 2, matmul_op,
-                                    GGML_N_TASKS_MAX, const_cast<Reordered *>(copy));
+    ggml_tensor *args[] = {x, weight, bias};
+    const ProductParams params{copy, epilogue.activation == Epilogue::Activation::gelu_erf};
+    ggml_tensor *y = ggml_custom_4d(ctx, GGML_TYPE_F32, weight->ne[1], x->ne[1], x->ne[2], x->ne[3], args, bias ? 3 : 2,
+                                    matmul_op, GGML_N_TASKS_MAX, const_cast<ProductParams *>(interned(params)));
     return ggml_set_name(y, kMatmulNode);
 }
 
 ggml_tensor *Reordered::product(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x) const {
     return matmul_node(ctx, weight, x, this);
+}
+
+// oneDNN adds the bias and applies GELU to each block of the result as it writes it. Only epilogues
+// with a bias (every layer that asks for one has it).
+ggml_tensor *Reordered::product_with(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x,
+                                     const Epilogue &epilogue) const {
+    if (!epilogue.bias) return nullptr;
+    return matmul_node(ctx, weight, x, this, epilogue);
 }
 
 void check_in_host_memory(const ggml_tensor *weight, const char *kernel) {

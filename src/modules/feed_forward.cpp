@@ -10,7 +10,7 @@ FeedForward::FeedForward(Linear up_, Linear down_, Activation activation_, bool 
 }
 
 ggml_tensor *FeedForward::operator()(ggml_context *ctx, ggml_tensor *x) const {
-    return down(ctx, activate(ctx, up(ctx, x), activation, on_cpu));
+    return down(ctx, up.then(ctx, x, activation, on_cpu));
 }
 
 GatedFeedForward::GatedFeedForward(Linear gate_, Linear up_, Linear down_, Activation activation_)

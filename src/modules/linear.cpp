@@ -12,11 +12,21 @@ Linear::Linear(ModuleWeights &w, const std::string &prefix, int64_t in_, int64_t
     if (has_bias) bias = w.get(prefix + ".bias", {out}, WeightUse::f32);
 }
 
-ggml_tensor *Linear::operator()(ggml_context *ctx, ggml_tensor *x) const {
+void Linear::check_input(const ggml_tensor *x) const {
     if (!weight) fail("Linear used before it was bound");
     if (x->ne[0] != in) fail("Linear ", ggml_get_name(weight), ": input has ", x->ne[0], " features, expected ", in);
-    ggml_tensor *y = matmul(ctx, weight, x);
-    return bias ? ggml_add(ctx, y, bias) : y;
+}
+
+ggml_tensor *Linear::operator()(ggml_context *ctx, ggml_tensor *x) const {
+    check_input(x);
+    return matmul(ctx, weight, x, bias);
+}
+
+ggml_tensor *Linear::then(ggml_context *ctx, ggml_tensor *x, Activation activation, bool on_cpu) const {
+    check_input(x);
+    if (activation == Activation::gelu_erf)
+        if (ggml_tensor *y = fused_matmul(ctx, weight, x, {bias, kernels::Epilogue::Activation::gelu_erf})) return y;
+    return activate(ctx, (*this)(ctx, x), activation, on_cpu);
 }
 
 } // namespace chatterbox::nn

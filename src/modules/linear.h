@@ -3,12 +3,14 @@
 //
 //   nn::Linear q_proj(w, "tfmr.layers.0.self_attn.q_proj", 1024, 1024, /*bias=*/false);
 //   ggml_tensor *q = q_proj(ctx, x); // x: ggml [in, T, B] = PyTorch (B, T, in) -> ggml [out, T, B]
+//   ggml_tensor *h = up.then(ctx, x, nn::Activation::gelu_erf, on_cpu); // GELU(up(x))
 //
 // The weight keeps its stored type (f32, f16, q8_0 ...): ggml multiplies quantised weights
 // directly, and on the CPU a quantised weight may be stored in a faster layout
 // (WeightUse::matmul), so `weight` is for matrix products only (nn::matmul, on the route the
 // weights were bound for). The bias is uploaded as f32.
 
+#include "modules/activations.h"
 #include "modules/module_weights.h"
 
 #include "ggml.h"
@@ -27,8 +29,15 @@ struct Linear {
     // Binds `<prefix>.weight` (out, in) and, when bias is true, `<prefix>.bias` (out).
     Linear(ModuleWeights &w, const std::string &prefix, int64_t in, int64_t out, bool bias = true);
 
-    // x: ggml [in, ...] (any number of outer dimensions) -> ggml [out, ...].
+    // x: ggml [in, ...] (any number of outer dimensions) -> ggml [out, ...]. The bias is added by the
+    // product's kernel as it writes where it can (nn::matmul).
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x) const;
+    // activation(this(x)): in the product's node where its kernel applies the activation (GELU (erf)
+    // on oneDNN's), else nn::activate (on_cpu: the graph runs on a CPU backend).
+    ggml_tensor *then(ggml_context *ctx, ggml_tensor *x, Activation activation, bool on_cpu) const;
+
+  private:
+    void check_input(const ggml_tensor *x) const;
 };
 
 } // namespace chatterbox::nn

@@ -97,7 +97,8 @@ void expect_routes_agree(const std::string &what, const Shape &input_shape,
             ModuleWeights w(h.store(), "m.", h.backend());
             const Module module = bind(w);
             w.load();
-            EXPECT_EQ(w.matmul_kernel_counts(), (std::map<std::string, int>{{onednn ? "onednn_f32" : "ggml_mul_mat", 1}}))
+            EXPECT_EQ(w.matmul_kernel_counts(),
+                      (std::map<std::string, int>{{onednn ? "onednn_f32" : "ggml_mul_mat", 1}}))
                 << what;
             const auto x = h.input(size_t(shape_numel(input_shape)));
             outputs[onednn] =
@@ -108,8 +109,23 @@ void expect_routes_agree(const std::string &what, const Shape &input_shape,
     }
 }
 
+// nn::Linear with GELU after it, as the flow's feed-forward asks for it: on the oneDNN route the
+// bias and the GELU are the product's epilogue.
+struct LinearThenGelu {
+    nn::Linear linear;
+    ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x) const {
+        return linear.then(ctx, x, nn::Activation::gelu_erf, /*on_cpu=*/true);
+    }
+};
+
 TEST(OnednnMatmul, ModulesAgreeWithTheGgmlRoute) {
     if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
+    expect_routes_agree<LinearThenGelu>(
+        "Linear then GELU", {2, 13, 48}, [](ModuleWeights &w) { return LinearThenGelu{nn::Linear(w, "proj", 48, 20)}; },
+        [](NnHarness &h) {
+            h.add("m.proj.weight", {20, 48});
+            h.add("m.proj.bias", {20});
+        });
     expect_routes_agree<nn::Linear>(
         "Linear", {2, 13, 48}, [](ModuleWeights &w) { return nn::Linear(w, "proj", 48, 20); },
         [](NnHarness &h) {
@@ -273,12 +289,38 @@ TEST(OnednnBf16, MatchesTheProductOfRoundedOperandsForEveryType) {
         }
 }
 
+// A bias, and GELU after it, are applied by the product itself (one node) and match them applied
+// after it by ggml and the vector GELU.
+TEST(OnednnMatmul, BiasAndGeluAreTheProductsEpilogue) {
+    if (!kernels::onednn_available()) GTEST_SKIP() << "built without oneDNN";
+    NnHarness h(cpu_with(2, true));
+    h.add("m.proj.weight", {24, 64});
+    h.add("m.proj.bias", {24});
+    ModuleWeights w(h.store(), "m.", h.backend());
+    const nn::Linear linear(w, "proj", 64, 24);
+    w.load();
+    const auto x = h.input(size_t(3 * 64), -3.0f, 3.0f);
+    std::string fused_name;
+    const std::vector<float> fused = h.run({3, 64}, x, [&](ggml_context *ctx, ggml_tensor *in) {
+        ggml_tensor *y = linear.then(ctx, in, nn::Activation::gelu_erf, true);
+        fused_name = ggml_get_name(y);
+        return y;
+    });
+    EXPECT_EQ(fused_name, "onednn.matmul");
+    const std::vector<float> apart = h.run({3, 64}, x, [&](ggml_context *ctx, ggml_tensor *in) {
+        ggml_tensor *product = nn::matmul(ctx, linear.weight, in);
+        return nn::activate(ctx, ggml_add(ctx, product, linear.bias), nn::Activation::gelu_erf, true);
+    });
+    test::expect_close(fused, std::vector<double>(apart.begin(), apart.end()), 1e-6, "bias and GELU");
+}
+
 // The kernel takes weights only where the component allows bf16 products, and not when disabled.
 TEST(OnednnBf16, OnlyComponentsThatAllowBf16UseIt) {
     if (!kernels::onednn_bf16_kernel().runs_here())
         GTEST_SKIP() << "onednn_bf16 cannot run here: " << kernels::onednn_bf16_kernel().why_not_here();
     for (const bool disabled : {false, true})
-        for (const kernels::ProductPrecision coarsest : {kernels::ProductPrecision::f32, kernels::ProductPrecision::bf16}) {
+        for (const kernels::ProductPrecision coarsest :
+             {kernels::ProductPrecision::f32, kernels::ProductPrecision::bf16}) {
             BackendOptions options{"cpu", 2};
             if (disabled) options.kernels.disable = {"onednn_bf16"};
             NnHarness h(options);

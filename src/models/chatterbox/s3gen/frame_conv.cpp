@@ -53,7 +53,7 @@ ggml_tensor *FrameConv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
         ggml_tensor *columns =
             ggml_view_3d(ctx, padded, in, out_frames, padded->ne[2], padded->nb[1], padded->nb[2], 0);
         columns->ne[0] = kernel * in;
-        return ggml_add(ctx, nn::matmul(ctx, weight, columns), bias);
+        return nn::matmul(ctx, weight, columns, bias);
     }
     ggml_tensor *columns = x; // ggml [K*C_in, out_frames, B], row index c*K + k (PyTorch's weight order)
     if (kernel > 1 || pad_left > 0 || pad_right > 0) {
@@ -67,7 +67,7 @@ ggml_tensor *FrameConv1d::operator()(ggml_context *ctx, ggml_tensor *x) const {
         ggml_tensor *shape = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, kernel, in);
         columns = ggml_im2col(ctx, shape, time_major, 1, 0, 0, 0, 1, 0, false, GGML_TYPE_F32);
     }
-    return ggml_add(ctx, nn::matmul(ctx, weight, columns), bias);
+    return nn::matmul(ctx, weight, columns, bias);
 }
 
 } // namespace chatterbox::s3gen
