@@ -121,20 +121,24 @@ kernels::ProductPrecision ModuleWeights::product_precision() const {
 }
 
 ggml_tensor *ModuleWeights::get_matrix(const std::string &name, const Shape &kernel_shape) {
-    if (kernel_shape.size() < 2) fail("weight ", prefix_, name, ": a matrix needs a kernel shape of 2 or more dimensions");
+    if (kernel_shape.size() < 2)
+        fail("weight ", prefix_, name, ": a matrix needs a kernel shape of 2 or more dimensions");
     const Shape matrix{kernel_shape[0], shape_numel(kernel_shape) / kernel_shape[0]};
     const TensorView *view = stored(name);
     return get(name, view && view->shape == matrix ? matrix : kernel_shape, WeightUse::matmul, matrix);
 }
 
 ggml_tensor *ModuleWeights::derived(const std::string &name, const Shape &shape, std::vector<float> values,
-                                    WeightUse use) {
+                                    WeightUse use, ggml_type type) {
     if (loaded_) fail("derived weight ", prefix_, name, " declared after load()");
     if (int64_t(values.size()) != shape_numel(shape))
         fail("derived weight ", prefix_, name, ": ", values.size(), " values for shape ", shape_str(shape));
     if (!derived_names_.insert(name).second) fail("derived weight ", prefix_, name, " declared twice");
     if (use == WeightUse::as_stored) fail("derived weight ", prefix_, name, " has no stored form");
-    ggml_tensor *t = new_tensor(prefix_ + name, GGML_TYPE_F32, shape);
+    if (type != GGML_TYPE_F32 && type != GGML_TYPE_F16 && type != GGML_TYPE_BF16)
+        fail("derived weight ", prefix_, name, ": f32, f16 or bf16, not ", ggml_type_name(type));
+    if (use == WeightUse::f32 && type != GGML_TYPE_F32) fail("derived weight ", prefix_, name, " used as f32");
+    ggml_tensor *t = new_tensor(prefix_ + name, type, shape);
     uploads_.push_back(Upload{t, nullptr, std::move(values), use == WeightUse::matmul});
     return t;
 }
@@ -180,7 +184,8 @@ void ModuleWeights::upload_all() {
     std::map<ggml_backend_buffer_type_t, std::vector<Upload *>> by_buffer_type;
     std::map<const MappedFile *, std::vector<Upload *>> by_mapping;
     for (Upload &u : uploads_) {
-        if (u.matmul_only && backend_.is_cpu()) u.kernel = kernels::choose_matmul_kernel(u.tensor, selection, coarsest_);
+        if (u.matmul_only && backend_.is_cpu())
+            u.kernel = kernels::choose_matmul_kernel(u.tensor, selection, coarsest_);
         ggml_backend_buffer_type_t own = u.kernel ? u.kernel->buffer_type(u.tensor) : nullptr;
         if (own)
             by_buffer_type[own].push_back(&u);
@@ -257,7 +262,15 @@ void ModuleWeights::upload_to(ggml_backend_buffer_type_t buft, const std::vector
         if (ggml_tallocr_alloc(&allocator, u->tensor) != GGML_STATUS_SUCCESS)
             fail("cannot place weight ", ggml_get_name(u->tensor), " in its buffer");
         if (!u->source) {
-            ggml_backend_tensor_set(u->tensor, u->values.data(), 0, ggml_nbytes(u->tensor));
+            if (u->tensor->type == GGML_TYPE_F32) {
+                ggml_backend_tensor_set(u->tensor, u->values.data(), 0, ggml_nbytes(u->tensor));
+            } else { // f16 or bf16 (derived())
+                std::vector<uint8_t> converted(ggml_nbytes(u->tensor));
+                const int64_t row = u->tensor->ne[0];
+                ggml_quantize_chunk(u->tensor->type, u->values.data(), converted.data(), 0,
+                                    int64_t(u->values.size()) / row, row, nullptr);
+                ggml_backend_tensor_set(u->tensor, converted.data(), 0, converted.size());
+            }
             u->values = {};
         } else if (u->tensor->type == u->source->type) {
             ggml_backend_tensor_set(u->tensor, u->source->data, 0, ggml_nbytes(u->tensor));

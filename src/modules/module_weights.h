@@ -62,10 +62,12 @@ class ModuleWeights {
     // A stored kernel (out, in, ...) or its flattened form (out, in·...) as the matrix (out, in·...) a
     // convolution multiplies (the same bytes, row-major), for nn::matmul only (WeightUse::matmul).
     ggml_tensor *get_matrix(const std::string &name, const Shape &kernel_shape);
-    // A tensor computed on the host at load time (e.g. a folded weight norm); uploaded as f32. `use`
-    // matmul (a 2-D matrix) lets the matmul kernels take it, as a stored one.
+    // A tensor computed on the host at load time (e.g. a folded weight norm); uploaded as f32, or as
+    // f16 / bf16 where `type` says (values the caller knows that type holds exactly, e.g. a stored
+    // f16 weight's reordered). `use` matmul (a 2-D matrix) lets the matmul kernels take it, as a
+    // stored one.
     ggml_tensor *derived(const std::string &name, const Shape &shape, std::vector<float> values,
-                         WeightUse use = WeightUse::f32);
+                         WeightUse use = WeightUse::f32, ggml_type type = GGML_TYPE_F32);
     // Reads a stored tensor to the host as f32 (for load-time folding); records a problem when it
     // is missing or mis-shaped and then returns zeros of the expected shape.
     std::vector<float> host_f32(const std::string &name, const Shape &shape);

@@ -45,6 +45,8 @@ TEST(NnWeights, UploadsStoredConvertedAndDerivedTensors) {
     ggml_tensor *tb = w.get("b.weight", {2, 64}, WeightUse::as_stored);
     ggml_tensor *tc = w.get("c.weight", {3, 5}, WeightUse::as_stored);
     ggml_tensor *td = w.derived("c.weight.doubled", {3, 5}, std::vector<float>(15, 2.5f));
+    ggml_tensor *te = w.derived("a.weight.reversed", {4, 32}, std::vector<float>(a.rbegin(), a.rend()),
+                                WeightUse::matmul, GGML_TYPE_F16); // f16 values kept in f16
     EXPECT_EQ(w.get("a.weight", {4, 32}, WeightUse::as_stored), ta) << "a tensor requested twice is one tensor";
     EXPECT_EQ(w.host_f32("c.weight", {3, 5}), c);
     EXPECT_TRUE(w.has("b.weight"));
@@ -62,6 +64,8 @@ TEST(NnWeights, UploadsStoredConvertedAndDerivedTensors) {
     EXPECT_EQ(tensor_values(tb), b);
     EXPECT_EQ(tensor_values(tc), c);
     EXPECT_EQ(tensor_values(td), std::vector<float>(15, 2.5f));
+    EXPECT_EQ(te->type, GGML_TYPE_F16);
+    EXPECT_EQ(tensor_values(te), std::vector<float>(a.rbegin(), a.rend()));
     EXPECT_GE(w.bytes(), 4 * 32 * 2 + 4 * 32 * 4 + 15 * 4 * 2);
 
     EXPECT_THROW(w.get("a.weight", {4, 32}, WeightUse::as_stored), Error) << "declaring after load()";
@@ -74,7 +78,9 @@ TEST(NnWeights, UploadsStoredConvertedAndDerivedTensors) {
 TEST(NnWeights, MappedTensorsOfTheFinalTypeAreUsedInPlace) {
     const std::vector<float> plain = test::random_values(6 * 8, 11), halves = test::random_values(16, 12);
     const std::string path = test::temp_dir("nn_weights_in_place") + "/m.safetensors";
-    write_safetensors(path, {{"plain.weight", GGML_TYPE_F32, {6, 8},
+    write_safetensors(path, {{"plain.weight",
+                              GGML_TYPE_F32,
+                              {6, 8},
                               [&](void *dst) { std::memcpy(dst, plain.data(), plain.size() * sizeof(float)); }},
                              {"half.bias", GGML_TYPE_F16, {16}, [&](void *dst) {
                                   ggml_fp32_to_fp16_row(halves.data(), static_cast<ggml_fp16_t *>(dst), 16);
@@ -116,7 +122,8 @@ TEST(NnWeights, OnlyMatmulOnlyWeightsAreRepacked) {
     w.load();
     auto buffer = [](const ggml_tensor *t) { return std::string(ggml_backend_buffer_name(t->buffer)); };
     const bool taken = buffer(only) == "CPU_REPACK" || kernels::packed_of(only) != nullptr;
-    EXPECT_EQ(taken, kernels::choose_matmul_kernel(only, h.backend().kernels(), kernels::ProductPrecision::f32) != nullptr);
+    EXPECT_EQ(taken,
+              kernels::choose_matmul_kernel(only, h.backend().kernels(), kernels::ProductPrecision::f32) != nullptr);
     EXPECT_EQ(w.matmul_kernel_counts().count("ggml_mul_mat"), size_t(0)) << "only the first is matmul-only";
     for (const ggml_tensor *plain : {also, first}) {
         EXPECT_NE(buffer(plain), "CPU_REPACK");
@@ -173,6 +180,8 @@ TEST(NnWeights, RejectsInconsistentDeclarations) {
     EXPECT_THROW(w.derived("b", {3}, {1.0f, 2.0f}), Error) << "value count does not match the shape";
     w.derived("b", {2}, {1.0f, 2.0f});
     EXPECT_THROW(w.derived("b", {2}, {1.0f, 2.0f}), Error) << "derived twice";
+    EXPECT_THROW(w.derived("c", {2}, {1.0f, 2.0f}, WeightUse::matmul, GGML_TYPE_Q8_0), Error) << "a quantised one";
+    EXPECT_THROW(w.derived("d", {2}, {1.0f, 2.0f}, WeightUse::f32, GGML_TYPE_F16), Error) << "f32 use, f16 type";
 }
 
 TEST(NnWeights, LongNamesKeepTheirTail) {

@@ -82,9 +82,8 @@ TEST_P(FrameConvTest, MatchesNaiveConvolution) {
     EXPECT_FALSE(gathers_columns);
     const int64_t out_frames = frames + c.pad_left + c.pad_right - c.kernel + 1;
     EXPECT_EQ(shape, (Shape{1, batch, out_frames, out}));
-    // f16 weights of k = 1: ggml rounds the activations to f16 as well (wider kernels are reordered
-    // into f32 at load)
-    const double tolerance = c.type == GGML_TYPE_F32 || c.kernel > 1 ? 1e-5 : 2e-3;
+    // f16 weights: ggml rounds the activations to f16 as well
+    const double tolerance = c.type == GGML_TYPE_F32 ? 1e-5 : 2e-3;
     expect_close(y, naive_conv(x, batch, frames, in, w, bias, out, c.kernel, c.pad_left, c.pad_right), tolerance,
                  "frame conv");
 }

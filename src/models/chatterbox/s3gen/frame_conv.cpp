@@ -19,12 +19,15 @@ FrameConv1d::FrameConv1d(ModuleWeights &w, const std::string &prefix, int64_t in
         // t − pad_left .. t − pad_left + K − 1 one after another, a window of the frame-major input.
         const TensorView *stored = w.stored(name);
         const std::vector<float> values = w.host_f32(name, stored && stored->shape == flattened ? flattened : shape);
+        // In the stored type where reordering keeps it exact (a quantised one's blocks would change).
+        const ggml_type type =
+            stored && (stored->type == GGML_TYPE_F16 || stored->type == GGML_TYPE_BF16) ? stored->type : GGML_TYPE_F32;
         std::vector<float> by_tap(values.size());
         for (int64_t o = 0; o < out; ++o)
             for (int64_t i = 0; i < in; ++i)
                 for (int64_t k = 0; k < kernel; ++k)
                     by_tap[size_t((o * kernel + k) * in + i)] = values[size_t((o * in + i) * kernel + k)];
-        weight = w.derived(prefix + ".weight_by_tap", flattened, std::move(by_tap), WeightUse::matmul);
+        weight = w.derived(prefix + ".weight_by_tap", flattened, std::move(by_tap), WeightUse::matmul, type);
         windows = true;
     } else {
         weight = w.get_matrix(name, shape);
