@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "kernels/exp_polynomial.h"
 #include "kernels/interned.h"
+#include "kernels/tensor_rows.h"
 
 #include <algorithm>
 #include <cmath>
@@ -89,10 +90,8 @@ void norm_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
     const int64_t n = x->ne[0], rows = ggml_nrows(x), first = rows * ith / nth, end = rows * (ith + 1) / nth;
     // Rows of a contiguous-rowed x, possibly strided between them: walk them by their indices.
     for (int64_t row = first; row < end;) {
-        const int64_t i1 = row % x->ne[1], i2 = row / x->ne[1] % x->ne[2], i3 = row / (x->ne[1] * x->ne[2]);
-        const int64_t run = std::min(end - row, x->ne[1] - i1); // rows one nb[1] apart
-        const auto *in = reinterpret_cast<const float *>(static_cast<const char *>(x->data) + i1 * x->nb[1] +
-                                                         i2 * x->nb[2] + i3 * x->nb[3]);
+        const int64_t run = std::min(end - row, x->ne[1] - row % x->ne[1]); // rows one nb[1] apart
+        const auto *in = reinterpret_cast<const float *>(row_address(x, row));
         normalise_rows(in, int64_t(x->nb[1] / sizeof(float)), static_cast<float *>(dst->data) + row * n, run, n,
                        weight ? static_cast<const float *>(weight->data) : nullptr,
                        bias ? static_cast<const float *>(bias->data) : nullptr, params.eps,

@@ -4,6 +4,7 @@
 #include "core/tensor.h"
 #include "kernels/exponentiate.h"
 #include "kernels/interned.h"
+#include "kernels/tensor_rows.h"
 
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -17,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -157,11 +159,7 @@ struct ActivationRows {
     const ggml_tensor *x;
     int64_t first, count;
 
-    const float *row(int64_t index) const {
-        const int64_t i1 = index % x->ne[1], i2 = index / x->ne[1] % x->ne[2], i3 = index / (x->ne[1] * x->ne[2]);
-        return reinterpret_cast<const float *>(static_cast<const char *>(x->data) + i1 * x->nb[1] + i2 * x->nb[2] +
-                                               i3 * x->nb[3]);
-    }
+    const float *row(int64_t index) const { return reinterpret_cast<const float *>(row_address(x, index)); }
     // The first row, where the rows follow one another without gaps; else nullptr.
     const float *contiguous() const { return ggml_is_contiguous(x) ? row(first) : nullptr; }
     template <class F> void for_each(F f) const {
@@ -197,8 +195,9 @@ class Reordered final : public PackedWeight {
                   bool gelu = false) const {
         const int64_t columns = rows.count;
         const dnnl::memory out = plain({columns, m_}, {m_, 1}, dst);
-        const dnnl::memory bias_memory = plain({1, m_}, {m_, 1}, bias);
-        const dnnl::memory *added = bias ? &bias_memory : nullptr;
+        std::optional<dnnl::memory> bias_memory;
+        if (bias) bias_memory = plain({1, m_}, {m_, 1}, bias);
+        const dnnl::memory *added = bias_memory ? &*bias_memory : nullptr;
         const Matmul &m = primitive(columns, bias != nullptr, gelu);
         if (type_ == dt::f32) {
             const float *x = rows.contiguous();

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/huge_pages.h"
 #include "kernels/q4k_kernels.h"
+#include "kernels/tensor_rows.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -175,9 +176,7 @@ void quantize_op(ggml_tensor *dst, int ith, int nth, void *) {
         for (int slot = 0; slot < kClaimSlots; ++slot)
             __atomic_store_n(claim_counter(dst, rows, slot), 0, __ATOMIC_RELAXED);
     for (int64_t t = rows * ith / nth; t < rows * (ith + 1) / nth; ++t) {
-        const int64_t i1 = t % a->ne[1], i2 = t / a->ne[1] % a->ne[2], i3 = t / (a->ne[1] * a->ne[2]);
-        const auto *row = reinterpret_cast<const float *>(static_cast<const char *>(a->data) + i1 * a->nb[1] +
-                                                          i2 * a->nb[2] + i3 * a->nb[3]);
+        const auto *row = reinterpret_cast<const float *>(row_address(a, t));
         q4k::quantize_row(row, k, static_cast<uint8_t *>(dst->data) + t * row_bytes);
     }
 }
