@@ -36,12 +36,13 @@ namespace chatterbox::kernels {
 // of f32, tests/golden/test_s3gen_flow_golden.cpp). Ordered from exact to coarse.
 enum class ProductPrecision { f32, bf16 };
 
-// What a product may apply to its result as it writes it, in the same node: nn::Linear's bias and
-// an activation after it.
+// What a product may apply to its result as it writes it, in the same node: nn::Linear's bias, an
+// activation after it, and a residual the result is added to: residual + activation(W·x + bias).
 struct Epilogue {
-    enum class Activation { none, gelu_erf };
+    enum class Activation { none, gelu_erf, gelu_tanh };
     ggml_tensor *bias = nullptr; // f32 [M], or nullptr
     Activation activation = Activation::none;
+    ggml_tensor *residual = nullptr; // f32 of the product's shape with contiguous rows, or nullptr
 };
 
 // What a kernel made of one weight at load time: a copy in its own layout (or nothing, where it

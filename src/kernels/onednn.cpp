@@ -408,11 +408,12 @@ ggml_tensor *Reordered::product(ggml_context *ctx, ggml_tensor *weight, ggml_ten
     return matmul_node(ctx, weight, x, this);
 }
 
-// oneDNN adds the bias and applies GELU to each block of the result as it writes it. Only epilogues
-// with a bias (every layer that asks for one has it).
+// oneDNN adds the bias and applies GELU (erf) to each block of the result as it writes it. Only
+// epilogues with a bias (every layer that asks for one has it) and without a residual; its GELU
+// (tanh) would not round as nn::gelu_tanh does.
 ggml_tensor *Reordered::product_with(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *x,
                                      const Epilogue &epilogue) const {
-    if (!epilogue.bias) return nullptr;
+    if (!epilogue.bias || epilogue.residual || epilogue.activation == Epilogue::Activation::gelu_tanh) return nullptr;
     return matmul_node(ctx, weight, x, this, epilogue);
 }
 

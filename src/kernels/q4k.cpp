@@ -2,12 +2,15 @@
 
 #include "core/error.h"
 #include "core/huge_pages.h"
+#include "kernels/interned.h"
 #include "kernels/q4k_kernels.h"
 #include "kernels/tensor_rows.h"
+#include "kernels/vector_activations.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -120,10 +123,18 @@ constexpr int kClaimSlots = 8;
 constexpr int64_t kCounterBytes = 64;
 
 struct Q4kPacked;
-// What a product node passes its op: the weight, and which counter of its activations it claims from.
-struct ProductClaim {
+// What a product node passes its op (interned): the weight, which counter of its activations it
+// claims from, and its epilogue: the activation, and whether a bias and a residual follow the
+// weight among the node's sources.
+struct ProductParams {
     const Q4kPacked *packed;
     int slot;
+    Epilogue::Activation activation;
+    bool bias, residual;
+    bool operator<(const ProductParams &o) const {
+        return std::tie(packed, slot, activation, bias, residual) <
+               std::tie(o.packed, o.slot, o.activation, o.bias, o.residual);
+    }
 };
 
 // A weight packed for one instruction set's kernels, with the rows per pass chosen at load.
@@ -131,12 +142,10 @@ struct Q4kPacked final : PackedWeight {
     Packed weight;
     const q4k::Kernels *isa = nullptr;
     int64_t rows_per_pass = 1;
-    ProductClaim claims[kClaimSlots];
 
-    Q4kPacked() {
-        for (int slot = 0; slot < kClaimSlots; ++slot) claims[slot] = {this, slot};
-    }
     ggml_tensor *product(ggml_context *ctx, ggml_tensor *w, ggml_tensor *x) const override;
+    ggml_tensor *product_with(ggml_context *ctx, ggml_tensor *w, ggml_tensor *x,
+                              const Epilogue &epilogue) const override;
     size_t bytes() const override { return weight.bytes; }
 };
 
@@ -183,12 +192,39 @@ void quantize_op(ggml_tensor *dst, int ith, int nth, void *) {
 
 constexpr int64_t kGroupsPerUnit = 2; // the kernels' widest pass
 
+// A product node's epilogue, resolved from its sources.
+struct Finish {
+    Epilogue::Activation activation = Epilogue::Activation::none;
+    const float *bias = nullptr;           // [m], or nullptr
+    const ggml_tensor *residual = nullptr; // of the node's shape, or nullptr
+
+    // The sums of `count` rows from `row_first` (16 f32 each, of which `columns` from column `first`
+    // are the result's) into their rows of out (m floats apart): bias, activation and residual in the
+    // order ggml_add and the activation nodes would apply them, so the same bits.
+    void write(float *sums, int64_t row_first, int64_t count, int64_t first, int64_t columns, float *out,
+               int64_t m) const {
+        if (bias)
+            for (int64_t r = 0; r < count; ++r)
+                for (int64_t c = 0; c < columns; ++c) sums[r * kColumns + c] += bias[first + c];
+        if (activation == Epilogue::Activation::gelu_erf) gelu_erf_in_place(sums, count * kColumns);
+        if (activation == Epilogue::Activation::gelu_tanh) gelu_tanh_in_place(sums, count * kColumns);
+        for (int64_t r = 0; r < count; ++r) {
+            float *row = sums + r * kColumns;
+            if (residual) {
+                const auto *added = reinterpret_cast<const float *>(row_address(residual, row_first + r)) + first;
+                for (int64_t c = 0; c < columns; ++c) row[c] = added[c] + row[c];
+            }
+            std::memcpy(out + (row_first + r) * m + first, row, size_t(columns) * sizeof(float));
+        }
+    }
+};
+
 // out[r][n] = Σ_k weight[n][k] · a[r][k] for rows [row_first, row_end) and column groups
-// [group_first, group_end) (at most kGroupsPerUnit) of a packed weight; row r of out at
-// out + r * weight.m floats. The rows go through each tile one after another while it is in L1,
-// their totals in memory.
+// [group_first, group_end) (at most kGroupsPerUnit) of a packed weight, finished by `finish`; row r
+// of out at out + r * weight.m floats. The rows go through each tile one after another while it is
+// in L1, their totals in memory.
 void multiply(const Q4kPacked &packed, int64_t group_first, int64_t group_end, const uint8_t *activations,
-              int64_t row_first, int64_t row_end, float *out) {
+              int64_t row_first, int64_t row_end, const Finish &finish, float *out) {
     const Packed &weight = packed.weight;
     const q4k::Kernels &isa = *packed.isa;
     const int64_t k = weight.k, blocks = k / kBlock, row_bytes = q4k::activation_row_bytes(k);
@@ -217,33 +253,37 @@ void multiply(const Q4kPacked &packed, int64_t group_first, int64_t group_end, c
         }
     }
     for (int64_t g = 0; g < groups; ++g) {
-        const int64_t columns = std::min(kColumns, weight.m - (group_first + g) * kColumns);
-        for (int64_t r = 0; r < count; ++r)
-            std::memcpy(out + (row_first + r) * weight.m + (group_first + g) * kColumns, totals[g] + r * kColumns,
-                        size_t(columns) * sizeof(float));
+        const int64_t first = (group_first + g) * kColumns, columns = std::min(kColumns, weight.m - first);
+        finish.write(totals[g], row_first, count, first, columns, out, weight.m);
     }
 }
 
 // Work units: two groups of 16 columns × up to 64 rows, column-major: each thread a contiguous
 // range of a product of few rows, claimed by the threads otherwise.
 void multiply_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
-    const ProductClaim &claim = *static_cast<const ProductClaim *>(userdata);
-    const Q4kPacked &packed = *claim.packed;
+    const ProductParams &params = *static_cast<const ProductParams *>(userdata);
+    const Q4kPacked &packed = *params.packed;
     const Packed &weight = packed.weight;
     const ggml_tensor *activations = dst->src[0];
+    Finish finish;
+    finish.activation = params.activation;
+    int next_source = 2;
+    if (params.bias) finish.bias = static_cast<const float *>(dst->src[next_source++]->data);
+    if (params.residual) finish.residual = dst->src[next_source];
     const int64_t rows = dst->ne[1] * dst->ne[2] * dst->ne[3], groups = (weight.m + kColumns - 1) / kColumns;
     const int64_t column_units = (groups + kGroupsPerUnit - 1) / kGroupsPerUnit;
     const int64_t row_units = (rows + q4k::kRowsPerUnit - 1) / q4k::kRowsPerUnit;
     const int64_t units = column_units * row_units;
+    const auto *quantized = static_cast<const uint8_t *>(activations->data);
     const auto run = [&](int64_t begin, int64_t end) {
         for (int64_t u = begin; u < end; ++u) {
             const int64_t g = u / row_units * kGroupsPerUnit, first = u % row_units * q4k::kRowsPerUnit;
-            multiply(packed, g, std::min(groups, g + kGroupsPerUnit), static_cast<const uint8_t *>(activations->data),
-                     first, std::min(rows, first + q4k::kRowsPerUnit), static_cast<float *>(dst->data));
+            multiply(packed, g, std::min(groups, g + kGroupsPerUnit), quantized, first,
+                     std::min(rows, first + q4k::kRowsPerUnit), finish, static_cast<float *>(dst->data));
         }
     };
     if (rows <= q4k::kMaxRowsPerPass) return run(units * ith / nth, units * (ith + 1) / nth);
-    int64_t *counter = claim_counter(activations, rows, claim.slot);
+    int64_t *counter = claim_counter(activations, rows, params.slot);
     for (int64_t begin = 0, end = 0; claim_units(counter, units, nth, begin, end);) run(begin, end);
 }
 #endif
@@ -299,18 +339,36 @@ bool has_f16c() {
 #endif
 
 ggml_tensor *Q4kPacked::product(ggml_context *ctx, ggml_tensor *w, ggml_tensor *x) const {
+    return product_with(ctx, w, x, Epilogue{});
+}
+
+// The bias is added, the activation applied and the residual added to each 16 columns of the
+// result as they are written (Finish).
+ggml_tensor *Q4kPacked::product_with(ggml_context *ctx, ggml_tensor *w, ggml_tensor *x,
+                                     const Epilogue &epilogue) const {
 #if defined(__x86_64__)
     if (x->type != GGML_TYPE_F32 || x->ne[0] != w->ne[0] || x->nb[0] != sizeof(float))
         fail("q4_K kernels: ", ggml_get_name(w), " needs f32 activations ggml [", w->ne[0],
              ", ...] with contiguous rows, got ", ggml_type_name(x->type), " [", x->ne[0], ", ...]");
+    if (epilogue.activation != Epilogue::Activation::none && !vector_activations_available()) return nullptr;
+    const ggml_tensor *bias = epilogue.bias, *residual = epilogue.residual;
+    if (bias && (bias->type != GGML_TYPE_F32 || !ggml_is_contiguous(bias) || ggml_nelements(bias) != w->ne[1]))
+        fail("q4_K kernels: the bias of ", ggml_get_name(w), " must be a contiguous f32 [", w->ne[1], "]");
+    if (residual &&
+        (residual->type != GGML_TYPE_F32 || residual->nb[0] != sizeof(float) || residual->ne[0] != w->ne[1] ||
+         residual->ne[1] != x->ne[1] || residual->ne[2] != x->ne[2] || residual->ne[3] != x->ne[3]))
+        fail("q4_K kernels: the residual added to ", ggml_get_name(w), "'s product must be f32 of its shape");
     const QuantizedInput quantized = quantized_activations(ctx, x);
-    ggml_tensor *args[] = {quantized.tensor, w};
-    const ProductClaim &claim = claims[quantized.slot];
-    ggml_tensor *y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], x->ne[2], x->ne[3], args, 2, multiply_op,
-                                    GGML_N_TASKS_MAX, const_cast<ProductClaim *>(&claim));
+    ggml_tensor *args[4] = {quantized.tensor, w};
+    int n_args = 2;
+    if (bias) args[n_args++] = epilogue.bias;
+    if (residual) args[n_args++] = epilogue.residual;
+    const ProductParams params{this, quantized.slot, epilogue.activation, bias != nullptr, residual != nullptr};
+    ggml_tensor *y = ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], x->ne[2], x->ne[3], args, n_args,
+                                    multiply_op, GGML_N_TASKS_MAX, const_cast<ProductParams *>(interned(params)));
     return ggml_set_name(y, kMultiplyNode);
 #else
-    (void)ctx, (void)w, (void)x;
+    (void)ctx, (void)w, (void)x, (void)epilogue;
     fail("q4_K kernels: not built for this CPU");
 #endif
 }

@@ -1,5 +1,7 @@
 #include "kernels/vector_activations.h"
 
+#include "core/error.h"
+
 #include <cstdint>
 #include <cstring>
 
@@ -104,6 +106,13 @@ ggml_tensor *gelu_tanh(ggml_context *ctx, ggml_tensor *x) {
     return map_node(ctx, x, map_op<gelu_tanh_lanes>, "gelu_tanh.avx2");
 }
 ggml_tensor *mish(ggml_context *ctx, ggml_tensor *x) { return map_node(ctx, x, map_op<mish_lanes>, "mish.avx2"); }
+// Through lambdas, so that map inlines the lanes (a function pointer would be called per vector).
+void gelu_erf_in_place(float *values, int64_t count) {
+    map(values, values, 0, count, [](__m256 x) { return gelu_erf_lanes(x); });
+}
+void gelu_tanh_in_place(float *values, int64_t count) {
+    map(values, values, 0, count, [](__m256 x) { return gelu_tanh_lanes(x); });
+}
 ggml_tensor *snake(ggml_context *ctx, ggml_tensor *x, ggml_tensor *alpha, ggml_tensor *inv_alpha) {
     if (x->type != GGML_TYPE_F32 || alpha->type != GGML_TYPE_F32 || inv_alpha->type != GGML_TYPE_F32) return nullptr;
     if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
@@ -115,6 +124,8 @@ bool vector_activations_available() { return false; }
 ggml_tensor *gelu_erf(ggml_context *, ggml_tensor *) { return nullptr; }
 ggml_tensor *gelu_tanh(ggml_context *, ggml_tensor *) { return nullptr; }
 ggml_tensor *mish(ggml_context *, ggml_tensor *) { return nullptr; }
+void gelu_erf_in_place(float *, int64_t) { fail("vector activations: not built for this CPU"); }
+void gelu_tanh_in_place(float *, int64_t) { fail("vector activations: not built for this CPU"); }
 ggml_tensor *snake(ggml_context *, ggml_tensor *, ggml_tensor *, ggml_tensor *) { return nullptr; }
 #endif
 

@@ -12,6 +12,8 @@
 
 #include "ggml.h"
 
+#include <cstdint>
+
 namespace chatterbox::kernels {
 
 // Whether this build has them (x86-64, where every build needs AVX2 for ggml); where not, the
@@ -26,6 +28,11 @@ ggml_tensor *gelu_erf(ggml_context *ctx, ggml_tensor *x);
 // one node instead of ggml's seven, and a vector tanh instead of the C library's scalar tanhf
 // (Turbo's T3 prefill 519 -> 319 ms on the Zen 5 VM, bench/history/2026-12-06-zen5-gpt2-gelu-prefill-claims.md).
 ggml_tensor *gelu_tanh(ggml_context *ctx, ggml_tensor *x);
+
+// gelu_erf's and gelu_tanh's values (the same bits) written over `count` values in place: for a
+// product's epilogue (kernels/q4k.cpp). Only where vector_activations_available().
+void gelu_erf_in_place(float *values, int64_t count);
+void gelu_tanh_in_place(float *values, int64_t count);
 
 // x·tanh(softplus(x)) with softplus(x) = log1p(exp(x)), or x above 20 (ggml_softplus's threshold,
 // as PyTorch's): what nn::mish builds from ggml ops.

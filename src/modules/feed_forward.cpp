@@ -13,6 +13,10 @@ ggml_tensor *FeedForward::operator()(ggml_context *ctx, ggml_tensor *x) const {
     return down(ctx, up.then(ctx, x, activation, on_cpu));
 }
 
+ggml_tensor *FeedForward::added_to(ggml_context *ctx, ggml_tensor *x, ggml_tensor *residual) const {
+    return down.added_to(ctx, up.then(ctx, x, activation, on_cpu), residual);
+}
+
 GatedFeedForward::GatedFeedForward(Linear gate_, Linear up_, Linear down_, Activation activation_)
     : gate(gate_), up(up_), down(down_), activation(activation_) {
     if (gate.in != up.in || gate.out != up.out || down.in != up.out)
@@ -20,13 +24,18 @@ GatedFeedForward::GatedFeedForward(Linear gate_, Linear up_, Linear down_, Activ
              "->", down.out, " do not fit together");
 }
 
-ggml_tensor *GatedFeedForward::operator()(ggml_context *ctx, ggml_tensor *x) const {
+ggml_tensor *GatedFeedForward::hidden(ggml_context *ctx, ggml_tensor *x) const {
     ggml_tensor *gated = gate(ctx, x);
     ggml_tensor *linear = up(ctx, x);
     // SwiGLU is one fused ggml op (no separate activation tensor).
-    ggml_tensor *hidden = activation == Activation::silu ? ggml_swiglu_split(ctx, gated, linear)
-                                                         : ggml_mul(ctx, activate(ctx, gated, activation), linear);
-    return down(ctx, hidden);
+    return activation == Activation::silu ? ggml_swiglu_split(ctx, gated, linear)
+                                          : ggml_mul(ctx, activate(ctx, gated, activation), linear);
+}
+
+ggml_tensor *GatedFeedForward::operator()(ggml_context *ctx, ggml_tensor *x) const { return down(ctx, hidden(ctx, x)); }
+
+ggml_tensor *GatedFeedForward::added_to(ggml_context *ctx, ggml_tensor *x, ggml_tensor *residual) const {
+    return down.added_to(ctx, hidden(ctx, x), residual);
 }
 
 } // namespace chatterbox::nn

@@ -22,6 +22,9 @@ struct FeedForward {
     FeedForward() = default;
     FeedForward(Linear up, Linear down, Activation activation, bool on_cpu = false);
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x) const;
+    // residual + this(x): a pre-norm block's residual connection, in the down projection's node where
+    // its kernel adds it (Linear::added_to).
+    ggml_tensor *added_to(ggml_context *ctx, ggml_tensor *x, ggml_tensor *residual) const;
 };
 
 // down(act(gate(x)) * up(x)), SiLU by default (SwiGLU).
@@ -32,6 +35,10 @@ struct GatedFeedForward {
     GatedFeedForward() = default;
     GatedFeedForward(Linear gate, Linear up, Linear down, Activation activation = Activation::silu);
     ggml_tensor *operator()(ggml_context *ctx, ggml_tensor *x) const;
+    ggml_tensor *added_to(ggml_context *ctx, ggml_tensor *x, ggml_tensor *residual) const; // as FeedForward's
+
+  private:
+    ggml_tensor *hidden(ggml_context *ctx, ggml_tensor *x) const; // act(gate(x)) * up(x)
 };
 
 } // namespace chatterbox::nn

@@ -24,9 +24,19 @@ ggml_tensor *Linear::operator()(ggml_context *ctx, ggml_tensor *x) const {
 
 ggml_tensor *Linear::then(ggml_context *ctx, ggml_tensor *x, Activation activation, bool on_cpu) const {
     check_input(x);
-    if (activation == Activation::gelu_erf)
-        if (ggml_tensor *y = fused_matmul(ctx, weight, x, {bias, kernels::Epilogue::Activation::gelu_erf})) return y;
+    using Fused = kernels::Epilogue::Activation;
+    const Fused fused = activation == Activation::gelu_erf    ? Fused::gelu_erf
+                        : activation == Activation::gelu_tanh ? Fused::gelu_tanh
+                                                              : Fused::none;
+    if (fused != Fused::none)
+        if (ggml_tensor *y = fused_matmul(ctx, weight, x, {bias, fused})) return y;
     return activate(ctx, (*this)(ctx, x), activation, on_cpu);
+}
+
+ggml_tensor *Linear::added_to(ggml_context *ctx, ggml_tensor *x, ggml_tensor *residual) const {
+    check_input(x);
+    if (ggml_tensor *y = fused_matmul(ctx, weight, x, {bias, kernels::Epilogue::Activation::none, residual})) return y;
+    return ggml_add(ctx, residual, (*this)(ctx, x));
 }
 
 } // namespace chatterbox::nn

@@ -4,6 +4,7 @@
 //   nn::Linear q_proj(w, "tfmr.layers.0.self_attn.q_proj", 1024, 1024, /*bias=*/false);
 //   ggml_tensor *q = q_proj(ctx, x); // x: ggml [in, T, B] = PyTorch (B, T, in) -> ggml [out, T, B]
 //   ggml_tensor *h = up.then(ctx, x, nn::Activation::gelu_erf, on_cpu); // GELU(up(x))
+//   x = o_proj.added_to(ctx, mixed, x);                                  // x + o_proj(mixed)
 //
 // The weight keeps its stored type (f32, f16, q8_0 ...): ggml multiplies quantised weights
 // directly, and on the CPU a quantised weight may be stored in a faster layout
@@ -35,6 +36,9 @@ struct Linear {
     // activation(this(x)): in the product's node where its kernel applies the activation (GELU (erf)
     // on oneDNN's), else nn::activate (on_cpu: the graph runs on a CPU backend).
     ggml_tensor *then(ggml_context *ctx, ggml_tensor *x, Activation activation, bool on_cpu) const;
+    // residual + this(x) (residual of the result's shape), in the product's node where its kernel
+    // adds it (the q4_K kernels'), else by ggml_add: the same bits either way.
+    ggml_tensor *added_to(ggml_context *ctx, ggml_tensor *x, ggml_tensor *residual) const;
 
   private:
     void check_input(const ggml_tensor *x) const;

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "kernels/q4k.h"
 #include "modules/linear.h"
+#include "modules/matmul.h"
 #include "nn_harness.h"
 
 #include <gtest/gtest.h>
@@ -177,12 +178,51 @@ TEST_P(Q4kKernels, ProductsOfOneInputShareItsQuantisation) {
         ggml_tensor *in = g.input("x", GGML_TYPE_F32, {5, kIn});
         ggml_tensor *ya = a(g.ctx(), in), *yb = b(g.ctx(), in);
         EXPECT_EQ(ya->src[0], yb->src[0]) << "one quantisation of x for both products";
+        EXPECT_STREQ(ggml_get_name(ya->src[0]), "q4k.quantize");
         g.build(both ? std::vector<ggml_tensor *>{ya, yb} : std::vector<ggml_tensor *>{yb});
         g.set_input(in, x);
         g.compute();
         return g.read_f32(yb);
     };
     EXPECT_EQ(run(true), run(false));
+}
+
+// Bias, GELU and a residual in the product's node give the bits of the separate nodes they replace
+// (ggml_add, nn::activate's vector GELU, ggml_add), for a decode's few rows and a prefill's claimed units, on 1
+// and 2 threads; the residual is a strided view.
+TEST_P(Q4kKernels, EpilogueGivesTheBitsOfSeparateNodes) {
+    for (const int64_t rows : {1, 3, 37})
+        for (const int threads : {1, 2})
+            for (const nn::Activation activation : {nn::Activation::gelu_tanh, nn::Activation::gelu_erf}) {
+                BackendOptions options{"cpu", threads};
+                options.kernels = ours_;
+                options.adapt_threads = false;
+                NnHarness h(options);
+                h.add("m.proj.weight", {kOut, kIn}, GGML_TYPE_Q4_K, -0.05f, 0.05f);
+                h.add("m.proj.bias", {kOut}, GGML_TYPE_F32, -1.0f, 1.0f);
+                ModuleWeights w(h.store(), "m.", h.backend());
+                nn::Linear proj(w, "proj", kIn, kOut);
+                w.load();
+                const std::vector<float> x = values_.input(size_t(rows * kIn), -2.0f, 2.0f);
+                auto run = [&](bool fused) {
+                    return h.run({rows, kIn}, x, [&](ggml_context *ctx, ggml_tensor *t) {
+                        ggml_tensor *residual = ggml_view_2d(ctx, t, kOut, rows, t->nb[1], 0);
+                        ggml_tensor *hidden, *y;
+                        if (fused) {
+                            hidden = proj.then(ctx, t, activation, true);
+                            y = proj.added_to(ctx, ggml_view_2d(ctx, t, kIn, rows, t->nb[1], 0), residual);
+                            EXPECT_STREQ(ggml_get_name(hidden), "q4k.matmul");
+                            EXPECT_STREQ(ggml_get_name(y), "q4k.matmul");
+                        } else {
+                            hidden = nn::activate(ctx, ggml_add(ctx, nn::matmul(ctx, proj.weight, t), proj.bias),
+                                                  activation, true);
+                            y = ggml_add(ctx, residual, ggml_add(ctx, nn::matmul(ctx, proj.weight, t), proj.bias));
+                        }
+                        return ggml_concat(ctx, hidden, y, 0);
+                    });
+                };
+                EXPECT_EQ(run(true), run(false)) << rows << " rows, " << threads << " threads";
+            }
 }
 
 // The threads of a product of many rows claim its work units from a counter kept with the shared

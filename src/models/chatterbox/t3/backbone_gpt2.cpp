@@ -68,8 +68,8 @@ ggml_tensor *Gpt2Backbone::layers_graph(ggml_context *ctx, const HParams &hp, co
         ggml_tensor *qkv = w.c_attn(ctx, w.ln_1(ctx, x)); // (3 hidden, n * n_rows)
         ggml_tensor *q = ggml_reshape_4d(ctx, part(qkv, 0), hp.head_dim, hp.n_heads, n, n_rows);
         ggml_tensor *mixed = cached_self_attention(ctx, hp, cache, il, in, q, part(qkv, 1), part(qkv, 2), attention);
-        x = ggml_add(ctx, x, w.attn_proj(ctx, mixed));
-        x = ggml_add(ctx, x, w.mlp(ctx, w.ln_2(ctx, x)));
+        x = w.attn_proj.added_to(ctx, mixed, x);
+        x = w.mlp.added_to(ctx, w.ln_2(ctx, x), x);
     }
     return x;
 }

@@ -56,8 +56,8 @@ ggml_tensor *LlamaBackbone::layers_graph(ggml_context *ctx, const HParams &hp, c
         ggml_tensor *q = rope(ctx, hp, rope_freq_factors, w.q_proj(ctx, h), in, n_rows);
         ggml_tensor *k = rope(ctx, hp, rope_freq_factors, w.k_proj(ctx, h), in, n_rows);
         ggml_tensor *mixed = cached_self_attention(ctx, hp, cache, il, in, q, k, w.v_proj(ctx, h), attention);
-        x = ggml_add(ctx, x, w.o_proj(ctx, mixed));
-        x = ggml_add(ctx, x, w.mlp(ctx, w.post_attention_norm(ctx, x)));
+        x = w.o_proj.added_to(ctx, mixed, x);
+        x = w.mlp.added_to(ctx, w.post_attention_norm(ctx, x), x);
     }
     return x;
 }
