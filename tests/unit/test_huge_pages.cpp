@@ -1,7 +1,9 @@
 // core/huge_pages.h: an arena's blocks are 64-byte aligned, apart and writable, blocks larger than a
 // chunk get their own, and where Linux's transparent huge pages are on, a touched chunk is backed by
-// them; advising any range, aligned or not, is harmless.
+// them, as is a graph's compute buffer (GraphRunner); advising any range, aligned or not, is harmless.
 #include "core/huge_pages.h"
+
+#include "core/graph.h"
 
 #include <gtest/gtest.h>
 
@@ -67,6 +69,26 @@ TEST(HugePageArena, ATouchedChunkIsInHugePagesWhereTheSystemGivesThem) {
     std::memset(block, 1, 4 * kHugePageBytes);
     EXPECT_GE(huge_kilobytes_at(block), long(kHugePageBytes / 1024))
         << "no huge page backs the arena's chunk (memory too fragmented to give one?)";
+}
+
+// GraphRunner asks for huge pages in the compute buffer it places a graph's tensors in, before the
+// first values are written there.
+TEST(GraphRunner, ItsComputeBufferIsInHugePagesWhereTheSystemGivesThem) {
+    if (!transparent_huge_pages_on()) GTEST_SKIP() << "transparent huge pages are off here";
+    Backend backend(BackendOptions{"cpu", 2});
+    GraphRunner graph(backend);
+    const int64_t n = int64_t(4 * kHugePageBytes / sizeof(float));
+    ggml_tensor *x = graph.input("x", GGML_TYPE_F32, {n});
+    ggml_tensor *doubled = ggml_scale(graph.ctx(), x, 2.0f);
+    ggml_tensor *y = ggml_scale(graph.ctx(), doubled, 0.5f);
+    graph.build({y});
+    graph.set_input(x, std::vector<float>(size_t(n), 1.0f));
+    graph.compute();
+    EXPECT_EQ(graph.read_f32(y), std::vector<float>(size_t(n), 1.0f));
+    for (const ggml_tensor *t : {x, doubled, y}) // the middle: the buffer's start need not be on a huge page
+        EXPECT_GE(huge_kilobytes_at(static_cast<const char *>(t->data) + ggml_nbytes(t) / 2),
+                  long(kHugePageBytes / 1024))
+            << ggml_get_name(t) << ": no huge page backs it (memory too fragmented to give one?)";
 }
 
 TEST(AdviseHugePages, AnyRangeIsHarmless) {
