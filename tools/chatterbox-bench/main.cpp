@@ -162,20 +162,21 @@ void run_pipeline(Backend &backend, const BackendOptions &backend_options, const
                 options.text.c_str(), options.voice_seconds, options.max_new_tokens,
                 options.ignore_eos ? ", EOS ignored" : "", options.split_text ? "" : ", text not split",
                 options.cfm_steps ? concat(", ", options.cfm_steps, " CFM steps").c_str() : "");
-    std::printf("%-40s %8s %8s %8s %8s %8s %8s %6s %6s %5s %8s %8s %6s %7s %6s %8s %8s %8s\n", "weights", "load_ms",
+    std::printf("%-40s %8s %8s %8s %8s %8s %8s %6s %6s %5s %8s %8s %6s %7s %6s %8s %8s %8s %8s\n", "weights", "load_ms",
                 "voice_ms", "t3_ms", "s3gen_ms", "hift_ms", "total_ms", "tokens", "steps", "eos", "t3_step", "t3_bound",
-                "ratio", "audio_s", "RTF", "ttfa_ms", "strm_ms", "peak_MiB");
+                "ratio", "audio_s", "RTF", "ttfa_ms", "ttfa_kept", "strm_ms", "peak_MiB");
     for (const std::string &w : weights) {
         options.weights = w;
         const nlohmann::json r = bench::run_pipeline_bench(backend_options, options);
         auto ms = [&](const char *key) { return r.contains(key) ? r[key].get<double>() : 0.0; };
         const int eos_step = r["eos_step"].empty() ? -1 : r["eos_step"][0].get<int>(); // the first piece's
         std::printf("%-40s %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f %6d %6d %5d %8.1f %8.1f %6.2f %7.2f %6.2f %8.0f %8.0f "
-                    "%8.0f\n",
+                    "%8.0f %8.0f\n",
                     w.c_str(), ms("load_ms"), ms("voice_ms"), ms("t3_ms"), ms("s3gen_ms"), ms("hift_ms"),
                     ms("total_ms"), r["speech_tokens"].get<int>(), r["t3_steps"].get<int>(), eos_step,
                     ms("t3_decode_ms_per_step"), ms("t3_bound_ms"), ms("t3_ratio_to_bound"), ms("audio_seconds"),
-                    ms("rtf"), ms("stream_first_audio_ms"), ms("stream_total_ms"), ms("peak_rss_mib"));
+                    ms("rtf"), ms("stream_first_audio_ms"), ms("stream_first_audio_kept_voice_ms"),
+                    ms("stream_total_ms"), ms("peak_rss_mib"));
         std::printf("%-40s", "  GFLOP/s (% of f32 FMA peak)");
         for (const char *stage : {"voice", "t3", "s3gen", "hift"}) {
             std::printf("  %s %.1f", stage, r["stage_gflop_per_s"][stage].get<double>());

@@ -5,6 +5,7 @@
 #include "audio/audio_file.h"
 #include "core/error.h"
 #include "models/chatterbox/pipeline_session.h"
+#include "models/chatterbox/runtime.h"
 #include "t3_bench.h"
 #include "timing.h"
 
@@ -57,6 +58,30 @@ struct StageClock {
         since = now;
     }
 };
+
+// The time to first audio of a streamed request in a voice whose T3 conditioning prefix is kept, as
+// chatterbox-server keeps its voices' (t3/prefix_cache.h): on a session of a runtime that keeps one,
+// a request that computes and keeps it, then the timed one; each ends at its first audio.
+double first_audio_with_kept_voice_ms(const PipelineModel &engine, const std::string &text,
+                                      const VoiceConditionals &voice, SynthesisOptions synthesis) {
+    RuntimeOptions keeping;
+    keeping.voice_prefixes = 1;
+    Runtime runtime(engine, keeping);
+    PipelineSession session(runtime);
+    synthesis.on_chunk = [](const float *, size_t) { return false; };
+    double ms = 0;
+    for (int request = 0; request < 2; ++request) {
+        const auto start = Clock::now();
+        try {
+            session.synthesize(text, voice, synthesis);
+            fail("pipeline bench: a streamed request made no audio");
+        } catch (const Cancelled &) {
+            ms = ms_since(start);
+        }
+    }
+    if (runtime.t3_prefixes()->hits() != 1) fail("pipeline bench: the second request did not find its voice kept");
+    return ms;
+}
 
 } // namespace
 
@@ -151,7 +176,10 @@ nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineB
         out["stream_total_ms"] = streamed.seconds_total * 1e3;
         out["stream_rtf"] = streamed.seconds_total / (double(streamed.wave.size()) / double(streamed.sample_rate));
     }
-    out["peak_rss_mib"] = peak_rss_mib();
+    out["peak_rss_mib"] = peak_rss_mib(); // of one session: the one below adds its own graphs and cache
+    if (options.stream)
+        out["stream_first_audio_kept_voice_ms"] =
+            first_audio_with_kept_voice_ms(engine, options.text, voice, synthesis);
     return out;
 }
 

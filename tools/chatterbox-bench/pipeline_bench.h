@@ -36,7 +36,8 @@ struct PipelineBenchArguments {
 // it would have ended), "t3_prefill_ms" (conditioning and the first prefill),
 // "t3_decode_ms_per_step" (mean), "t3_decode_ms_median", for one piece "t3_step_bytes" and, with a
 // bandwidth, "t3_bound_ms" and "t3_ratio_to_bound", "audio_seconds", "rtf", "stream_first_audio_ms",
-// "stream_total_ms", "peak_rss_mib"; per stage (voice, t3, s3gen, hift) "stage_gflop",
+// "stream_total_ms", "stream_first_audio_kept_voice_ms" (the voice's T3 prefix kept, as the server
+// keeps it), "peak_rss_mib"; per stage (voice, t3, s3gen, hift) "stage_gflop",
 // "stage_gflop_per_s" and, with an f32 peak, "stage_of_f32_peak".
 nlohmann::json run_pipeline_bench(const BackendOptions &backend, const PipelineBenchArguments &options);
 
