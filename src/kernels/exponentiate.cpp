@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace chatterbox::kernels {
 
@@ -10,6 +11,27 @@ float exponentiate_scalar(float *s, int64_t n, float scale) {
     double sum = 0;
     for (int64_t i = 0; i < n; ++i) sum += s[i] = std::exp(scale * (s[i] - top));
     return float(sum);
+}
+
+float exponentiate_to_bf16_scalar(float *s, int64_t n, float scale, uint16_t *out) {
+    const float sum = exponentiate(s, n, scale);
+    for (int64_t i = 0; i < n; ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, s + i, sizeof bits);
+        out[i] = uint16_t((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16); // finite and ≥ 0: no NaN to keep
+    }
+    return sum;
+}
+
+float exponentiate_to_bf16(float *s, int64_t n, float scale, uint16_t *out) {
+#if defined(__x86_64__)
+    static const auto kernel = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16")
+                                   ? exponentiate_to_bf16_avx512
+                                   : exponentiate_to_bf16_scalar;
+    return kernel(s, n, scale, out);
+#else
+    return exponentiate_to_bf16_scalar(s, n, scale, out);
+#endif
 }
 
 float exponentiate(float *s, int64_t n, float scale) {

@@ -359,8 +359,8 @@ void attention_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
                 const float *shifted = positional.data() + r * window + (rows - 1 - r);
                 for (int64_t j = 0; j < n_kv; ++j) row[j] += shifted[j];
             }
-            inverse_sums[r] = 1.0f / exponentiate(row, n_kv, params.scale);
-            if (bf16) to_bf16(row, n_kv, p16.data() + r * n_kv); // while the row is in L1
+            inverse_sums[r] = 1.0f / (bf16 ? exponentiate_to_bf16(row, n_kv, params.scale, p16.data() + r * n_kv)
+                                           : exponentiate(row, n_kv, params.scale));
         }
         const void *probabilities = bf16 ? static_cast<const void *>(p16.data()) : scores.data();
         multiply(thread, type, probabilities, {rows, n_kv}, s_strides, values, {n_kv, head_dim}, v_strides, out,

@@ -1,7 +1,8 @@
 // The softmax exponentiation of the blocked attention (kernels/exponentiate.h), every variant this
 // CPU runs, against exp in double: lengths that end inside a vector or are shorter than one, a
 // row whose maximum sits in the tail, scores far below the maximum (exp underflows to 0); the sum
-// within 1e-6, each element within 1e-6 plus what forming its argument in f32 costs.
+// within 1e-6, each element within 1e-6 plus what forming its argument in f32 costs; and the
+// numerators rounded to bf16 for the bf16 attention.
 
 #include "kernels/exponentiate.h"
 
@@ -9,6 +10,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -63,6 +65,40 @@ TEST(Exponentiate, EveryVariantMatchesExpInDouble) {
         check(row, 0.125f, "n = " + std::to_string(n));
         row.back() = 100.0f; // the maximum in the tail
         check(row, 1.0f, "n = " + std::to_string(n) + ", maximum last, scale 1 (most underflow)");
+    }
+}
+
+// The bf16 numerators: each the exact value's bf16 rounding or a neighbour of it (the coarser
+// polynomial may land across a rounding boundary), within 2^-8 relatively; the f32 sum within 1e-5.
+TEST(Exponentiate, Bf16NumeratorsAreTheRoundedValues) {
+    std::vector<std::pair<const char *, float (*)(float *, int64_t, float, uint16_t *)>> all{
+        {"scalar", kernels::exponentiate_to_bf16_scalar}, {"dispatch", kernels::exponentiate_to_bf16}};
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16"))
+        all.push_back({"avx512", kernels::exponentiate_to_bf16_avx512});
+#endif
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> score(-40.0f, 40.0f);
+    for (int64_t n : {1, 5, 16, 17, 100, 1000}) {
+        std::vector<float> scores(static_cast<size_t>(n));
+        for (float &s : scores) s = score(rng);
+        double top = -INFINITY, expected_sum = 0;
+        for (float s : scores) top = std::max(top, double(s));
+        for (const auto &[name, variant] : all) {
+            std::vector<float> row = scores;
+            std::vector<uint16_t> out(row.size(), 0xFFFF);
+            const float sum = variant(row.data(), n, 0.25f, out.data());
+            expected_sum = 0;
+            for (size_t i = 0; i < scores.size(); ++i) {
+                const double expected = std::exp(0.25 * (scores[i] - top));
+                expected_sum += expected;
+                const uint32_t bits = uint32_t(out[i]) << 16;
+                float value;
+                std::memcpy(&value, &bits, sizeof value);
+                ASSERT_NEAR(value, expected, expected / 256 + 1e-37) << name << ", n = " << n << ", element " << i;
+            }
+            EXPECT_NEAR(sum, expected_sum, 1e-5 * expected_sum) << name << ", n = " << n;
+        }
     }
 }
 
