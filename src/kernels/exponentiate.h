@@ -2,7 +2,8 @@
 // The numerators of a softmax over one row of scores, in place: s[0..n) -> exp(scale·(s − max s)),
 // returning their sum (the blocked attention's middle pass, kernels/onednn.h). Variants by
 // instruction set, one file each; exponentiate() takes the widest the CPU has (CPUID at run time:
-// the project's own code is built for any x86-64). Every variant keeps |relative error| below 1e-6.
+// the project's own code is built for any x86-64). Every variant of exponentiate keeps |relative
+// error| below 1e-6.
 
 #include <cstdint>
 

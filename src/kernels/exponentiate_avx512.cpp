@@ -42,31 +42,41 @@ __m512 coarse_exp_lanes(__m512 x) {
     return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), exponent));
 }
 
-float top_of(const float *s, int64_t whole, __mmask16 tail) {
-    __m512 top16 = _mm512_set1_ps(-INFINITY);
-    for (int64_t i = 0; i < whole; i += 16) top16 = _mm512_max_ps(top16, _mm512_loadu_ps(s + i));
-    if (tail) top16 = _mm512_max_ps(top16, _mm512_mask_loadu_ps(top16, tail, s + whole));
-    return _mm512_reduce_max_ps(top16);
-}
+// A row's whole vectors and its tail's mask, and the argument scale·(s − max s) of each vector as
+// one fused multiply-add from s: what the exponentiations of a row share.
+struct Arguments {
+    int64_t whole;
+    __mmask16 tail;
+    __m512 scale16, shift16;
+
+    Arguments(const float *s, int64_t n, float scale) : whole(n / 16 * 16), tail(__mmask16((1u << (n - whole)) - 1)) {
+        __m512 top16 = _mm512_set1_ps(-INFINITY);
+        for (int64_t i = 0; i < whole; i += 16) top16 = _mm512_max_ps(top16, _mm512_loadu_ps(s + i));
+        if (tail) top16 = _mm512_max_ps(top16, _mm512_mask_loadu_ps(top16, tail, s + whole));
+        scale16 = _mm512_set1_ps(scale);
+        shift16 = _mm512_set1_ps(-scale * _mm512_reduce_max_ps(top16));
+    }
+    __m512 at(const float *s, int64_t i) const { return _mm512_fmadd_ps(_mm512_loadu_ps(s + i), scale16, shift16); }
+    __m512 of_tail(const float *s) const {
+        return _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, s + whole), scale16, shift16);
+    }
+};
 
 } // namespace
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) float
 exponentiate_to_bf16_avx512(float *s, int64_t n, float scale, uint16_t *out) {
-    const int64_t whole = n / 16 * 16;
-    const __mmask16 tail = __mmask16((1u << (n - whole)) - 1);
-    const float top = top_of(s, whole, tail);
-    const __m512 scale16 = _mm512_set1_ps(scale), shift16 = _mm512_set1_ps(-scale * top);
+    const Arguments row(s, n, scale);
     __m512 sum16 = _mm512_setzero_ps();
-    for (int64_t i = 0; i < whole; i += 16) {
-        const __m512 e = coarse_exp_lanes(_mm512_fmadd_ps(_mm512_loadu_ps(s + i), scale16, shift16));
+    for (int64_t i = 0; i < row.whole; i += 16) {
+        const __m512 e = coarse_exp_lanes(row.at(s, i));
         _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i), __m256i(_mm512_cvtneps_pbh(e)));
         sum16 = _mm512_add_ps(sum16, e);
     }
-    if (tail) {
-        const __m512 e = coarse_exp_lanes(_mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, s + whole), scale16, shift16));
-        _mm256_mask_storeu_epi16(out + whole, tail, __m256i(_mm512_cvtneps_pbh(e)));
-        sum16 = _mm512_mask_add_ps(sum16, tail, sum16, e);
+    if (row.tail) {
+        const __m512 e = coarse_exp_lanes(row.of_tail(s));
+        _mm256_mask_storeu_epi16(out + row.whole, row.tail, __m256i(_mm512_cvtneps_pbh(e)));
+        sum16 = _mm512_mask_add_ps(sum16, row.tail, sum16, e);
     }
     return _mm512_reduce_add_ps(sum16);
 }
@@ -75,20 +85,17 @@ exponentiate_to_bf16_avx512(float *s, int64_t n, float scale, uint16_t *out) {
 // Zen 5 VM than masking every vector); every element takes the same exp_lanes, and the sum the same
 // order of additions, either way.
 float exponentiate_avx512(float *s, int64_t n, float scale) {
-    const int64_t whole = n / 16 * 16;
-    const __mmask16 tail = __mmask16((1u << (n - whole)) - 1);
-    const float top = top_of(s, whole, tail);
-    const __m512 scale16 = _mm512_set1_ps(scale), shift16 = _mm512_set1_ps(-scale * top);
+    const Arguments row(s, n, scale);
     __m512 sum16 = _mm512_setzero_ps();
-    for (int64_t i = 0; i < whole; i += 16) {
-        const __m512 e = exp_lanes(_mm512_fmadd_ps(_mm512_loadu_ps(s + i), scale16, shift16));
+    for (int64_t i = 0; i < row.whole; i += 16) {
+        const __m512 e = exp_lanes(row.at(s, i));
         _mm512_storeu_ps(s + i, e);
         sum16 = _mm512_add_ps(sum16, e);
     }
-    if (tail) {
-        const __m512 e = exp_lanes(_mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, s + whole), scale16, shift16));
-        _mm512_mask_storeu_ps(s + whole, tail, e);
-        sum16 = _mm512_mask_add_ps(sum16, tail, sum16, e);
+    if (row.tail) {
+        const __m512 e = exp_lanes(row.of_tail(s));
+        _mm512_mask_storeu_ps(s + row.whole, row.tail, e);
+        sum16 = _mm512_mask_add_ps(sum16, row.tail, sum16, e);
     }
     return _mm512_reduce_add_ps(sum16);
 }
