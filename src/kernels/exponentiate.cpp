@@ -1,8 +1,9 @@
 #include "kernels/exponentiate.h"
 
+#include "ggml.h"
+
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 namespace chatterbox::kernels {
 
@@ -15,11 +16,7 @@ float exponentiate_scalar(float *s, int64_t n, float scale) {
 
 float exponentiate_to_bf16_scalar(float *s, int64_t n, float scale, uint16_t *out) {
     const float sum = exponentiate(s, n, scale);
-    for (int64_t i = 0; i < n; ++i) {
-        uint32_t bits;
-        std::memcpy(&bits, s + i, sizeof bits);
-        out[i] = uint16_t((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16); // finite and ≥ 0: no NaN to keep
-    }
+    for (int64_t i = 0; i < n; ++i) out[i] = ggml_fp32_to_bf16(s[i]).bits;
     return sum;
 }
 
