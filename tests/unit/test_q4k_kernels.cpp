@@ -87,9 +87,11 @@ TEST_P(Q4kKernels, MatchesGgmlsPlainProductForAnyRowCount) {
     }
 }
 
-// One block per column, a single column, an odd number of 16-column groups with a partial last one.
+// One block per column, a single column, groups with a partial last one, an odd number of 16-column
+// groups (the last alone in its pair of the packed layout) of several blocks.
 TEST_P(Q4kKernels, MatchesGgmlsPlainProductForOtherShapes) {
-    for (const auto &[in, out] : {std::pair<int64_t, int64_t>{256, 1}, {256, 17}, {768, 50}, {1024, 8}}) {
+    for (const auto &[in, out] :
+         {std::pair<int64_t, int64_t>{256, 1}, {256, 17}, {768, 50}, {1024, 8}, {512, 40}, {768, 80}}) {
         const std::vector<float> x = values_.input(size_t(3 * in), -2.0f, 2.0f);
         const std::vector<float> ours = product(ours_, 2, {3, in}, x, in, out);
         const std::vector<float> ggml = product(plain(), 2, {3, in}, x, in, out);
