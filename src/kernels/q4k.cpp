@@ -77,10 +77,12 @@ struct Packed {
     size_t bytes = 0;
     uint8_t *data = nullptr; // in its owner's arena
 
-    const uint8_t *tile(int64_t group, int64_t block) const {
+    // Bytes from data to group's tile of block.
+    int64_t tile_offset(int64_t group, int64_t block) const {
         const int64_t blocks = k / kBlock;
-        return data + ((group / kGroupsPerUnit * blocks + block) * kGroupsPerUnit + group % kGroupsPerUnit) * kTileBytes;
+        return ((group / kGroupsPerUnit * blocks + block) * kGroupsPerUnit + group % kGroupsPerUnit) * kTileBytes;
     }
+    const uint8_t *tile(int64_t group, int64_t block) const { return data + tile_offset(group, block); }
 };
 
 Packed pack_tiles(HugePageArena &arena, const uint8_t *rows, int64_t k, int64_t m) {
@@ -94,7 +96,7 @@ Packed pack_tiles(HugePageArena &arena, const uint8_t *rows, int64_t k, int64_t 
     std::memset(p.data, 0, p.bytes);
     for (int64_t g = 0; g < groups; ++g)
         for (int64_t b = 0; b < blocks; ++b) {
-            auto *tile = const_cast<uint8_t *>(p.tile(g, b));
+            uint8_t *tile = p.data + p.tile_offset(g, b);
             for (int64_t n = 0; n < kColumns && g * kColumns + n < m; ++n)
                 pack_column(rows + ((g * kColumns + n) * blocks + b) * kQ4kBlockBytes, n, tile);
         }
