@@ -24,7 +24,11 @@ namespace {
 // however long the loop, each value meets the same partial sum.
 constexpr int64_t kLanes = 16;
 
-constexpr const char *kNode = "single_query_attention";
+constexpr const char *kNode = "single_query_attention", *kChunksNode = "single_query_attention.chunks";
+
+// Positions per chunk: a query's chunks are attended one by one, on any thread, and merged in order.
+// Fixed, so that a query's bits do not depend on the cache's length, the batch or the threads.
+constexpr int64_t kChunk = 64;
 
 // How far ahead the cache is prefetched: keys 4 positions on, values a block of 8 positions on (the
 // best of 2-16 positions and blocks of 4-16 in a throwaway harness, bench/history/
@@ -67,7 +71,7 @@ class Buffer {
 };
 
 struct Scratch {
-    Buffer mask, scores, query, row, out;
+    Buffer mask, scores, query, row;
 };
 
 // A q8_0 row: blocks of 32 values, each an f16 scale then 32 int8; a value is scale · int8, exact in f32
@@ -264,34 +268,45 @@ float mask_value(const ggml_tensor *mask, const char *row, int64_t j) {
     return reinterpret_cast<const float *>(row)[j];
 }
 
-// Heads [h0, h1) of query iq of sequence b.
-void attend(ggml_tensor *dst, int64_t b, int64_t iq, int64_t h0, int64_t h1, float scale, Scratch &s) {
-    const ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
-    const int64_t d = q->ne[0], n_kv = k->ne[2], group = q->ne[1] / k->ne[1], heads = h1 - h0;
+// Positions [p0, p0 + kChunk) of query iq of sequence b (clipped to the cache), every head: a head's
+// weighted values relative to its largest score in the chunk (not yet divided by their weights'
+// sum), that score and the sum, at part + h * (d + 2). A chunk the query sees none of has sum 0.
+void attend_chunk(const ggml_tensor *node, int64_t b, int64_t iq, int64_t p0, float scale, Scratch &s, float *part) {
+    const ggml_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2], *mask = node->src[3];
+    const int64_t d = q->ne[0], heads = q->ne[1], group = q->ne[1] / k->ne[1];
+    const int64_t length = std::min(kChunk, k->ne[2] - p0);
     constexpr float kBlocked = -std::numeric_limits<float>::infinity();
 
-    // The positions this query sees: [0, visible), some of them possibly masked.
-    float *bias = s.mask.get(n_kv);
+    // The positions this query sees: [0, visible) of the chunk, some of them possibly masked.
+    float *bias = s.mask.get(length);
     int64_t visible = 0;
     const char *mask_row =
         mask ? static_cast<const char *>(mask->data) + iq * mask->nb[1] + (mask->ne[3] == 1 ? 0 : b * mask->nb[3])
              : nullptr;
-    for (int64_t j = 0; j < n_kv; ++j) {
-        bias[j] = mask_row ? mask_value(mask, mask_row, j) : 0.0f;
+    for (int64_t j = 0; j < length; ++j) {
+        bias[j] = mask_row ? mask_value(mask, mask_row, p0 + j) : 0.0f;
         if (bias[j] != kBlocked) visible = j + 1;
+    }
+    if (visible == 0) {
+        for (int64_t h = 0; h < heads; ++h) {
+            std::fill_n(part + h * (d + 2), d, 0.0f);
+            part[h * (d + 2) + d] = kBlocked;
+            part[h * (d + 2) + d + 1] = 0.0f;
+        }
+        return;
     }
     const int64_t stride = padded(visible);
 
     float *query = s.query.get(heads * d);
     for (int64_t h = 0; h < heads; ++h)
-        std::memcpy(query + h * d,
-                    static_cast<const char *>(q->data) + (h0 + h) * q->nb[1] + iq * q->nb[2] + b * q->nb[3],
+        std::memcpy(query + h * d, static_cast<const char *>(q->data) + h * q->nb[1] + iq * q->nb[2] + b * q->nb[3],
                     size_t(d) * sizeof(float));
-    // Each head's cached rows at position 0 (a group of query heads shares one key/value head).
+    // Each head's cached rows at the chunk's first position (a group of query heads shares one
+    // key/value head).
     const char *key_rows[256], *value_rows[256];
     for (int64_t h = 0; h < heads; ++h) {
-        key_rows[h] = static_cast<const char *>(k->data) + (h0 + h) / group * k->nb[1] + b * k->nb[3];
-        value_rows[h] = static_cast<const char *>(v->data) + (h0 + h) / group * v->nb[1] + b * v->nb[3];
+        key_rows[h] = static_cast<const char *>(k->data) + h / group * k->nb[1] + p0 * k->nb[2] + b * k->nb[3];
+        value_rows[h] = static_cast<const char *>(v->data) + h / group * v->nb[1] + p0 * v->nb[2] + b * v->nb[3];
     }
 
     // Scores, position by position (the keys of all the heads at j are adjacent), the keys kKeysAhead
@@ -327,17 +342,17 @@ void attend(ggml_tensor *dst, int64_t b, int64_t iq, int64_t h0, int64_t h1, flo
                 std::fma(key_dot(k, key_rows[h] + j * k->nb[2], query + h * d, d, row), scale, bias[j]);
     }
 
-    // Softmax weights (unnormalised) and their sums.
-    float *out = s.out.get(heads * d);
-    for (int64_t i = 0; i < heads * d; ++i) out[i] = 0.0f;
-    float sums[256];
+    // Softmax weights relative to the chunk's largest score, and their sums.
     for (int64_t h = 0; h < heads; ++h) {
         float *p = scores + h * stride;
-        exp_of_difference(p, stride, largest(p, visible)); // blocked: exp(-inf) = 0
+        const float top = largest(p, visible);
+        exp_of_difference(p, stride, top); // blocked: exp(-inf) = 0
         float lanes[kLanes] = {};
         for (int64_t j = 0; j < stride; j += kLanes)
             for (int64_t l = 0; l < kLanes; ++l) lanes[l] += p[j + l];
-        sums[h] = fold(lanes);
+        part[h * (d + 2) + d] = top;
+        part[h * (d + 2) + d + 1] = fold(lanes);
+        std::fill_n(part + h * (d + 2), d, 0.0f);
     }
 
     // Weighted values, a block of positions at a time (16 KB of f16 values at 16 heads of 64, in L1
@@ -346,32 +361,55 @@ void attend(ggml_tensor *dst, int64_t b, int64_t iq, int64_t h0, int64_t h1, flo
         for (int64_t h = 0; h < heads; ++h) {
             for (int64_t j = j0 + kValueBlock; j < std::min(visible, j0 + 2 * kValueBlock); ++j)
                 prefetch(value_rows[h] + j * v->nb[2], value_bytes);
-            add_weighted(v, value_rows[h], scores + h * stride, j0, std::min(visible, j0 + kValueBlock), d, out + h * d,
-                         row);
+            add_weighted(v, value_rows[h], scores + h * stride, j0, std::min(visible, j0 + kValueBlock), d,
+                         part + h * (d + 2), row);
         }
-
-    char *dst_row = static_cast<char *>(dst->data) + iq * dst->nb[1] + b * dst->nb[2];
-    for (int64_t h = 0; h < heads; ++h) {
-        float *o = reinterpret_cast<float *>(dst_row) + (h0 + h) * d;
-        const float inverse = sums[h] > 0.0f ? 1.0f / sums[h] : 0.0f; // nothing visible: zeros, not NaN
-        for (int64_t i = 0; i < d; ++i) o[i] = out[h * d + i] * inverse;
-    }
 }
 
-void single_query_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
+int64_t chunks_of(int64_t n_kv) { return (n_kv + kChunk - 1) / kChunk; }
+
+// The chunks' parts: ggml [(D + 2) * H, chunks, n_q, B]. Chunks go to the threads in turn.
+void chunks_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
     float scale;
     const auto bits = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(userdata));
     std::memcpy(&scale, &bits, sizeof scale);
-    const int64_t n_heads = dst->src[0]->ne[1], queries = dst->src[0]->ne[2] * dst->src[0]->ne[3];
-    // Whole queries per thread where there are enough; otherwise their heads split in halves,
-    // quarters ... (which heads share a thread does not change any head's result).
-    int64_t parts = 1;
-    while (queries * parts < nth && n_heads % (parts * 2) == 0) parts *= 2;
-    const int64_t per_part = n_heads / parts;
+    const int64_t chunks = dst->ne[1], n_q = dst->ne[2], items = chunks * n_q * dst->ne[3];
     thread_local Scratch scratch;
-    for (int64_t item = ith; item < queries * parts; item += nth) {
-        const int64_t query = item / parts, h0 = item % parts * per_part;
-        attend(dst, query / dst->src[0]->ne[2], query % dst->src[0]->ne[2], h0, h0 + per_part, scale, scratch);
+    for (int64_t item = ith; item < items; item += nth) {
+        const int64_t c = item % chunks, iq = item / chunks % n_q, b = item / chunks / n_q;
+        attend_chunk(dst, b, iq, c * kChunk, scale, scratch,
+                     reinterpret_cast<float *>(static_cast<char *>(dst->data) + c * dst->nb[1] + iq * dst->nb[2] +
+                                               b * dst->nb[3]));
+    }
+}
+
+// A (query, head)'s chunks merged in chunk order: each chunk's values and sum scaled by exp(its
+// largest score - the largest of all), then divided by the total sum. One chunk: the single pass's bits.
+void merge_op(ggml_tensor *dst, int ith, int nth, void *) {
+    const ggml_tensor *parts = dst->src[0];
+    const int64_t heads = (parts->ne[0] - dst->ne[0]) / 2, d = dst->ne[0] / heads, chunks = parts->ne[1];
+    const int64_t n_q = parts->ne[2], items = heads * n_q * parts->ne[3];
+    for (int64_t item = ith; item < items; item += nth) {
+        const int64_t h = item % heads, iq = item / heads % n_q, b = item / heads / n_q;
+        const char *first = static_cast<const char *>(parts->data) + iq * parts->nb[2] + b * parts->nb[3];
+        const auto part = [&](int64_t c) {
+            return reinterpret_cast<const float *>(first + c * parts->nb[1]) + h * (d + 2);
+        };
+        float top = -std::numeric_limits<float>::infinity();
+        for (int64_t c = 0; c < chunks; ++c)
+            if (part(c)[d + 1] > 0.0f) top = std::max(top, part(c)[d]);
+        float *o = reinterpret_cast<float *>(static_cast<char *>(dst->data) + iq * dst->nb[1] + b * dst->nb[2]) + h * d;
+        std::fill_n(o, d, 0.0f);
+        float total = 0.0f;
+        for (int64_t c = 0; c < chunks; ++c) {
+            const float *values = part(c);
+            if (values[d + 1] == 0.0f) continue;
+            const float factor = std::exp(values[d] - top);
+            total = std::fma(values[d + 1], factor, total);
+            for (int64_t i = 0; i < d; ++i) o[i] = std::fma(values[i], factor, o[i]);
+        }
+        const float inverse = total > 0.0f ? 1.0f / total : 0.0f; // nothing visible: zeros, not NaN
+        for (int64_t i = 0; i < d; ++i) o[i] *= inverse;
     }
 }
 
@@ -395,9 +433,12 @@ ggml_tensor *single_query_attention(ggml_context *ctx, ggml_tensor *q, ggml_tens
     uint32_t bits;
     std::memcpy(&bits, &scale, sizeof bits);
     ggml_tensor *args[] = {q, k, v, mask};
+    ggml_tensor *parts =
+        ggml_custom_4d(ctx, GGML_TYPE_F32, (d + 2) * n_heads, chunks_of(n_kv), n_q, batch, args, mask ? 4 : 3,
+                       chunks_op, GGML_N_TASKS_MAX, reinterpret_cast<void *>(static_cast<uintptr_t>(bits)));
+    ggml_set_name(parts, kChunksNode);
     ggml_tensor *out =
-        ggml_custom_4d(ctx, GGML_TYPE_F32, d * n_heads, n_q, batch, 1, args, mask ? 4 : 3, single_query_op,
-                       GGML_N_TASKS_MAX, reinterpret_cast<void *>(static_cast<uintptr_t>(bits)));
+        ggml_custom_4d(ctx, GGML_TYPE_F32, d * n_heads, n_q, batch, 1, &parts, 1, merge_op, GGML_N_TASKS_MAX, nullptr);
     return ggml_set_name(out, kNode);
 }
 

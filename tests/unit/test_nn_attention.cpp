@@ -149,6 +149,11 @@ TEST(NnAttention, OneQueryPerSequenceMatchesNaive) {
     attention_case({3, 1, 40, 8, 8, 16, false, AttnCase::key_padding}, "one query, key padding");
     attention_case({1, 1, 33, 16, 16, 64, false, AttnCase::per_batch}, "one sequence, heads split over threads", 1);
     attention_case({1, 1, 33, 16, 16, 64, false, AttnCase::per_batch}, "one sequence, heads split over threads", 2);
+    // The single-query path attends 64 positions at a time and merges them.
+    attention_case({2, 1, 150, 4, 4, 64, false, AttnCase::per_batch}, "one query over three chunks, mask per row", 2);
+    attention_case({3, 1, 130, 4, 2, 64, false, AttnCase::key_padding},
+                   "one query over three chunks, a row's last chunk padded away", 2);
+    attention_case({2, 5, 150, 2, 2, 16, false, AttnCase::shared}, "several queries over three chunks", 2);
 }
 
 // Random keys and values of several sequences in f16 or q8_0 caches (heads of 64), and the
@@ -214,26 +219,29 @@ constexpr ggml_type kCacheTypes[] = {GGML_TYPE_F16, GGML_TYPE_Q8_0};
 // bits alone, beside other sequences over a longer attended length, and on any number of threads.
 TEST(NnAttention, SingleQueryIsTheSameInAnyBatch) {
     for (const ggml_type type : kCacheTypes) {
-        SCOPED_TRACE(ggml_type_name(type));
-        const int64_t length = 41;
-        NnHarness values;
-        const Caches caches(values, 3, 96, 4, type);
-        const int64_t width = caches.width;
-        const auto q_all = values.input(size_t(3 * width), -2.0f, 2.0f);
-        // Sequence 0 sees [0, length); the others see more. Returns sequence 0's output.
-        auto run = [&](int64_t batch, int64_t n_kv, int threads) {
-            std::vector<ggml_fp16_t> m(size_t(batch * n_kv));
-            for (int64_t b = 0; b < batch; ++b)
-                for (int64_t j = 0; j < n_kv; ++j)
-                    m[size_t(b * n_kv + j)] = ggml_fp32_to_fp16(j < length + 17 * b ? 0.0f : -INFINITY);
-            const std::vector<float> all = caches.attend(
-                threads, batch, 1, n_kv, std::vector<float>(q_all.begin(), q_all.begin() + batch * width), m, batch);
-            return std::vector<float>(all.begin(), all.begin() + width);
-        };
-        const std::vector<float> alone = run(1, 48, 1);
-        EXPECT_EQ(run(1, 48, 2), alone) << "two threads split the heads";
-        EXPECT_EQ(run(3, 96, 2), alone) << "beside two longer sequences, over more positions";
-        EXPECT_EQ(run(2, 64, 1), alone) << "beside one, one thread";
+        for (const int64_t length : {41, 100}) { // in one chunk of 64 positions, over two
+            SCOPED_TRACE(std::string(ggml_type_name(type)) + ", " + std::to_string(length) + " positions");
+            NnHarness values;
+            const Caches caches(values, 3, 192, 4, type);
+            const int64_t width = caches.width;
+            const auto q_all = values.input(size_t(3 * width), -2.0f, 2.0f);
+            // Sequence 0 sees [0, length); the others see more. Returns sequence 0's output.
+            auto run = [&](int64_t batch, int64_t n_kv, int threads) {
+                std::vector<ggml_fp16_t> m(size_t(batch * n_kv));
+                for (int64_t b = 0; b < batch; ++b)
+                    for (int64_t j = 0; j < n_kv; ++j)
+                        m[size_t(b * n_kv + j)] = ggml_fp32_to_fp16(j < length + 17 * b ? 0.0f : -INFINITY);
+                const std::vector<float> all =
+                    caches.attend(threads, batch, 1, n_kv,
+                                  std::vector<float>(q_all.begin(), q_all.begin() + batch * width), m, batch);
+                return std::vector<float>(all.begin(), all.begin() + width);
+            };
+            const int64_t own = length + 7;
+            const std::vector<float> alone = run(1, own, 1);
+            EXPECT_EQ(run(1, own, 2), alone) << "two threads";
+            EXPECT_EQ(run(3, 192, 2), alone) << "beside two longer sequences, over more positions";
+            EXPECT_EQ(run(2, 128, 1), alone) << "beside one, one thread";
+        }
     }
 }
 
