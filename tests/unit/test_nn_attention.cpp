@@ -147,8 +147,8 @@ TEST(NnAttention, OneQueryPerSequenceMatchesNaive) {
     attention_case({2, 1, 9, 4, 4, 8, false, AttnCase::shared}, "one query, mask shared by the batch");
     attention_case({3, 1, 37, 4, 2, 64, false, AttnCase::per_batch}, "one query, mask per row, grouped queries");
     attention_case({3, 1, 40, 8, 8, 16, false, AttnCase::key_padding}, "one query, key padding");
-    attention_case({1, 1, 33, 16, 16, 64, false, AttnCase::per_batch}, "one sequence, heads split over threads", 1);
-    attention_case({1, 1, 33, 16, 16, 64, false, AttnCase::per_batch}, "one sequence, heads split over threads", 2);
+    attention_case({1, 1, 33, 16, 16, 64, false, AttnCase::per_batch}, "one sequence, one thread", 1);
+    attention_case({1, 1, 33, 16, 16, 64, false, AttnCase::per_batch}, "one sequence, two threads", 2);
     // The single-query path attends 64 positions at a time and merges them.
     attention_case({2, 1, 150, 4, 4, 64, false, AttnCase::per_batch}, "one query over three chunks, mask per row", 2);
     attention_case({3, 1, 130, 4, 2, 64, false, AttnCase::key_padding},
@@ -187,7 +187,7 @@ struct Caches {
     std::vector<float> attend(int threads, int64_t batch, int64_t n_q, int64_t n_kv, const std::vector<float> &queries,
                               const std::vector<ggml_fp16_t> &mask, int64_t mask_batch) const {
         BackendOptions options{"cpu", threads};
-        options.adapt_threads = false; // exactly `threads`, so the heads split as the test says
+        options.adapt_threads = false; // exactly `threads`, so the chunks spread as the test says
         Backend backend(options);
         GraphRunner g(backend);
         ggml_tensor *q = g.input("q", GGML_TYPE_F32, {batch, n_q, heads, head_dim});
@@ -283,9 +283,9 @@ TEST(NnAttention, SingleQueryGivesEachOfSeveralQueriesItsOwnBits) {
     }
 }
 
-// T3's sixteen heads over an f16 or q8_0 cache: eight heads at a time take the vectorised scores,
-// fewer (a thread's share when few queries are split over many threads) one head at a time. Both
-// match the naive reference over the values the cache holds, and each other bit for bit.
+// T3's sixteen heads over an f16 or q8_0 cache, eight at a time through the vectorised scores: the
+// naive reference over the values the cache holds, and the same bits with the query's two chunks of
+// positions on one, two or four threads.
 TEST(NnAttention, SingleQueryOverSixteenCachedHeads) {
     for (const ggml_type type : kCacheTypes) {
         SCOPED_TRACE(ggml_type_name(type));
@@ -309,9 +309,8 @@ TEST(NnAttention, SingleQueryOverSixteenCachedHeads) {
         const std::vector<float> first_alone(both.begin(), both.begin() + width);
         const std::vector<float> first_query(queries.begin(), queries.begin() + width);
         const std::vector<ggml_fp16_t> first_mask(mask.begin(), mask.begin() + n_kv);
-        EXPECT_EQ(caches.attend(2, 1, 1, n_kv, first_query, first_mask, 1), first_alone) << "8 heads a thread";
-        EXPECT_EQ(caches.attend(4, 1, 1, n_kv, first_query, first_mask, 1), first_alone)
-            << "4 heads a thread, one by one";
+        EXPECT_EQ(caches.attend(2, 1, 1, n_kv, first_query, first_mask, 1), first_alone) << "two threads";
+        EXPECT_EQ(caches.attend(4, 1, 1, n_kv, first_query, first_mask, 1), first_alone) << "four threads";
     }
 }
 
