@@ -270,7 +270,8 @@ float mask_value(const ggml_tensor *mask, const char *row, int64_t j) {
 
 // Positions [p0, p0 + kChunk) of query iq of sequence b (clipped to the cache), every head: a head's
 // weighted values relative to its largest score in the chunk (not yet divided by their weights'
-// sum), that score and the sum, at part + h * (d + 2). A chunk the query sees none of has sum 0.
+// sum), that score and the sum, at part + h * (d + 2). A chunk the query sees none of has sum 0,
+// and its values and score are left unwritten.
 void attend_chunk(const ggml_tensor *node, int64_t b, int64_t iq, int64_t p0, float scale, Scratch &s, float *part) {
     const ggml_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2], *mask = node->src[3];
     const int64_t d = q->ne[0], heads = q->ne[1], group = q->ne[1] / k->ne[1];
@@ -287,12 +288,8 @@ void attend_chunk(const ggml_tensor *node, int64_t b, int64_t iq, int64_t p0, fl
         bias[j] = mask_row ? mask_value(mask, mask_row, p0 + j) : 0.0f;
         if (bias[j] != kBlocked) visible = j + 1;
     }
-    if (visible == 0) {
-        for (int64_t h = 0; h < heads; ++h) {
-            std::fill_n(part + h * (d + 2), d, 0.0f);
-            part[h * (d + 2) + d] = kBlocked;
-            part[h * (d + 2) + d + 1] = 0.0f;
-        }
+    if (visible == 0) { // the merge reads nothing else of such a chunk (a prefill's later ones)
+        for (int64_t h = 0; h < heads; ++h) part[h * (d + 2) + d + 1] = 0.0f;
         return;
     }
     const int64_t stride = padded(visible);
