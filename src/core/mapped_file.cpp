@@ -32,6 +32,16 @@ MappedFile::MappedFile(const std::string &path) : path_(path) {
     ::close(fd);
 }
 
+void MappedFile::release(const void *data, size_t bytes) const {
+    const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<uintptr_t>(data), end = begin + bytes;
+    if (begin < reinterpret_cast<uintptr_t>(data_) || end > reinterpret_cast<uintptr_t>(data_) + size_)
+        fail("MappedFile::release: a range outside ", path_);
+    const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+    // A refusal leaves the pages resident: nothing to report.
+    if (last > first) (void)::madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
     if (data_) ::munmap(const_cast<uint8_t *>(data_), size_);
 }

@@ -17,6 +17,11 @@ public:
     const uint8_t *data() const { return data_; }
     size_t size() const { return size_; }
     const std::string &path() const { return path_; }
+    // Takes the whole pages of [data, data + bytes) (inside the file) out of this process's resident
+    // set: the page cache keeps them, and a later read maps them again. For bytes read once (a weight
+    // packed into a kernel's own copy at load), which would otherwise count in the process's memory
+    // beside that copy.
+    void release(const void *data, size_t bytes) const;
 
 private:
     std::string path_;

@@ -205,7 +205,10 @@ void ModuleWeights::upload_all() {
         // Read once to pack: its pages in the file mapping are the page cache's from now on.
         const bool in_place =
             std::find(mapped_buffers_.begin(), mapped_buffers_.end(), u.tensor->buffer) != mapped_buffers_.end();
-        if (in_place) in_place_bytes_ -= ggml_nbytes(u.tensor);
+        if (in_place) {
+            in_place_bytes_ -= ggml_nbytes(u.tensor);
+            u.source->mapping->release(u.tensor->data, ggml_nbytes(u.tensor));
+        }
     }
 }
 
