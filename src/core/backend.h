@@ -22,9 +22,10 @@ namespace chatterbox {
 struct KernelSelection {
     std::vector<std::string> enable;  // kernels that are off by default, turned on (onednn_f32)
     std::vector<std::string> disable; // kernels left out (for comparisons): ggml_mul_mat takes their weights
-    // Rows multiplied into each unpacked q4_K weight register (1-8, at most the instruction set's
-    // own limit; 0: the CPU's default, kernels/q4k.h). A row's result is the same bits for any.
-    int q4k_rows_per_pass = 0;
+    // Rows multiplied into each unpacked weight register of the int8 tile kernels (q4_K, q8_0: 1-8,
+    // at most the format's limit in the instruction set; 0: the CPU's default, kernels/int8_tiles.cpp).
+    // A row's result is the same bits for any.
+    int tile_rows_per_pass = 0;
 };
 
 struct BackendOptions {

@@ -6,6 +6,7 @@
 #include "kernels/ggml_repack.h"
 #include "kernels/onednn.h"
 #include "kernels/q4k.h"
+#include "kernels/q8_0.h"
 
 #include <algorithm>
 
@@ -16,15 +17,17 @@ ggml_backend_buffer_type_t MatmulKernel::buffer_type(const ggml_tensor *) const 
 double MatmulKernel::node_flops(const ggml_tensor *) const { return 0; }
 
 const std::vector<const MatmulKernel *> &matmul_kernels() {
-    // The registrations. The engine's q4_K kernels come before ggml's repack, which takes q4_K too;
-    // the oneDNN bf16 product comes first for the components that allow bf16 (it takes any float
-    // weight); the oneDNN f32 product is opt-in (its products are not ggml's bits).
+    // The registrations. The engine's q4_K and q8_0 kernels come before ggml's repack, which takes
+    // those types too; the oneDNN bf16 product comes first for the components that allow bf16 (it
+    // takes any float weight); the oneDNN f32 product is opt-in (its products are not ggml's bits).
     // One registration a line.
     // clang-format off
     static const std::vector<const MatmulKernel *> kernels{
         &onednn_bf16_kernel(),
-        &q4k_kernel(Q4kIsa::avx512_vnni),
-        &q4k_kernel(Q4kIsa::avx2),
+        &q4k_kernel(Int8Isa::avx512_vnni),
+        &q4k_kernel(Int8Isa::avx2),
+        &q8_0_kernel(Int8Isa::avx512_vnni),
+        &q8_0_kernel(Int8Isa::avx2),
         &ggml_repack_kernel(),
         &onednn_f32_kernel(),
     };
@@ -73,9 +76,9 @@ void check_kernel_selection(const KernelSelection &selection) {
         if (listed(selection.disable, kernel.name()))
             throw InvalidArgument(concat("matmul kernel '", name, "' is both enabled and disabled"));
     }
-    if (selection.q4k_rows_per_pass < 0 || selection.q4k_rows_per_pass > kQ4kMaxRowsPerPass)
-        throw InvalidArgument(concat("q4_K kernels: ", selection.q4k_rows_per_pass, " rows per pass, expected 1 to ",
-                                     kQ4kMaxRowsPerPass, " (0: the CPU's default)"));
+    if (selection.tile_rows_per_pass < 0 || selection.tile_rows_per_pass > kInt8MaxRowsPerPass)
+        throw InvalidArgument(concat("int8 tile kernels: ", selection.tile_rows_per_pass,
+                                     " rows per pass, expected 1 to ", kInt8MaxRowsPerPass, " (0: the CPU's default)"));
 }
 
 const MatmulKernel *choose_matmul_kernel(const ggml_tensor *weight, const KernelSelection &selection,

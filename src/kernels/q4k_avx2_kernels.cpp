@@ -8,8 +8,7 @@
 // `vpmaddwd` scales them by the sub-block's 6-bit scale into 32 bits. Every integer sum is the same
 // as the VNNI kernels', and the f32 steps are the same operations in the same order, so the two give
 // the same bits.
-//
-// The activations' quantisation (quantize_row) is here too, for both sets.
+#include "kernels/int8_tiles_loads.h"
 #include "kernels/q4k_kernels.h"
 
 #include <immintrin.h>
@@ -20,11 +19,7 @@ namespace chatterbox::kernels::q4k {
 
 namespace {
 
-int32_t load_u32(const void *p) {
-    int32_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
+using int8_tiles::load_i32;
 
 __m256i load_256(const uint8_t *p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)); }
 __m128i load_128(const uint8_t *p) { return _mm_loadu_si128(reinterpret_cast<const __m128i *>(p)); }
@@ -59,7 +54,7 @@ void halves_pass(const uint8_t *const *tiles, int first_half, int64_t b, const u
                     weights[i] = _mm256_and_si256(nibble ? _mm256_srli_epi16(bytes[i], 4) : bytes[i], low_nibbles);
                 const int64_t at = b * kBlock + c * 8 + nibble * 4;
                 for (int r = 0; r < R; ++r) {
-                    const __m256i a = _mm256_set1_epi32(load_u32(rows[r] + at));
+                    const __m256i a = _mm256_set1_epi32(load_i32(rows[r] + at));
                     for (int i = 0; i < H; ++i) {
                         part[i][r] = _mm256_add_epi16(part[i][r], _mm256_maddubs_epi16(weights[i], a));
                         // The empty asm keeps the adds in this order: GCC otherwise adds the two
@@ -90,7 +85,7 @@ void halves_pass(const uint8_t *const *tiles, int first_half, int64_t b, const u
             __m256i min_sum = _mm256_setzero_si256();
             for (int64_t p = 0; p < kSubBlocks / 2; ++p)
                 min_sum =
-                    _mm256_add_epi32(min_sum, _mm256_madd_epi16(mins[p], _mm256_set1_epi32(load_u32(sums + 4 * p))));
+                    _mm256_add_epi32(min_sum, _mm256_madd_epi16(mins[p], _mm256_set1_epi32(load_i32(sums + 4 * p))));
             float row_scale;
             std::memcpy(&row_scale, rows[r] + k + b * 4, sizeof row_scale);
             const __m256 da = _mm256_set1_ps(row_scale);
@@ -117,41 +112,6 @@ constexpr Kernels kAvx2 = {
 };
 
 } // namespace
-
-void quantize_row(const float *row, int64_t k, uint8_t *o) {
-    const int64_t blocks = k / kBlock;
-    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-    for (int64_t b = 0; b < blocks; ++b) {
-        const float *v = row + b * kBlock;
-        __m256 top = _mm256_setzero_ps();
-        for (int64_t i = 0; i < kBlock; i += 8)
-            top = _mm256_max_ps(top, _mm256_and_ps(_mm256_loadu_ps(v + i), magnitude));
-        __m128 top4 = _mm_max_ps(_mm256_castps256_ps128(top), _mm256_extractf128_ps(top, 1));
-        top4 = _mm_max_ps(top4, _mm_movehl_ps(top4, top4));
-        const float amax = _mm_cvtss_f32(_mm_max_ss(top4, _mm_movehdup_ps(top4)));
-        // As ggml's q8_K: q = nearest(x · 127 / max|x|) (ties to even), scale 1 / (127 / max|x|).
-        const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
-        const float scale = amax > 0.0f ? 1.0f / inverse : 0.0f;
-        std::memcpy(o + k + b * 4, &scale, sizeof scale);
-        const __m256 multiplier = _mm256_set1_ps(inverse);
-        for (int64_t j = 0; j < kSubBlocks; ++j) {
-            __m256i sum = _mm256_setzero_si256();
-            for (int64_t h = 0; h < 4; ++h) {
-                const int64_t at = b * kBlock + j * 32 + h * 8;
-                __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(row + at), multiplier));
-                q = _mm256_max_epi32(_mm256_min_epi32(q, _mm256_set1_epi32(127)), _mm256_set1_epi32(-127));
-                const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-                _mm_storel_epi64(reinterpret_cast<__m128i *>(o + at), _mm_packs_epi16(words, words));
-                sum = _mm256_add_epi32(sum, q);
-            }
-            __m128i sum4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
-            sum4 = _mm_add_epi32(sum4, _mm_shuffle_epi32(sum4, 0x4E));
-            sum4 = _mm_add_epi32(sum4, _mm_shuffle_epi32(sum4, 0xB1));
-            const auto sub_sum = static_cast<int16_t>(_mm_cvtsi128_si32(sum4));
-            std::memcpy(o + k + blocks * 4 + (b * kSubBlocks + j) * 2, &sub_sum, sizeof sub_sum);
-        }
-    }
-}
 
 const Kernels &avx2_kernels() { return kAvx2; }
 

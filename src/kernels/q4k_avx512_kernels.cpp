@@ -1,7 +1,8 @@
 // Built with AVX-512 F/BW/VL/DQ, VNNI and F16C (CMakeLists.txt); called only where
-// q4k_available(). Nothing here is shared with other files (no inline function or template of
+// int8_isa_runs(). Nothing here is shared with other files (no inline function or template of
 // a common header is instantiated: hence no std::min or std::fill), so no AVX-512 copy of common
 // code can reach a CPU without it.
+#include "kernels/int8_tiles_loads.h"
 #include "kernels/q4k_kernels.h"
 
 #include <immintrin.h>
@@ -12,11 +13,7 @@ namespace chatterbox::kernels::q4k {
 
 namespace {
 
-int32_t load_u32(const void *p) {
-    int32_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
+using int8_tiles::load_i32;
 
 // Block b of G column groups (tiles[g]) times rows[0 .. R), added to totals[g] (R × 16 f32 each).
 // Each quant chunk is unpacked once and multiplied into every row, each row's activation broadcast
@@ -43,7 +40,7 @@ void pass(const uint8_t *const *tiles, int64_t b, const uint8_t *const *rows, in
                     weights[g] = _mm512_and_si512(nibble ? _mm512_srli_epi16(bytes[g], 4) : bytes[g], low_nibbles);
                 const int64_t at = b * kBlock + c * 8 + nibble * 4;
                 for (int r = 0; r < R; ++r) {
-                    const __m512i a = _mm512_set1_epi32(load_u32(rows[r] + at));
+                    const __m512i a = _mm512_set1_epi32(load_i32(rows[r] + at));
                     for (int g = 0; g < G; ++g) part[g][r] = _mm512_dpbusd_epi32(part[g][r], weights[g], a);
                 }
             }
@@ -67,7 +64,7 @@ void pass(const uint8_t *const *tiles, int64_t b, const uint8_t *const *rows, in
             const uint8_t *sums = rows[r] + k + (k / kBlock) * 4 + b * kSubBlocks * 2;
             __m512i min_sum = _mm512_setzero_si512();
             for (int64_t p = 0; p < kSubBlocks / 2; ++p)
-                min_sum = _mm512_dpwssd_epi32(min_sum, mins[p], _mm512_set1_epi32(load_u32(sums + 4 * p)));
+                min_sum = _mm512_dpwssd_epi32(min_sum, mins[p], _mm512_set1_epi32(load_i32(sums + 4 * p)));
             float row_scale;
             std::memcpy(&row_scale, rows[r] + k + b * 4, sizeof row_scale);
             const __m512 da = _mm512_set1_ps(row_scale);

@@ -1,18 +1,17 @@
 #pragma once
-// Internal to kernels/q4k: the packed layouts, and the kernels of each instruction set (each
-// built alone with its flags: q4k_avx512_kernels.cpp for AVX-512 VNNI, q4k_avx2_kernels.cpp for AVX2;
-// called only on a CPU that has it).
+// Internal to kernels/q4k: the packed layout of q4_K weights, and the passes of each instruction set
+// (each built alone with its flags: q4k_avx512_kernels.cpp for AVX-512 VNNI, q4k_avx2_kernels.cpp for
+// AVX2; called only on a CPU that has it).
 
-#include <cstddef>
-#include <cstdint>
+#include "kernels/int8_tiles_kernels.h"
 
 namespace chatterbox::kernels::q4k {
 
-constexpr int64_t kBlock = 256;        // values per q4_K block (QK_K)
-constexpr int64_t kSubBlocks = 8;      // of 32 values, each with its 6-bit scale and min
-constexpr int64_t kColumns = 16;       // weight columns interleaved in a tile (one zmm of int32 lanes)
-constexpr int64_t kMaxRowsPerPass = 8; // activation rows that share each unpacked weight register
-constexpr int64_t kRowsPerUnit = 64;   // rows of one work unit (a thread's share of a wide product)
+using int8_tiles::kBlock;
+using int8_tiles::kColumns;
+using int8_tiles::Kernels;
+using int8_tiles::kMaxRowsPerPass;
+constexpr int64_t kSubBlocks = 8; // of 32 values, each with its 6-bit scale and min
 
 // A tile: 16 columns × one 256-value block.
 //   quants [32][16][4] u8: chunk c (values 8c .. 8c+7 of the block), column n, byte i holds value
@@ -24,24 +23,14 @@ constexpr int64_t kQuantsOffset = 0, kScalesOffset = 2048, kMinsOffset = 2176, k
                   kTileBytes = 2368;
 
 // A quantised activation row of k values (k a multiple of 256): k int8, then one f32 scale per block,
-// then the int16 sums of each 32-value sub-block. Defined in the portable q4k.cpp: an inline
-// function here would also be compiled with AVX-512 in q4k_avx512_kernels.cpp, and the linker may keep
-// that copy for every caller.
+// then the int16 sums of each 32-value sub-block. Defined in the portable q4k.cpp (see
+// int8_tiles_kernels.h on inline functions).
 int64_t activation_row_bytes(int64_t k);
 
 // One row of k f32 values into `out` (activation_row_bytes(k) bytes), for the kernels of either set:
-// it is built with AVX2 (q4k_avx2_kernels.cpp), which every CPU with the AVX-512 set also has.
+// it is built with AVX2 (int8_tiles_quantize_avx2.cpp), which every CPU with the AVX-512 set also has.
 void quantize_row(const float *x, int64_t k, uint8_t *out);
 
-// Block b of G tiles (tiles[g]) times rows[0 .. R) of quantised activations (k values each), added
-// to totals[g] (R rows × 16 columns of f32, 64-byte aligned). The same bits on either ISA.
-using Pass = void (*)(const uint8_t *const *tiles, int64_t b, const uint8_t *const *rows, int64_t k,
-                      float *const *totals);
-
-struct Kernels {
-    int64_t rows_per_pass;           // at most kMaxRowsPerPass
-    Pass passes[2][kMaxRowsPerPass]; // [G - 1][R - 1]
-};
 const Kernels &avx512_vnni_kernels();
 const Kernels &avx2_kernels();
 

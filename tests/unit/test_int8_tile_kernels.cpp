@@ -1,10 +1,12 @@
-// q4_K weights packed for the engine's kernels (kernels/q4k.h), through the path the models take
-// (ModuleWeights packs them at load, nn::Linear multiplies with them), in each instruction set the CPU
-// runs: the products of ggml's plain q4_K layout for any number of rows, column counts off the
-// 16-column tiles, leading batch dimensions and all-zero rows; a row's result the same bits in any
-// batch and on any thread count; and the same bits from the AVX2 and the AVX-512 VNNI kernels.
+// q4_K and q8_0 weights packed for the engine's int8 tile kernels (kernels/int8_tiles.h, q4k.h,
+// q8_0.h), through the path the models take (ModuleWeights packs them at load, nn::Linear multiplies
+// with them), in each instruction set the CPU runs: the products of ggml's plain layout of the type
+// for any number of rows, column counts off the 16-column tiles, leading batch dimensions and all-zero
+// rows; a row's result the same bits in any batch and on any thread count; and the same bits from the
+// AVX2 and the AVX-512 VNNI kernels.
 #include "core/error.h"
 #include "kernels/q4k.h"
+#include "kernels/q8_0.h"
 #include "modules/linear.h"
 #include "modules/matmul.h"
 #include "nn_harness.h"
@@ -12,24 +14,38 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <map>
 #include <cstring>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace chatterbox {
 namespace {
 
+using kernels::Int8Isa;
 using test::NnHarness;
 
 constexpr int64_t kIn = 512, kOut = 40; // two 256-value blocks per column; 16 + 16 + 8 columns
 
+// A weight format of the kernels, and the most rows per pass of its AVX2 and AVX-512 VNNI sets.
+struct Format {
+    const char *name;
+    ggml_type type;
+    const kernels::TileFormat &(*tiles)();
+    const kernels::TiledKernel &(*kernel)(Int8Isa isa);
+    int rows_limit[2]; // by Int8Isa
+};
+const Format kQ4k{"q4k", GGML_TYPE_Q4_K, kernels::q4k_format, kernels::q4k_kernel, {4, 8}};
+const Format kQ8_0{"q8_0", GGML_TYPE_Q8_0, kernels::q8_0_format, kernels::q8_0_kernel, {4, 4}};
+
+Int8Isa other_isa(Int8Isa isa) { return isa == Int8Isa::avx2 ? Int8Isa::avx512_vnni : Int8Isa::avx2; }
+
 // The engine's kernels in one instruction set (the other left out), or none (ggml's plain layout).
-KernelSelection only(kernels::Q4kIsa isa, int rows_per_pass = 0) {
+KernelSelection only(Int8Isa isa, int rows_per_pass = 0) {
     KernelSelection selection;
-    const kernels::Q4kIsa other = isa == kernels::Q4kIsa::avx2 ? kernels::Q4kIsa::avx512_vnni : kernels::Q4kIsa::avx2;
-    selection.disable = {kernels::q4k_kernel(other).name()};
-    selection.q4k_rows_per_pass = rows_per_pass;
+    for (const Format *format : {&kQ4k, &kQ8_0}) selection.disable.push_back(format->kernel(other_isa(isa)).name());
+    selection.tile_rows_per_pass = rows_per_pass;
     return selection;
 }
 
@@ -39,105 +55,119 @@ KernelSelection plain() {
     return selection;
 }
 
-// proj(x) for x of PyTorch shape `shape` (last dimension `in`) with the same random q4_K weight of
-// `out` columns on the kernels of `selection`: the engine's (checked to be taken) or ggml's plain layout.
-std::vector<float> product(const KernelSelection &selection, int threads, const Shape &shape,
+// proj(x) for x of PyTorch shape `shape` (last dimension `in`) with the same random weight of the
+// format's type and `out` columns on the kernels of `selection`: the engine's (checked to be taken) or
+// ggml's plain layout.
+std::vector<float> product(const Format &format, const KernelSelection &selection, int threads, const Shape &shape,
                            const std::vector<float> &x, int64_t in = kIn, int64_t out = kOut) {
     const bool ours = selection.disable.size() < kernels::matmul_kernels().size();
     BackendOptions options{"cpu", threads};
     options.kernels = selection;
     options.adapt_threads = false;
     NnHarness h(options);
-    h.add("m.proj.weight", {out, in}, GGML_TYPE_Q4_K, -0.05f, 0.05f);
+    h.add("m.proj.weight", {out, in}, format.type, -0.05f, 0.05f);
     ModuleWeights w(h.store(), "m.", h.backend());
     nn::Linear proj(w, "proj", in, out, false);
     w.load();
     return h.run(shape, x, [&](ggml_context *ctx, ggml_tensor *t) {
         ggml_tensor *y = proj(ctx, t);
-        EXPECT_EQ(std::string(ggml_get_name(y)) == "q4k.matmul", ours) << ggml_get_name(y);
+        EXPECT_EQ(std::string(ggml_get_name(y)) == format.tiles().multiply_node, ours) << ggml_get_name(y);
         EXPECT_EQ(y->ne[0], out);
         return y;
     });
 }
 
-// Every test in each instruction set the CPU runs.
-class Q4kKernels : public ::testing::TestWithParam<kernels::Q4kIsa> {
+// Every test in each format and instruction set the CPU runs.
+class TileKernels : public ::testing::TestWithParam<std::tuple<const Format *, Int8Isa>> {
   protected:
     void SetUp() override {
-        if (!kernels::q4k_runs(GetParam())) GTEST_SKIP() << "this CPU has no " << kernels::q4k_isa_name(GetParam());
+        if (!kernels::int8_isa_runs(isa())) GTEST_SKIP() << "this CPU has no " << kernels::int8_isa_name(isa());
     }
-    const KernelSelection ours_ = only(GetParam());
+    const Format &format() const { return *std::get<0>(GetParam()); }
+    Int8Isa isa() const { return std::get<1>(GetParam()); }
+    std::vector<float> ours(int threads, const Shape &shape, const std::vector<float> &x, int64_t in = kIn,
+                            int64_t out = kOut) const {
+        return product(format(), ours_, threads, shape, x, in, out);
+    }
+    std::vector<float> ggmls(int threads, const Shape &shape, const std::vector<float> &x, int64_t in = kIn,
+                             int64_t out = kOut) const {
+        return product(format(), plain(), threads, shape, x, in, out);
+    }
+    const KernelSelection ours_ = only(isa());
     NnHarness values_;
 };
 
-INSTANTIATE_TEST_SUITE_P(Isas, Q4kKernels, ::testing::Values(kernels::Q4kIsa::avx2, kernels::Q4kIsa::avx512_vnni),
-                         [](const ::testing::TestParamInfo<kernels::Q4kIsa> &info) {
-                             return info.param == kernels::Q4kIsa::avx2 ? "avx2" : "avx512_vnni";
+INSTANTIATE_TEST_SUITE_P(FormatsAndIsas, TileKernels,
+                         ::testing::Combine(::testing::Values(&kQ4k, &kQ8_0),
+                                            ::testing::Values(Int8Isa::avx2, Int8Isa::avx512_vnni)),
+                         [](const ::testing::TestParamInfo<std::tuple<const Format *, Int8Isa>> &info) {
+                             return std::string(std::get<0>(info.param)->name) + "_" +
+                                    (std::get<1>(info.param) == Int8Isa::avx2 ? "avx2" : "avx512_vnni");
                          });
 
-TEST_P(Q4kKernels, MatchesGgmlsPlainProductForAnyRowCount) {
+TEST_P(TileKernels, MatchesGgmlsPlainProductForAnyRowCount) {
     for (const int64_t rows : {1, 2, 3, 8, 9, 16, 70, 133}) {
         std::vector<float> x = values_.input(size_t(2 * rows * kIn), -2.0f, 2.0f);
         std::fill(x.begin(), x.begin() + kIn, 0.0f); // an all-zero row: scale 0, not NaN
         const Shape shape{2, rows, kIn};
-        const std::vector<float> ours = product(ours_, 2, shape, x), ggml = product(plain(), 2, shape, x);
-        const std::vector<double> expected(ggml.begin(), ggml.end());
-        test::expect_close(ours, expected, 2e-5, std::to_string(rows) + " rows");
-        for (int64_t n = 0; n < kOut; ++n) EXPECT_EQ(ours[size_t(n)], 0.0f);
+        const std::vector<float> y = ours(2, shape, x), ggml = ggmls(2, shape, x);
+        test::expect_close(y, std::vector<double>(ggml.begin(), ggml.end()), 2e-5, std::to_string(rows) + " rows");
+        for (int64_t n = 0; n < kOut; ++n) EXPECT_EQ(y[size_t(n)], 0.0f);
     }
 }
 
 // One block per column, a single column, groups with a partial last one, an odd number of 16-column
 // groups (the last alone in its pair of the packed layout) of several blocks.
-TEST_P(Q4kKernels, MatchesGgmlsPlainProductForOtherShapes) {
+TEST_P(TileKernels, MatchesGgmlsPlainProductForOtherShapes) {
     for (const auto &[in, out] :
          {std::pair<int64_t, int64_t>{256, 1}, {256, 17}, {768, 50}, {1024, 8}, {512, 40}, {768, 80}}) {
         const std::vector<float> x = values_.input(size_t(3 * in), -2.0f, 2.0f);
-        const std::vector<float> ours = product(ours_, 2, {3, in}, x, in, out);
-        const std::vector<float> ggml = product(plain(), 2, {3, in}, x, in, out);
-        test::expect_close(ours, std::vector<double>(ggml.begin(), ggml.end()), 2e-5,
+        const std::vector<float> y = ours(2, {3, in}, x, in, out), ggml = ggmls(2, {3, in}, x, in, out);
+        test::expect_close(y, std::vector<double>(ggml.begin(), ggml.end()), 2e-5,
                            std::to_string(in) + " x " + std::to_string(out));
     }
 }
 
-TEST_P(Q4kKernels, ARowGetsTheSameBitsInAnyBatchAndOnAnyThreadCount) {
+TEST_P(TileKernels, ARowGetsTheSameBitsInAnyBatchAndOnAnyThreadCount) {
     const int64_t rows = 37, row = 20;
     const std::vector<float> x = values_.input(size_t(rows * kIn), -2.0f, 2.0f);
     const std::vector<float> one(x.begin() + row * kIn, x.begin() + (row + 1) * kIn);
-    const std::vector<float> alone = product(ours_, 1, {1, kIn}, one);
+    const std::vector<float> alone = ours(1, {1, kIn}, one);
     for (const int threads : {1, 2}) {
-        const std::vector<float> batched = product(ours_, threads, {rows, kIn}, x);
+        const std::vector<float> batched = ours(threads, {rows, kIn}, x);
         for (int64_t n = 0; n < kOut; ++n)
             EXPECT_EQ(batched[size_t(row * kOut + n)], alone[size_t(n)])
                 << "column " << n << ", " << threads << " threads";
     }
 }
 
-// Every pass width (1 .. 8 rows per unpacked weight, capped at the set's own) gives the default's
-// bits; a row count past the widest is refused.
-TEST_P(Q4kKernels, EveryRowsPerPassGivesTheSameBits) {
+// Every pass width (1 .. 8 rows per unpacked weight, capped at the format's own in the set) gives the
+// default's bits; a row count past the widest is refused.
+TEST_P(TileKernels, EveryRowsPerPassGivesTheSameBits) {
     const int64_t rows = 19; // full passes and a partial one at every width
     const std::vector<float> x = values_.input(size_t(rows * kIn), -2.0f, 2.0f);
-    const std::vector<float> by_default = product(ours_, 2, {rows, kIn}, x);
-    const int limit = GetParam() == kernels::Q4kIsa::avx2 ? 4 : 8;
+    const std::vector<float> by_default = ours(2, {rows, kIn}, x);
+    const kernels::TiledKernel &kernel = format().kernel(isa());
+    const int limit = format().rows_limit[int(isa())];
     for (int per_pass = 1; per_pass <= 8; ++per_pass) {
-        EXPECT_EQ(kernels::q4k_rows_per_pass(GetParam(), per_pass), std::min(per_pass, limit));
-        EXPECT_EQ(product(only(GetParam(), per_pass), 2, {rows, kIn}, x), by_default) << per_pass << " rows per pass";
+        EXPECT_EQ(kernel.rows_per_pass(per_pass), std::min(per_pass, limit));
+        EXPECT_EQ(product(format(), only(isa(), per_pass), 2, {rows, kIn}, x), by_default)
+            << per_pass << " rows per pass";
     }
-    EXPECT_GE(kernels::q4k_rows_per_pass(GetParam(), 0), 1);
-    EXPECT_LE(kernels::q4k_rows_per_pass(GetParam(), 0), limit);
+    EXPECT_GE(kernel.rows_per_pass(0), 1);
+    EXPECT_LE(kernel.rows_per_pass(0), limit);
     for (const int rows_per_pass : {9, -1}) {
         KernelSelection bad = ours_;
-        bad.q4k_rows_per_pass = rows_per_pass;
+        bad.tile_rows_per_pass = rows_per_pass;
         EXPECT_THROW(kernels::check_kernel_selection(bad), InvalidArgument) << rows_per_pass;
     }
 }
 
-// Two layers of one input width on the default backend: `a` 32 q4_K columns, `b` of another shape or type.
+// Two layers of one input width on the default backend: `a` 32 columns of the format's type, `b` of
+// another shape or type.
 struct TwoLayers {
-    TwoLayers(const KernelSelection &selection, int64_t b_columns, ggml_type b_type)
-        : h(BackendOptions{"cpu", 2, true, selection}), a(bind("a", 32, GGML_TYPE_Q4_K)),
-          b(bind("b", b_columns, b_type)) {
+    TwoLayers(const KernelSelection &selection, ggml_type a_type, int64_t b_columns, ggml_type b_type)
+        : h(BackendOptions{"cpu", 2, true, selection}), a(bind("a", 32, a_type)), b(bind("b", b_columns, b_type)) {
         w.load();
     }
     NnHarness h;
@@ -151,14 +181,14 @@ struct TwoLayers {
     }
 };
 
-TEST_P(Q4kKernels, OnlyWholeBlockQ4kMatricesArePacked) {
-    TwoLayers layers(ours_, 32, GGML_TYPE_Q8_0);
+TEST_P(TileKernels, OnlyWholeBlockMatricesOfTheTypeArePacked) {
+    TwoLayers layers(ours_, format().type, 32, GGML_TYPE_F16);
     const nn::Linear &a = layers.a, &b = layers.b;
-    EXPECT_TRUE(kernels::q4k_packable(a.weight));
-    EXPECT_FALSE(kernels::q4k_packable(b.weight));
+    EXPECT_TRUE(kernels::tile_packable(format().tiles(), a.weight));
+    EXPECT_FALSE(kernels::tile_packable(format().tiles(), b.weight));
     const std::map<std::string, int> counts = layers.w.matmul_kernel_counts();
     EXPECT_EQ(counts.size(), size_t(2)) << "b to another kernel or ggml_mul_mat";
-    EXPECT_EQ(counts.count(kernels::q4k_kernel(GetParam()).name()), size_t(1));
+    EXPECT_EQ(counts.count(format().kernel(isa()).name()), size_t(1));
     GraphRunner g(layers.h.backend());
     ggml_tensor *x = g.input("x", GGML_TYPE_F32, {3, kIn});
     const kernels::PackedWeight *packed = kernels::packed_of(a.weight);
@@ -171,8 +201,8 @@ TEST_P(Q4kKernels, OnlyWholeBlockQ4kMatricesArePacked) {
     EXPECT_THROW(packed->product(g.ctx(), a.weight, narrow), Error);
 }
 
-TEST_P(Q4kKernels, ProductsOfOneInputShareItsQuantisation) {
-    TwoLayers layers(ours_, 48, GGML_TYPE_Q4_K);
+TEST_P(TileKernels, ProductsOfOneInputShareItsQuantisation) {
+    TwoLayers layers(ours_, format().type, 48, format().type);
     const nn::Linear &a = layers.a, &b = layers.b;
     const std::vector<float> x = values_.input(size_t(5 * kIn));
     auto run = [&](bool both) {
@@ -180,7 +210,7 @@ TEST_P(Q4kKernels, ProductsOfOneInputShareItsQuantisation) {
         ggml_tensor *in = g.input("x", GGML_TYPE_F32, {5, kIn});
         ggml_tensor *ya = a(g.ctx(), in), *yb = b(g.ctx(), in);
         EXPECT_EQ(ya->src[0], yb->src[0]) << "one quantisation of x for both products";
-        EXPECT_STREQ(ggml_get_name(ya->src[0]), "q4k.quantize");
+        EXPECT_STREQ(ggml_get_name(ya->src[0]), format().tiles().quantize_node);
         g.build(both ? std::vector<ggml_tensor *>{ya, yb} : std::vector<ggml_tensor *>{yb});
         g.set_input(in, x);
         g.compute();
@@ -189,10 +219,20 @@ TEST_P(Q4kKernels, ProductsOfOneInputShareItsQuantisation) {
     EXPECT_EQ(run(true), run(false));
 }
 
+// Products of one input by weights of both formats each quantise it their own way.
+TEST_P(TileKernels, EachFormatQuantisesItsOwnInput) {
+    TwoLayers layers(ours_, GGML_TYPE_Q4_K, 48, GGML_TYPE_Q8_0);
+    GraphRunner g(layers.h.backend());
+    ggml_tensor *in = g.input("x", GGML_TYPE_F32, {5, kIn});
+    ggml_tensor *ya = layers.a(g.ctx(), in), *yb = layers.b(g.ctx(), in);
+    EXPECT_STREQ(ggml_get_name(ya->src[0]), kQ4k.tiles().quantize_node);
+    EXPECT_STREQ(ggml_get_name(yb->src[0]), kQ8_0.tiles().quantize_node);
+}
+
 // Bias, GELU and a residual in the product's node give the bits of the separate nodes they replace
 // (ggml_add, nn::activate's vector GELU, ggml_add), for a decode's few rows and a prefill's claimed units, on 1
 // and 2 threads; the residual is a strided view.
-TEST_P(Q4kKernels, EpilogueGivesTheBitsOfSeparateNodes) {
+TEST_P(TileKernels, EpilogueGivesTheBitsOfSeparateNodes) {
     for (const int64_t rows : {1, 3, 37})
         for (const int threads : {1, 2})
             for (const nn::Activation activation : {nn::Activation::gelu_tanh, nn::Activation::gelu_erf}) {
@@ -200,7 +240,7 @@ TEST_P(Q4kKernels, EpilogueGivesTheBitsOfSeparateNodes) {
                 options.kernels = ours_;
                 options.adapt_threads = false;
                 NnHarness h(options);
-                h.add("m.proj.weight", {kOut, kIn}, GGML_TYPE_Q4_K, -0.05f, 0.05f);
+                h.add("m.proj.weight", {kOut, kIn}, format().type, -0.05f, 0.05f);
                 h.add("m.proj.bias", {kOut}, GGML_TYPE_F32, -1.0f, 1.0f);
                 ModuleWeights w(h.store(), "m.", h.backend());
                 nn::Linear proj(w, "proj", kIn, kOut);
@@ -213,8 +253,8 @@ TEST_P(Q4kKernels, EpilogueGivesTheBitsOfSeparateNodes) {
                         if (fused) {
                             hidden = proj.then(ctx, t, activation, true);
                             y = proj.added_to(ctx, ggml_view_2d(ctx, t, kIn, rows, t->nb[1], 0), residual);
-                            EXPECT_STREQ(ggml_get_name(hidden), "q4k.matmul");
-                            EXPECT_STREQ(ggml_get_name(y), "q4k.matmul");
+                            EXPECT_STREQ(ggml_get_name(hidden), format().tiles().multiply_node);
+                            EXPECT_STREQ(ggml_get_name(y), format().tiles().multiply_node);
                         } else {
                             hidden = nn::activate(ctx, ggml_add(ctx, nn::matmul(ctx, proj.weight, t), proj.bias),
                                                   activation, true);
@@ -230,8 +270,8 @@ TEST_P(Q4kKernels, EpilogueGivesTheBitsOfSeparateNodes) {
 // The threads of a product of many rows claim its work units from a counter kept with the shared
 // quantisation; more products of one input than it has counters get a quantisation of their own.
 // Each product gets the bits it gets alone.
-TEST_P(Q4kKernels, ManyProductsOfOneInputEachClaimTheirOwnUnits) {
-    TwoLayers layers(ours_, 48, GGML_TYPE_Q4_K);
+TEST_P(TileKernels, ManyProductsOfOneInputEachClaimTheirOwnUnits) {
+    TwoLayers layers(ours_, format().type, 48, format().type);
     const int64_t rows = 70; // more than a pass, so the threads claim
     const std::vector<float> x = values_.input(size_t(rows * kIn));
     auto alone = [&](const nn::Linear &layer) {
@@ -259,35 +299,41 @@ TEST_P(Q4kKernels, ManyProductsOfOneInputEachClaimTheirOwnUnits) {
     }
 }
 
-TEST(Q4kIsas, Avx2AndAvx512VnniGiveTheSameBits) {
-    if (!kernels::q4k_runs(kernels::Q4kIsa::avx2) || !kernels::q4k_runs(kernels::Q4kIsa::avx512_vnni))
+class TileFormats : public ::testing::TestWithParam<const Format *> {};
+
+INSTANTIATE_TEST_SUITE_P(Formats, TileFormats, ::testing::Values(&kQ4k, &kQ8_0),
+                         [](const ::testing::TestParamInfo<const Format *> &info) { return info.param->name; });
+
+TEST_P(TileFormats, Avx2AndAvx512VnniGiveTheSameBits) {
+    if (!kernels::int8_isa_runs(Int8Isa::avx2) || !kernels::int8_isa_runs(Int8Isa::avx512_vnni))
         GTEST_SKIP() << "this CPU does not run both instruction sets";
     NnHarness values;
-    const int64_t rows = 19; // two full passes of 8 rows and a partial one on AVX-512; 4 and a partial on AVX2
-    const std::vector<float> x = values.input(size_t(rows * kIn), -2.0f, 2.0f);
-    const std::vector<float> avx2 = product(only(kernels::Q4kIsa::avx2), 2, {rows, kIn}, x);
-    const std::vector<float> avx512 = product(only(kernels::Q4kIsa::avx512_vnni), 2, {rows, kIn}, x);
+    const int64_t rows = 19; // full passes and a partial one in either set
+    std::vector<float> x = values.input(size_t(rows * kIn), -2.0f, 2.0f);
+    x[5] = 40.0f; // one sub-block whose other values quantise to a few levels
+    const std::vector<float> avx2 = product(*GetParam(), only(Int8Isa::avx2), 2, {rows, kIn}, x);
+    const std::vector<float> avx512 = product(*GetParam(), only(Int8Isa::avx512_vnni), 2, {rows, kIn}, x);
     EXPECT_EQ(avx2, avx512);
 }
 
 // A set the CPU cannot run is refused when asked for by name; the widest it runs is asked first.
-TEST(Q4kIsas, OnlyThoseTheCpuRunsCanBeChosen) {
-    for (const kernels::Q4kIsa isa : {kernels::Q4kIsa::avx2, kernels::Q4kIsa::avx512_vnni}) {
+TEST_P(TileFormats, OnlyThoseTheCpuRunsCanBeChosen) {
+    const Format &format = *GetParam();
+    for (const Int8Isa isa : {Int8Isa::avx2, Int8Isa::avx512_vnni}) {
         KernelSelection selection;
-        selection.enable = {kernels::q4k_kernel(isa).name()};
-        if (kernels::q4k_runs(isa))
+        selection.enable = {format.kernel(isa).name()};
+        if (kernels::int8_isa_runs(isa))
             EXPECT_NO_THROW(kernels::check_kernel_selection(selection));
         else
-            EXPECT_THROW(kernels::check_kernel_selection(selection), InvalidArgument) << kernels::q4k_isa_name(isa);
+            EXPECT_THROW(kernels::check_kernel_selection(selection), InvalidArgument) << kernels::int8_isa_name(isa);
     }
     NnHarness h;
-    h.add("m.proj.weight", {kOut, kIn}, GGML_TYPE_Q4_K);
+    h.add("m.proj.weight", {kOut, kIn}, format.type);
     ModuleWeights w(h.store(), "m.", h.backend());
     nn::Linear proj(w, "proj", kIn, kOut, false);
     w.load();
-    const kernels::Q4kIsa widest =
-        kernels::q4k_runs(kernels::Q4kIsa::avx512_vnni) ? kernels::Q4kIsa::avx512_vnni : kernels::Q4kIsa::avx2;
-    const std::string expected = kernels::q4k_runs(widest) ? kernels::q4k_kernel(widest).name() : "ggml_repack";
+    const Int8Isa widest = kernels::int8_isa_runs(Int8Isa::avx512_vnni) ? Int8Isa::avx512_vnni : Int8Isa::avx2;
+    const std::string expected = kernels::int8_isa_runs(widest) ? format.kernel(widest).name() : "ggml_repack";
     EXPECT_EQ(w.matmul_kernel_counts(), (std::map<std::string, int>{{expected, 1}}));
 }
 

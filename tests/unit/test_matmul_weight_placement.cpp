@@ -74,7 +74,7 @@ bool engine_q4k_or_defaults(Layout layout) { return layout == Layout::engine_q4k
 
 bool bf16_kernel_runs() { return kernels::onednn_bf16_kernel().runs_here(); }
 
-bool q4k_kernels_run() { return kernels::q4k_runs(kernels::Q4kIsa::avx2); }
+bool q4k_kernels_run() { return kernels::int8_isa_runs(kernels::Int8Isa::avx2); }
 
 // The weights (tensors of a weight buffer, or views of one) that the products in the graph of
 // `outputs` multiply, each with whether the engine's q4_K kernels multiply it (else ggml_mul_mat).
@@ -200,7 +200,7 @@ TEST_P(MatmulWeightPlacement, T3) {
     expect_placement(weights, layout, kernels::ProductPrecision::f32);
     // So that the checks above cannot hold vacuously: ggml repacks every layer's q4_K matrix wherever
     // it has AVX2 (not the head: 8194-like rows do not interleave by 8); the engine's kernels take
-    // every one of them and the head wherever the CPU runs them (kernels::q4k_runs).
+    // every one of them and the head wherever the CPU runs them (kernels::int8_isa_runs).
     const bool engine = engine_q4k_or_defaults(layout) && q4k_kernels_run();
     const bool repacking = !engine && layout != Layout::plain && Backend::cpu_has_feature("AVX2");
     int repacked_layer_matrices = 0, engine_layer_matrices = 0, layer_matrices = 0;

@@ -323,8 +323,9 @@ int main(int argc, char **argv) {
         "--disable-kernel", backend_options.kernels.disable,
         "a kernel left out, e.g. q4k_avx512_vnni to compare with q4k_avx2, onednn_bf16 for the f32 flow, "
         "conv1d_avx512 conv1d_avx2 for im2col convolutions (matmul_kernel.h, conv_kernel.h; repeat for more)");
-    app.add_option("--q4k-rows", backend_options.kernels.q4k_rows_per_pass,
-                   "rows per pass of the engine's q4_K kernels (1-8, at most the set's own; default: the CPU's)")
+    app.add_option("--tile-rows", backend_options.kernels.tile_rows_per_pass,
+                   "rows per pass of the engine's q4_K and q8_0 kernels (1-8, at most the set's own; default: the "
+                   "CPU's)")
         ->check(CLI::Range(0, 8));
     bool fixed_threads = false;
     app.add_flag("--fixed-threads", fixed_threads,
