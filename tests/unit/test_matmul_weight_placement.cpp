@@ -1,8 +1,8 @@
 // Where the matrix products' weights of T3 and of the S3Gen flow live and what multiplies them: with
 // ggml's repacking, every quantised weight a ggml_mul_mat multiplies sits in ggml's CPU_REPACK buffer
 // wherever ggml can multiply it in that layout (decided by the same kernels::choose_matmul_kernel
-// that binds them); with the engine's q4_K kernels on (and AVX2 or AVX-512 VNNI), every whole-block q4_K
-// weight is multiplied by them instead and the rest as with ggml's repacking; with every matmul kernel
+// that binds them); with the engine's int8 tile kernels on (and AVX2 or AVX-512 VNNI), every q4_K or
+// q8_0 weight of whole 256-value rows is multiplied by them instead and the rest as with ggml's repacking; with every matmul kernel
 // off, every weight stays plain and ggml_mul_mat multiplies it; as shipped, where the CPU has AVX-512
 // BF16, the bf16 product takes every weight of the flow (which allows bf16) and none of T3's. The checkpoints are built in memory from the
 // official tensor list with fewer layers (and a narrower T3), typed by the converter's q4_k rule: q4_K, q8_0 where a
@@ -56,28 +56,28 @@ bool is_repacked(const ggml_tensor *t) {
     return t->buffer && std::string(ggml_backend_buft_name(ggml_backend_buffer_get_type(t->buffer))) == "CPU_REPACK";
 }
 
-// engine_q4k: the defaults without the bf16 product; defaults: every kernel as shipped.
-enum class Layout { plain, ggml_repack, engine_q4k, defaults };
+// engine_tiles: the defaults without the bf16 product; defaults: every kernel as shipped.
+enum class Layout { plain, ggml_repack, engine_tiles, defaults };
 
 BackendOptions options_for(Layout layout) {
     BackendOptions options{"cpu", 1};
     for (const kernels::MatmulKernel *kernel : kernels::matmul_kernels()) {
         const std::string name = kernel->name();
         if (layout == Layout::plain || (layout == Layout::ggml_repack && name != "ggml_repack") ||
-            (layout == Layout::engine_q4k && name == "onednn_bf16"))
+            (layout == Layout::engine_tiles && name == "onednn_bf16"))
             options.kernels.disable.push_back(name);
     }
     return options;
 }
 
-bool engine_q4k_or_defaults(Layout layout) { return layout == Layout::engine_q4k || layout == Layout::defaults; }
+bool engine_tiles_or_defaults(Layout layout) { return layout == Layout::engine_tiles || layout == Layout::defaults; }
 
 bool bf16_kernel_runs() { return kernels::onednn_bf16_kernel().runs_here(); }
 
-bool q4k_kernels_run() { return kernels::int8_isa_runs(kernels::Int8Isa::avx2); }
+bool tile_kernels_run() { return kernels::int8_isa_runs(kernels::Int8Isa::avx2); }
 
 // The weights (tensors of a weight buffer, or views of one) that the products in the graph of
-// `outputs` multiply, each with whether the engine's q4_K kernels multiply it (else ggml_mul_mat).
+// `outputs` multiply, each with whether the engine's int8 tile kernels multiply it (else ggml_mul_mat).
 // Only the graph's structure is built: nothing is computed.
 std::map<const ggml_tensor *, bool> multiplied_weights(ggml_context *ctx, const std::vector<ggml_tensor *> &outputs) {
     constexpr size_t kMaxNodes = 8192;
@@ -139,7 +139,7 @@ Placed expect_placement(const std::map<const ggml_tensor *, bool> &weights, Layo
     if (layout == Layout::plain) {
         EXPECT_EQ(placed.repacked + placed.engine, 0);
     }
-    if (!engine_q4k_or_defaults(layout)) {
+    if (!engine_tiles_or_defaults(layout)) {
         EXPECT_EQ(placed.engine, 0);
     }
     if (layout != Layout::defaults || coarsest == kernels::ProductPrecision::f32) {
@@ -201,7 +201,7 @@ TEST_P(MatmulWeightPlacement, T3) {
     // So that the checks above cannot hold vacuously: ggml repacks every layer's q4_K matrix wherever
     // it has AVX2 (not the head: 8194-like rows do not interleave by 8); the engine's kernels take
     // every one of them and the head wherever the CPU runs them (kernels::int8_isa_runs).
-    const bool engine = engine_q4k_or_defaults(layout) && q4k_kernels_run();
+    const bool engine = engine_tiles_or_defaults(layout) && tile_kernels_run();
     const bool repacking = !engine && layout != Layout::plain && Backend::cpu_has_feature("AVX2");
     int repacked_layer_matrices = 0, engine_layer_matrices = 0, layer_matrices = 0;
     for (const t3::LayerWeights &l : std::get<t3::LlamaBackbone>(model.backbone()).layers)
@@ -256,7 +256,7 @@ TEST_P(MatmulWeightPlacement, Flow) {
     const Placed placed = expect_placement(weights, layout, kernels::ProductPrecision::bf16);
     if (layout == Layout::defaults && bf16_kernel_runs()) {
         EXPECT_EQ(placed.bf16, int(weights.size())) << "the bf16 product takes every float weight of the flow";
-    } else if (engine_q4k_or_defaults(layout) && q4k_kernels_run()) {
+    } else if (engine_tiles_or_defaults(layout) && tile_kernels_run()) {
         EXPECT_GT(placed.engine, 0);
     } else if (layout != Layout::plain && Backend::cpu_has_feature("AVX2")) {
         EXPECT_GT(placed.repacked, 0);
@@ -269,15 +269,15 @@ std::string layout_name(const ::testing::TestParamInfo<Layout> &info) {
         return "plain";
     case Layout::ggml_repack:
         return "ggml_repack";
-    case Layout::engine_q4k:
-        return "engine_q4k";
+    case Layout::engine_tiles:
+        return "engine_tiles";
     default:
         return "defaults";
     }
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, MatmulWeightPlacement,
-                         ::testing::Values(Layout::plain, Layout::ggml_repack, Layout::engine_q4k, Layout::defaults),
+                         ::testing::Values(Layout::plain, Layout::ggml_repack, Layout::engine_tiles, Layout::defaults),
                          layout_name);
 
 } // namespace
