@@ -149,7 +149,11 @@ void quantize_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
     }
 }
 
-constexpr int64_t kPrefetchBlocks = 4;
+// How far ahead of the tiles being multiplied a unit asks L1 for its stream, in whole blocks: four
+// of q4_K (a pair of tiles 4.6 KiB), two of q8_0 (8.5 KiB): on the Zen 5 VM, q8_0 four blocks
+// ahead (35 KiB) was slower than two in 15 of 16 interleaved decode pairs, by up to 1.4x
+// (bench/history/2026-12-07-zen5-q8_0-tiles.md).
+constexpr int64_t kPrefetchBytes = 19 * 1024;
 
 // A product node's epilogue, resolved from its sources.
 struct Finish {
@@ -188,6 +192,7 @@ void multiply(const TiledWeight &packed, int64_t group_first, int64_t group_end,
     const int8_tiles::Kernels &isa = *packed.isa;
     const int64_t k = weight.k, blocks = k / kBlock, row_bytes = packed.format->activation_row_bytes(k);
     const int64_t per_pass = packed.rows_per_pass;
+    const int64_t prefetch_blocks = std::max<int64_t>(1, kPrefetchBytes / (kGroupsPerUnit * weight.tile_bytes));
     alignas(64) float totals[kGroupsPerUnit][kRowsPerUnit * kColumns];
     const int64_t count = row_end - row_first, groups = group_end - group_first;
     const uint8_t *rows[kRowsPerUnit];
@@ -196,10 +201,10 @@ void multiply(const TiledWeight &packed, int64_t group_first, int64_t group_end,
     for (int64_t b = 0; b < blocks; ++b) {
         const uint8_t *tiles[kGroupsPerUnit];
         for (int64_t g = 0; g < groups; ++g) tiles[g] = weight.tile(group_first + g, b);
-        // The unit's stream is read once: ask L1 for the tiles four blocks ahead while these are
-        // multiplied (the same q4_K measurement: ~50 GB/s, against 33-39 asking L2 and 40-48 at
-        // three or six blocks ahead; not tuned on other CPUs or formats).
-        const uint8_t *ahead = weight.tile(group_first, b + kPrefetchBlocks); // past the unit's blocks: the next unit's
+        // The unit's stream is read once: ask L1 for the tiles ~19 KiB ahead while these are
+        // multiplied (the q4_K measurement, four blocks: ~50 GB/s, against 33-39 asking L2 and
+        // 40-48 at three or six blocks ahead; not tuned on other CPUs).
+        const uint8_t *ahead = weight.tile(group_first, b + prefetch_blocks); // past the unit's blocks: the next unit's
         for (int64_t line = 0; line < kGroupsPerUnit * weight.tile_bytes; line += 64)
             _mm_prefetch(reinterpret_cast<const char *>(ahead + line), _MM_HINT_T0);
         for (int64_t r0 = 0; r0 < count; r0 += per_pass) {
