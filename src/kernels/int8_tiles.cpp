@@ -378,12 +378,13 @@ std::unique_ptr<PackedWeight> TiledKernel::pack(const ggml_tensor *weight, const
         !ggml_backend_buffer_is_host(weight->buffer))
         fail(type, " kernels: cannot pack ", ggml_get_name(weight), " (", ggml_type_name(weight->type), "): needs a ",
              type, " matrix in host memory with rows of whole 256-value blocks");
-    if (!format_.kernels(isa_)) fail(type, " kernels: not built for this CPU");
+    const int8_tiles::Kernels *kernels = format_.kernels(isa_);
+    if (!kernels) fail(type, " kernels: not built for this CPU");
     auto packed = std::make_unique<TiledWeight>();
     packed->format = &format_;
     packed->weight =
         pack_tiles(format_, arena, static_cast<const uint8_t *>(weight->data), weight->ne[0], weight->ne[1]);
-    packed->isa = format_.kernels(isa_);
+    packed->isa = kernels;
     packed->rows_per_pass = rows_per_pass(selection.tile_rows_per_pass);
     return packed;
 }

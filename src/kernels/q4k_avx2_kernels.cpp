@@ -13,12 +13,11 @@
 
 #include <immintrin.h>
 
-#include <cstring>
-
 namespace chatterbox::kernels::q4k {
 
 namespace {
 
+using int8_tiles::load_f32;
 using int8_tiles::load_i32;
 
 __m256i load_256(const uint8_t *p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)); }
@@ -86,9 +85,7 @@ void halves_pass(const uint8_t *const *tiles, int first_half, int64_t b, const u
             for (int64_t p = 0; p < kSubBlocks / 2; ++p)
                 min_sum =
                     _mm256_add_epi32(min_sum, _mm256_madd_epi16(mins[p], _mm256_set1_epi32(load_i32(sums + 4 * p))));
-            float row_scale;
-            std::memcpy(&row_scale, rows[r] + k + b * 4, sizeof row_scale);
-            const __m256 da = _mm256_set1_ps(row_scale);
+            const __m256 da = _mm256_set1_ps(load_f32(rows[r] + k + b * 4));
             float *out = totals[(first_half + i) / 2] + r * kColumns + half[i] * kHalf;
             __m256 total = _mm256_loadu_ps(out);
             total = _mm256_fmadd_ps(_mm256_cvtepi32_ps(scaled[i][r]), _mm256_mul_ps(d, da), total);

@@ -7,12 +7,11 @@
 
 #include <immintrin.h>
 
-#include <cstring>
-
 namespace chatterbox::kernels::q4k {
 
 namespace {
 
+using int8_tiles::load_f32;
 using int8_tiles::load_i32;
 
 // Block b of G column groups (tiles[g]) times rows[0 .. R), added to totals[g] (R × 16 f32 each).
@@ -65,9 +64,7 @@ void pass(const uint8_t *const *tiles, int64_t b, const uint8_t *const *rows, in
             __m512i min_sum = _mm512_setzero_si512();
             for (int64_t p = 0; p < kSubBlocks / 2; ++p)
                 min_sum = _mm512_dpwssd_epi32(min_sum, mins[p], _mm512_set1_epi32(load_i32(sums + 4 * p)));
-            float row_scale;
-            std::memcpy(&row_scale, rows[r] + k + b * 4, sizeof row_scale);
-            const __m512 da = _mm512_set1_ps(row_scale);
+            const __m512 da = _mm512_set1_ps(load_f32(rows[r] + k + b * 4));
             float *out = totals[g] + r * kColumns;
             __m512 total = _mm512_load_ps(out);
             total = _mm512_fmadd_ps(_mm512_cvtepi32_ps(scaled[g][r]), _mm512_mul_ps(d, da), total);

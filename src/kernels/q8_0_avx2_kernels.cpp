@@ -12,8 +12,6 @@
 
 #include <immintrin.h>
 
-#include <cstring>
-
 namespace chatterbox::kernels::q8_0 {
 
 namespace {

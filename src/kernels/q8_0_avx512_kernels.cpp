@@ -6,8 +6,6 @@
 
 #include <immintrin.h>
 
-#include <cstring>
-
 namespace chatterbox::kernels::q8_0 {
 
 namespace {

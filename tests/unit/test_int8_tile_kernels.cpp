@@ -31,13 +31,12 @@ constexpr int64_t kIn = 512, kOut = 40; // two 256-value blocks per column; 16 +
 // A weight format of the kernels, and the most rows per pass of its AVX2 and AVX-512 VNNI sets.
 struct Format {
     const char *name;
-    ggml_type type;
     const kernels::TileFormat &(*tiles)();
     const kernels::TiledKernel &(*kernel)(Int8Isa isa);
     int rows_limit[2]; // by Int8Isa
 };
-const Format kQ4k{"q4k", GGML_TYPE_Q4_K, kernels::q4k_format, kernels::q4k_kernel, {4, 8}};
-const Format kQ8_0{"q8_0", GGML_TYPE_Q8_0, kernels::q8_0_format, kernels::q8_0_kernel, {4, 4}};
+const Format kQ4k{"q4k", kernels::q4k_format, kernels::q4k_kernel, {4, 8}};
+const Format kQ8_0{"q8_0", kernels::q8_0_format, kernels::q8_0_kernel, {4, 4}};
 
 Int8Isa other_isa(Int8Isa isa) { return isa == Int8Isa::avx2 ? Int8Isa::avx512_vnni : Int8Isa::avx2; }
 
@@ -65,7 +64,7 @@ std::vector<float> product(const Format &format, const KernelSelection &selectio
     options.kernels = selection;
     options.adapt_threads = false;
     NnHarness h(options);
-    h.add("m.proj.weight", {out, in}, format.type, -0.05f, 0.05f);
+    h.add("m.proj.weight", {out, in}, format.tiles().type, -0.05f, 0.05f);
     ModuleWeights w(h.store(), "m.", h.backend());
     nn::Linear proj(w, "proj", in, out, false);
     w.load();
@@ -182,7 +181,7 @@ struct TwoLayers {
 };
 
 TEST_P(TileKernels, OnlyWholeBlockMatricesOfTheTypeArePacked) {
-    TwoLayers layers(ours_, format().type, 32, GGML_TYPE_F16);
+    TwoLayers layers(ours_, format().tiles().type, 32, GGML_TYPE_F16);
     const nn::Linear &a = layers.a, &b = layers.b;
     EXPECT_TRUE(kernels::tile_packable(format().tiles(), a.weight));
     EXPECT_FALSE(kernels::tile_packable(format().tiles(), b.weight));
@@ -202,7 +201,7 @@ TEST_P(TileKernels, OnlyWholeBlockMatricesOfTheTypeArePacked) {
 }
 
 TEST_P(TileKernels, ProductsOfOneInputShareItsQuantisation) {
-    TwoLayers layers(ours_, format().type, 48, format().type);
+    TwoLayers layers(ours_, format().tiles().type, 48, format().tiles().type);
     const nn::Linear &a = layers.a, &b = layers.b;
     const std::vector<float> x = values_.input(size_t(5 * kIn));
     auto run = [&](bool both) {
@@ -240,7 +239,7 @@ TEST_P(TileKernels, EpilogueGivesTheBitsOfSeparateNodes) {
                 options.kernels = ours_;
                 options.adapt_threads = false;
                 NnHarness h(options);
-                h.add("m.proj.weight", {kOut, kIn}, format().type, -0.05f, 0.05f);
+                h.add("m.proj.weight", {kOut, kIn}, format().tiles().type, -0.05f, 0.05f);
                 h.add("m.proj.bias", {kOut}, GGML_TYPE_F32, -1.0f, 1.0f);
                 ModuleWeights w(h.store(), "m.", h.backend());
                 nn::Linear proj(w, "proj", kIn, kOut);
@@ -271,7 +270,7 @@ TEST_P(TileKernels, EpilogueGivesTheBitsOfSeparateNodes) {
 // quantisation; more products of one input than it has counters get a quantisation of their own.
 // Each product gets the bits it gets alone.
 TEST_P(TileKernels, ManyProductsOfOneInputEachClaimTheirOwnUnits) {
-    TwoLayers layers(ours_, format().type, 48, format().type);
+    TwoLayers layers(ours_, format().tiles().type, 48, format().tiles().type);
     const int64_t rows = 70; // more than a pass, so the threads claim
     const std::vector<float> x = values_.input(size_t(rows * kIn));
     auto alone = [&](const nn::Linear &layer) {
@@ -328,7 +327,7 @@ TEST_P(TileFormats, OnlyThoseTheCpuRunsCanBeChosen) {
             EXPECT_THROW(kernels::check_kernel_selection(selection), InvalidArgument) << kernels::int8_isa_name(isa);
     }
     NnHarness h;
-    h.add("m.proj.weight", {kOut, kIn}, format.type);
+    h.add("m.proj.weight", {kOut, kIn}, format.tiles().type);
     ModuleWeights w(h.store(), "m.", h.backend());
     nn::Linear proj(w, "proj", kIn, kOut, false);
     w.load();
