@@ -1,14 +1,17 @@
 #pragma once
-// GELU (erf and tanh forms) and Mish over f32 tensors as ggml custom ops for the CPU backend, in
-// AVX2: Mish and GELU (tanh) through SLEEF's vector exp, log1p and tanh (1 ulp), GELU (erf) through a
-// polynomial erf (|error| < 1.5e-7) and SLEEF's exp. ggml 0.22 computes them element by element with
-// the C library's scalar erff, expf, log1pf and tanhf: 7.7 % and 4.7 % of a CFM on the Intel VM
-// (bench/history/2026-12-03-flow-speedups-intel.md, "Blocked attention by default").
+// GELU (erf and tanh forms), Mish and Snake over f32 tensors as ggml custom ops for the CPU backend,
+// in the widest of AVX-512F and AVX2 the CPU has (kernels/vector_activations_isa.h): Mish and GELU
+// (tanh) through SLEEF's vector exp, log1p and tanh (1 ulp), GELU (erf) through a polynomial erf
+// (|error| < 1.5e-7) and SLEEF's exp, Snake through SLEEF's sine. ggml 0.22 computes them element by
+// element with the C library's scalar erff, expf, log1pf and tanhf: 7.7 % and 4.7 % of a CFM on the
+// Intel VM (bench/history/2026-12-03-flow-speedups-intel.md, "Blocked attention by default").
+// AVX-512's 16 lanes halve the cost of SLEEF's tanh and sine on the Zen 5 VM (GELU (tanh) was ~8 % of
+// Turbo's T3 prefill in AVX2).
 //
 // Each element goes through the same vector code whatever its place (a tail is padded to a whole
 // vector, and SLEEF's lanes are independent), so its result does not depend on the tensor's shape,
 // on the rows beside it or on how the threads split the work: a batched request gets the bits it
-// gets alone.
+// gets alone. SLEEF's deterministic functions make it the same bits in either set, too.
 
 #include "ggml.h"
 
