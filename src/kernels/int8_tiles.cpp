@@ -177,7 +177,13 @@ struct Finish {
                 const auto *added = reinterpret_cast<const float *>(row_address(residual, row_first + r)) + first;
                 for (int64_t c = 0; c < columns; ++c) row[c] = added[c] + row[c];
             }
-            std::memcpy(out + (row_first + r) * m + first, row, size_t(columns) * sizeof(float));
+            // A whole tile's 16 columns as one fixed-size copy (vector moves): a call of memcpy per
+            // row of 64 bytes was 4.5 % of Turbo's T3 prefill on the Zen 5 VM.
+            float *to = out + (row_first + r) * m + first;
+            if (columns == kColumns)
+                std::memcpy(to, row, kColumns * sizeof(float));
+            else
+                std::memcpy(to, row, size_t(columns) * sizeof(float));
         }
     }
 };
