@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/tensor.h"
+#include "kernels/bf16_attention.h"
 #include "kernels/exponentiate.h"
 #include "kernels/interned.h"
 #include "kernels/tensor_rows.h"
@@ -293,6 +294,49 @@ struct AttentionParams {
     }
 };
 
+// The bf16 path's tasks where the CPU has AVX-512 BF16 and the heads are at most 64 wide: the same
+// steps with bf16_attention's register blocks for the two products instead of oneDNN's (English's
+// CFM 10.7 -> 9.6 s on the Zen 5 VM, `s3gen`; flow_mel 0.019 -> 0.018 from the official, mean flow
+// 0.014 -> 0.012). The probabilities' rows are an even number of values, the one past n_kv zero.
+void attention_tasks_bf16_blocks(ggml_tensor *dst, float scale, int64_t first_task, int64_t end_task) {
+    const ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2];
+    const int64_t head_dim = q->ne[0], heads = q->ne[1], n_q = q->ne[2], n_kv = k->ne[2];
+    const int64_t kv_heads = k->ne[1], group = heads / kv_heads, blocks = (n_q + kQueryBlock - 1) / kQueryBlock;
+    const int64_t f = sizeof(float), q_row = int64_t(q->nb[2]) / f, k_row = int64_t(k->nb[2]) / f,
+                  v_row = int64_t(v->nb[2]) / f, score_stride = bf16_attention::score_stride(n_kv),
+                  p_stride = bf16_attention::probability_stride(n_kv);
+    thread_local std::vector<float> scores, inverse_sums;
+    thread_local std::vector<uint16_t> q16, k16, v16, p16;
+    scores.resize(size_t(kQueryBlock * score_stride));
+    inverse_sums.resize(size_t(kQueryBlock));
+    q16.resize(size_t(kQueryBlock * head_dim));
+    k16.resize(size_t(bf16_attention::packed_keys_size(n_kv, head_dim)));
+    v16.resize(size_t(bf16_attention::packed_values_size(n_kv, head_dim)));
+    p16.assign(size_t(kQueryBlock * p_stride), 0); // the value past an odd n_kv stays 0
+    int64_t packed_kv = -1; // the (batch row, key/value head) whose keys and values k16 and v16 hold
+    auto at = [](const ggml_tensor *t, int64_t head, int64_t position, int64_t row) {
+        return reinterpret_cast<const float *>(static_cast<const char *>(t->data) + head * t->nb[1] +
+                                               position * t->nb[2] + row * t->nb[3]);
+    };
+    for (int64_t task = first_task; task < end_task; ++task) {
+        const int64_t block = task % blocks, h = task / blocks % heads, b = task / (blocks * heads);
+        const int64_t first = block * kQueryBlock, rows = std::min(kQueryBlock, n_q - first), kv_head = h / group;
+        rows_to_bf16(at(q, h, first, b), rows, head_dim, q_row, q16.data());
+        if (b * kv_heads + kv_head != packed_kv) {
+            bf16_attention::pack_keys(at(k, kv_head, 0, b), n_kv, head_dim, k_row, k16.data());
+            bf16_attention::pack_values(at(v, kv_head, 0, b), n_kv, head_dim, v_row, v16.data());
+            packed_kv = b * kv_heads + kv_head;
+        }
+        bf16_attention::scores(q16.data(), rows, head_dim, k16.data(), n_kv, scores.data());
+        for (int64_t r = 0; r < rows; ++r)
+            inverse_sums[size_t(r)] =
+                1.0f / exponentiate_to_bf16(scores.data() + r * score_stride, n_kv, scale, p16.data() + r * p_stride);
+        float *out = static_cast<float *>(dst->data) + ((b * n_q + first) * heads + h) * head_dim;
+        bf16_attention::weighted_values(p16.data(), rows, v16.data(), n_kv, head_dim, inverse_sums.data(), out,
+                                        head_dim * heads);
+    }
+}
+
 // One task is a (batch row, head, query block). At bf16 the operands are rounded into contiguous
 // copies first: the query block's rows, the head's keys and values (once per run of tasks on the
 // same key/value head), and the probabilities after the exponentiation; sums stay f32. With relative
@@ -307,6 +351,8 @@ void attention_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
     const int64_t head_dim = q->ne[0], heads = q->ne[1], n_q = q->ne[2], batch = q->ne[3], n_kv = k->ne[2];
     const int64_t kv_heads = k->ne[1], group = heads / kv_heads, blocks = (n_q + kQueryBlock - 1) / kQueryBlock;
     const int64_t tasks = batch * heads * blocks;
+    if (bf16 && !relative && bf16_attention::runs_here() && bf16_attention::takes(head_dim))
+        return attention_tasks_bf16_blocks(dst, params.scale, tasks * ith / nth, tasks * (ith + 1) / nth);
     const int64_t f = sizeof(float), q_row = int64_t(q->nb[2]) / f, k_row = int64_t(k->nb[2]) / f,
                   v_row = int64_t(v->nb[2]) / f, pq_row = relative ? int64_t(pq->nb[2]) / f : 0,
                   table_row = relative ? int64_t(table->nb[2]) / f : 0;

@@ -46,7 +46,8 @@ ggml_tensor *onednn_matmul(ggml_context *ctx, ggml_tensor *weight, ggml_tensor *
 // exponentiation pass in place, P·V (oneDNN) and 1/Σ applied to the output rows; no n_q × n_kv
 // tensor is ever stored and nothing is rescaled per key block (unlike flash attention).
 // precision bf16 (only where onednn_bf16 runs): Q, K, V and P are rounded to bf16 for the products,
-// which sum in f32; the exponentiation and the sums stay f32.
+// which sum in f32; the exponentiation and the sums stay f32. Where the CPU has AVX-512 BF16 and the
+// heads are at most 64 wide, the products are kernels/bf16_attention.h's instead of oneDNN's.
 //
 // relative (optional): the relative-position term of Transformer-XL / ESPnet attention
 // (nn::RelPositionAttention), added to each score before the softmax: score(i, j) += q'_i · p_(n−1−i+j)

@@ -67,7 +67,8 @@ template <class Run> void expect_same_bits(const std::string &name, Run run) {
         run(kernels::activations::avx2_isa(), x.data(), narrow.data(), n);
         int64_t differ = 0, first = -1;
         for (int64_t i = 0; i < n; ++i)
-            if (bits(wide[size_t(i)]) != bits(narrow[size_t(i)]) && !(std::isnan(wide[size_t(i)]) && std::isnan(narrow[size_t(i)])))
+            if (bits(wide[size_t(i)]) != bits(narrow[size_t(i)]) &&
+                !(std::isnan(wide[size_t(i)]) && std::isnan(narrow[size_t(i)])))
                 if (differ++ == 0) first = i;
         EXPECT_EQ(differ, 0) << name << ", length " << n << ": first at " << first << " (x = " << x[size_t(first)]
                              << "): AVX-512 " << wide[size_t(first)] << ", AVX2 " << narrow[size_t(first)];
@@ -80,9 +81,10 @@ TEST(VectorActivations, AvxSetsGiveTheSameBits) {
                            std::pair{"mish", &Isa::mish}})
         expect_same_bits(name, [f = f](const Isa &isa, const float *x, float *y, int64_t n) { (isa.*f)(x, y, n); });
     for (float alpha : {0.5f, 1.0f, 3.7f})
-        expect_same_bits("snake, alpha " + std::to_string(alpha), [alpha](const Isa &isa, const float *x, float *y, int64_t n) {
-            isa.snake(x, y, n, alpha, 1.0f / (alpha + 1e-9f));
-        });
+        expect_same_bits("snake, alpha " + std::to_string(alpha),
+                         [alpha](const Isa &isa, const float *x, float *y, int64_t n) {
+                             isa.snake(x, y, n, alpha, 1.0f / (alpha + 1e-9f));
+                         });
 }
 
 TEST(VectorActivations, InPlaceEqualsOutOfPlace) {
