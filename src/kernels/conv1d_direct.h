@@ -23,7 +23,7 @@ using TileFunction = void (*)(const Problem &p, const float *x, int64_t x_stride
                               int64_t t_end);
 
 struct Isa {
-    int64_t tile_samples; // outputs of one tile (three vectors)
+    int64_t tile_samples; // outputs of one tile (the set's vectors per block)
     TileFunction tile;
 };
 const Isa &avx512_isa();

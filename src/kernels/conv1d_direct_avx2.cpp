@@ -13,6 +13,7 @@ struct Avx2 {
     using Mask = __m256i;
     static constexpr int64_t kLanes = 8;
     static constexpr int kRows = 4;
+    static constexpr int kVectors = 3;
     static Reg zero() { return _mm256_setzero_ps(); }
     static Reg load(const float *p) { return _mm256_loadu_ps(p); }
     static Reg load_masked(const float *p, Mask m) { return _mm256_maskload_ps(p, m); }
@@ -29,7 +30,8 @@ struct Avx2 {
 } // namespace
 
 namespace {
-constexpr Isa kIsa{3 * Avx2::kLanes, tile<Avx2>}; // constant-initialised: no code runs before CPUID is checked
+constexpr Isa kIsa{Avx2::kVectors * Avx2::kLanes,
+                   tile<Avx2>}; // constant-initialised: no code runs before CPUID is checked
 } // namespace
 
 const Isa &avx2_isa() { return kIsa; }

@@ -26,7 +26,8 @@ void block(const Problem &p, const float *x, int64_t x_stride, int64_t b, int64_
             const float *xs = x + k * p.dilation;
             typename V::Reg xv[Vectors];
             for (int j = 0; j < Vectors; ++j)
-                xv[j] = Masked && j == Vectors - 1 ? V::load_masked(xs + j * V::kLanes, tail) : V::load(xs + j * V::kLanes);
+                xv[j] =
+                    Masked && j == Vectors - 1 ? V::load_masked(xs + j * V::kLanes, tail) : V::load(xs + j * V::kLanes);
             for (int r = 0; r < Rows; ++r) {
                 const typename V::Reg wv = V::broadcast(w + r * row_stride + k);
                 for (int j = 0; j < Vectors; ++j) acc[r][j] = V::fma(wv, xv[j], acc[r][j]);
@@ -54,20 +55,21 @@ void channels(const Problem &p, const float *x, int64_t x_stride, int64_t b, int
     for (; o < p.out; ++o) block<V, 1, Vectors, Masked>(p, x, x_stride, b, o, t0, tail);
 }
 
+// The block shape of `vectors` (1 .. V::kVectors) vectors of outputs, masked or not.
+template <class V, int Vectors>
+void channels_of_width(int64_t vectors, bool masked, const Problem &p, const float *x, int64_t x_stride, int64_t b,
+                       int64_t t0, typename V::Mask tail) {
+    if (vectors == Vectors)
+        return masked ? channels<V, Vectors, true>(p, x, x_stride, b, t0, tail)
+                      : channels<V, Vectors, false>(p, x, x_stride, b, t0, tail);
+    if constexpr (Vectors > 1) channels_of_width<V, Vectors - 1>(vectors, masked, p, x, x_stride, b, t0, tail);
+}
+
 template <class V>
 void tile(const Problem &p, const float *x, int64_t x_stride, int64_t b, int64_t t_begin, int64_t t_end) {
     const int64_t count = t_end - t_begin, vectors = (count + V::kLanes - 1) / V::kLanes;
     const int64_t partial = count % V::kLanes;
-    const typename V::Mask tail = V::tail_mask(partial);
-    if (partial == 0) {
-        if (vectors == 3) channels<V, 3, false>(p, x, x_stride, b, t_begin, tail);
-        if (vectors == 2) channels<V, 2, false>(p, x, x_stride, b, t_begin, tail);
-        if (vectors == 1) channels<V, 1, false>(p, x, x_stride, b, t_begin, tail);
-    } else {
-        if (vectors == 3) channels<V, 3, true>(p, x, x_stride, b, t_begin, tail);
-        if (vectors == 2) channels<V, 2, true>(p, x, x_stride, b, t_begin, tail);
-        if (vectors == 1) channels<V, 1, true>(p, x, x_stride, b, t_begin, tail);
-    }
+    channels_of_width<V, V::kVectors>(vectors, partial != 0, p, x, x_stride, b, t_begin, V::tail_mask(partial));
 }
 
 } // namespace
