@@ -91,10 +91,14 @@ ggml_tensor *cached_self_attention(ggml_context *ctx, const HParams &hp, const K
     attention.mask = in.mask; // causal over the cache, prepared on the host
     attention.path = attention_path;
     // The written caches (views of the cache tensors) carry the dependency to the attention reads.
-    ggml_tensor *k_cache =
-        ggml_set_rows(ctx, rows(cache.k(layer)), ggml_reshape_3d(ctx, k, hp.hidden, n, n_rows), in.cache_slots);
-    ggml_tensor *v_cache =
-        ggml_set_rows(ctx, rows(cache.v(layer)), ggml_reshape_3d(ctx, v, hp.hidden, n, n_rows), in.cache_slots);
+    // k, v as (hidden, n, n_rows): a view of that shape as it is, a contiguous tensor reshaped.
+    const auto token_rows = [&](ggml_tensor *t) {
+        return t->ne[0] == hp.hidden && t->ne[1] == n && t->ne[2] == n_rows && t->ne[3] == 1
+                   ? t
+                   : ggml_reshape_3d(ctx, t, hp.hidden, n, n_rows);
+    };
+    ggml_tensor *k_cache = ggml_set_rows(ctx, rows(cache.k(layer)), token_rows(k), in.cache_slots);
+    ggml_tensor *v_cache = ggml_set_rows(ctx, rows(cache.v(layer)), token_rows(v), in.cache_slots);
     if (in.watch) add_watched_heads(ctx, hp, layer, in, q, k_cache, *in.watch);
     ggml_tensor *mixed = nn::attention(ctx, q, cache_heads(ctx, hp, k_cache, in.n_kv),
                                        cache_heads(ctx, hp, v_cache, in.n_kv), attention); // (hidden, n, n_rows)

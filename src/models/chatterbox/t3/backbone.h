@@ -48,9 +48,11 @@ ggml_tensor *build_decoder_layers(ggml_context *ctx, const T3Model &model, const
 // Final norm and speech head: hidden (hidden, n, n_rows) -> logits (speech_vocab, n, n_rows).
 ggml_tensor *build_speech_logits(ggml_context *ctx, const T3Model &model, ggml_tensor *hidden);
 
-// Causal self-attention of one layer through the cache: writes k and v (hidden, n_tokens * n_rows)
-// into the layer's cache slots in.cache_slots and lets q (head_dim, n_heads, n_tokens, n_rows)
-// attend to cache positions [0, in.n_kv) under in.mask. Returns (hidden, n_tokens * n_rows).
+// Causal self-attention of one layer through the cache: writes k and v ((hidden, n_tokens * n_rows)
+// contiguous, or (hidden, n_tokens, n_rows) with contiguous rows anywhere) into the layer's cache
+// slots in.cache_slots and lets q (head_dim, n_heads, n_tokens, n_rows; rows contiguous, other strides
+// free on the single-query path) attend to cache positions [0, in.n_kv) under in.mask. Returns
+// (hidden, n_tokens * n_rows).
 ggml_tensor *cached_self_attention(ggml_context *ctx, const HParams &hp, const KvCache &cache, int layer,
                                    const BackboneInputs &in, ggml_tensor *q, ggml_tensor *k, ggml_tensor *v,
                                    nn::AttentionPath attention);

@@ -59,15 +59,25 @@ ggml_tensor *Gpt2Backbone::layers_graph(ggml_context *ctx, const HParams &hp, co
     if (in.per_row) position_rows = ggml_reshape_3d(ctx, position_rows, h, 1, n_rows);
     ggml_tensor *x = ggml_add(ctx, in.embeds, position_rows);
     x = ggml_reshape_2d(ctx, x, h, n * n_rows);
-    // Rows [part * hidden, (part + 1) * hidden) of the fused projection, contiguous.
+    // Rows [part * hidden, (part + 1) * hidden) of the fused projection, (hidden, n, n_rows). The
+    // single-query kernel and the cache writes read rows wherever they lie: views, where a copy of
+    // each part had been three nodes (and barriers) of a layer's decode step; the other attention
+    // paths take contiguous copies.
+    const bool views = attention == nn::AttentionPath::single_query;
     auto part = [&](ggml_tensor *qkv, int index) {
-        return ggml_cont(ctx, ggml_view_2d(ctx, qkv, h, n * n_rows, qkv->nb[1], size_t(index * h) * sizeof(float)));
+        ggml_tensor *rows =
+            ggml_view_3d(ctx, qkv, h, n, n_rows, qkv->nb[1], qkv->nb[1] * size_t(n), size_t(index * h) * sizeof(float));
+        return views ? rows : ggml_cont(ctx, rows);
+    };
+    auto heads = [&](ggml_tensor *rows) { // (head_dim, n_heads, n, n_rows)
+        return ggml_view_4d(ctx, rows, hp.head_dim, hp.n_heads, n, n_rows, size_t(hp.head_dim) * sizeof(float),
+                            rows->nb[1], rows->nb[2], 0);
     };
     for (int il = 0; il < hp.n_layers; ++il) {
         const Gpt2Layer &w = layers[size_t(il)];
         ggml_tensor *qkv = w.c_attn(ctx, w.ln_1(ctx, x)); // (3 hidden, n * n_rows)
-        ggml_tensor *q = ggml_reshape_4d(ctx, part(qkv, 0), hp.head_dim, hp.n_heads, n, n_rows);
-        ggml_tensor *mixed = cached_self_attention(ctx, hp, cache, il, in, q, part(qkv, 1), part(qkv, 2), attention);
+        ggml_tensor *mixed =
+            cached_self_attention(ctx, hp, cache, il, in, heads(part(qkv, 0)), part(qkv, 1), part(qkv, 2), attention);
         x = w.attn_proj.added_to(ctx, mixed, x);
         x = w.mlp.added_to(ctx, w.ln_2(ctx, x), x);
     }
