@@ -66,31 +66,30 @@ TEST(Bf16Attention, ProductsMatchTheRoundedOperands) {
                 for (int64_t r = 0; r < rows; ++r) inverse[size_t(r)] = 0.5f + float(r);
                 attention::weighted_values(p16.data(), rows, values.data(), n_kv, d, inverse.data(), out.data(), 2 * d);
 
+                // The distance of `got` from Σ_n a(n)·b(n) over the rounded operands, relative to Σ |a·b|.
+                const auto distance = [](double got, int64_t count, auto a, auto b) {
+                    double sum = 0, magnitude = 0;
+                    for (int64_t n = 0; n < count; ++n) {
+                        const double term = double(rounded(a(n))) * rounded(b(n));
+                        sum += term;
+                        magnitude += std::fabs(term);
+                    }
+                    return std::fabs(got - sum) / (magnitude + 1e-30);
+                };
                 double worst_score = 0, worst_value = 0;
                 for (int64_t r = 0; r < rows; ++r) {
-                    for (int64_t j = 0; j < n_kv; ++j) {
-                        double sum = 0, magnitude = 0;
-                        for (int64_t i = 0; i < d; ++i) {
-                            const double term =
-                                double(rounded(q[size_t(r * d + i)])) * rounded(k[size_t(j * key_stride + i)]);
-                            sum += term;
-                            magnitude += std::fabs(term);
-                        }
+                    for (int64_t j = 0; j < n_kv; ++j)
                         worst_score =
-                            std::max(worst_score, std::fabs(s[size_t(r * s_stride + j)] - sum) / (magnitude + 1e-30));
-                    }
-                    for (int64_t i = 0; i < d; ++i) {
-                        double sum = 0, magnitude = 0;
-                        for (int64_t j = 0; j < n_kv; ++j) {
-                            const double term =
-                                double(rounded(p[size_t(r * n_kv + j)])) * rounded(v[size_t(j * key_stride + i)]);
-                            sum += term;
-                            magnitude += std::fabs(term);
-                        }
-                        const double expected = sum * inverse[size_t(r)];
-                        worst_value = std::max(worst_value, std::fabs(out[size_t(r * 2 * d + i)] - expected) /
-                                                                (magnitude * inverse[size_t(r)] + 1e-30));
-                    }
+                            std::max(worst_score, distance(
+                                                      s[size_t(r * s_stride + j)], d,
+                                                      [&](int64_t i) { return q[size_t(r * d + i)]; },
+                                                      [&](int64_t i) { return k[size_t(j * key_stride + i)]; }));
+                    for (int64_t i = 0; i < d; ++i)
+                        worst_value =
+                            std::max(worst_value, distance(
+                                                      out[size_t(r * 2 * d + i)] / inverse[size_t(r)], n_kv,
+                                                      [&](int64_t j) { return p[size_t(r * n_kv + j)]; },
+                                                      [&](int64_t j) { return v[size_t(j * key_stride + i)]; }));
                     for (int64_t i = d; i < 2 * d; ++i)
                         ASSERT_EQ(out[size_t(r * 2 * d + i)], -7.0f) << what << ": wrote past its row";
                 }
