@@ -16,15 +16,10 @@ bool runs_here() {
 
 bool takes(int64_t head_dim) { return head_dim > 0 && head_dim % 16 == 0 && head_dim <= 64; }
 
-namespace {
-constexpr int64_t kKeyBlock = 16; // keys of one register of scores
-int64_t key_blocks(int64_t n_kv) { return (n_kv + kKeyBlock - 1) / kKeyBlock; }
-} // namespace
-
-int64_t packed_keys_size(int64_t n_kv, int64_t head_dim) { return key_blocks(n_kv) * kKeyBlock * head_dim; }
-int64_t packed_values_size(int64_t n_kv, int64_t head_dim) { return (n_kv + 1) / 2 * 2 * head_dim; }
+int64_t score_stride(int64_t n_kv) { return (n_kv + kKeyBlock - 1) / kKeyBlock * kKeyBlock; }
 int64_t probability_stride(int64_t n_kv) { return (n_kv + 1) / 2 * 2; }
-int64_t score_stride(int64_t n_kv) { return key_blocks(n_kv) * kKeyBlock; }
+int64_t packed_keys_size(int64_t n_kv, int64_t head_dim) { return score_stride(n_kv) * head_dim; }
+int64_t packed_values_size(int64_t n_kv, int64_t head_dim) { return probability_stride(n_kv) * head_dim; }
 
 #if !defined(__x86_64__)
 // Only x86-64 builds have the products (bf16_attention_avx512.cpp); runs_here() is false elsewhere.

@@ -14,6 +14,8 @@
 
 namespace chatterbox::kernels::bf16_attention {
 
+constexpr int64_t kKeyBlock = 16; // keys of one register of scores: the packed keys' block
+
 // Whether this build and CPU run the products (x86-64 with AVX-512 F, BW, VL and BF16).
 bool runs_here();
 // Whether they take heads of this width: a multiple of 16 up to 64.

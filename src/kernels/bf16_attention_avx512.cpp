@@ -11,7 +11,6 @@ namespace chatterbox::kernels::bf16_attention {
 
 namespace {
 
-constexpr int64_t kKeyBlock = 16;   // keys of one register of scores
 constexpr int kRows = 6;            // query rows of a register block
 constexpr int kKeyRegisters = 4;    // key blocks of a register block of scores (6 × 4 sums)
 constexpr int kMaxDimRegisters = 4; // 64 dimensions of output (6 × 4 sums)
@@ -112,8 +111,8 @@ void value_rows(const uint16_t *p, int64_t rows, int64_t p_stride, const uint16_
 } // namespace
 
 void pack_keys(const float *k, int64_t n_kv, int64_t d, int64_t stride, uint16_t *out) {
-    const int64_t pairs = d / 2, blocks = (n_kv + kKeyBlock - 1) / kKeyBlock;
-    std::memset(out, 0, size_t(blocks * kKeyBlock * d) * sizeof(uint16_t));
+    const int64_t pairs = d / 2;
+    std::memset(out, 0, size_t(packed_keys_size(n_kv, d)) * sizeof(uint16_t));
     alignas(64) uint16_t row[kMaxDimRegisters * 16];
     for (int64_t j = 0; j < n_kv; ++j) {
         for (int64_t i = 0; i < d; i += 16)
@@ -144,7 +143,7 @@ void pack_values(const float *v, int64_t n_kv, int64_t d, int64_t stride, uint16
 }
 
 void scores(const uint16_t *q, int64_t rows, int64_t d, const uint16_t *keys, int64_t n_kv, float *s) {
-    const int64_t blocks = (n_kv + kKeyBlock - 1) / kKeyBlock, s_stride = blocks * kKeyBlock;
+    const int64_t s_stride = score_stride(n_kv), blocks = s_stride / kKeyBlock;
     int64_t r = 0;
     for (; r + kRows <= rows; r += kRows) score_rows<kRows>(q, d, keys, blocks, r, s, s_stride);
     switch (rows - r) {
@@ -165,7 +164,7 @@ void scores(const uint16_t *q, int64_t rows, int64_t d, const uint16_t *keys, in
 
 void weighted_values(const uint16_t *p, int64_t rows, const uint16_t *values, int64_t n_kv, int64_t d,
                      const float *inverse, float *out, int64_t out_stride) {
-    const int64_t p_stride = (n_kv + 1) / 2 * 2, pairs = p_stride / 2;
+    const int64_t p_stride = probability_stride(n_kv), pairs = p_stride / 2;
     switch (d / 16) {
     case 4:
         return value_rows<4>(p, rows, p_stride, values, pairs, inverse, out, out_stride);

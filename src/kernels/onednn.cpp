@@ -294,6 +294,12 @@ struct AttentionParams {
     }
 };
 
+// The row of an attention operand ggml [D, heads, positions, batch] at (head, position, batch row).
+const float *head_row(const ggml_tensor *t, int64_t head, int64_t position, int64_t row) {
+    return reinterpret_cast<const float *>(static_cast<const char *>(t->data) + head * t->nb[1] + position * t->nb[2] +
+                                           row * t->nb[3]);
+}
+
 // The bf16 path's tasks where the CPU has AVX-512 BF16 and the heads are at most 64 wide: the same
 // steps with bf16_attention's register blocks for the two products instead of oneDNN's (English's
 // CFM 10.7 -> 9.6 s on the Zen 5 VM, `s3gen`; flow_mel 0.019 -> 0.018 from the official, mean flow
@@ -314,17 +320,13 @@ void attention_tasks_bf16_blocks(ggml_tensor *dst, float scale, int64_t first_ta
     v16.resize(size_t(bf16_attention::packed_values_size(n_kv, head_dim)));
     p16.assign(size_t(kQueryBlock * p_stride), 0); // the value past an odd n_kv stays 0
     int64_t packed_kv = -1; // the (batch row, key/value head) whose keys and values k16 and v16 hold
-    auto at = [](const ggml_tensor *t, int64_t head, int64_t position, int64_t row) {
-        return reinterpret_cast<const float *>(static_cast<const char *>(t->data) + head * t->nb[1] +
-                                               position * t->nb[2] + row * t->nb[3]);
-    };
     for (int64_t task = first_task; task < end_task; ++task) {
         const int64_t block = task % blocks, h = task / blocks % heads, b = task / (blocks * heads);
         const int64_t first = block * kQueryBlock, rows = std::min(kQueryBlock, n_q - first), kv_head = h / group;
-        rows_to_bf16(at(q, h, first, b), rows, head_dim, q_row, q16.data());
+        rows_to_bf16(head_row(q, h, first, b), rows, head_dim, q_row, q16.data());
         if (b * kv_heads + kv_head != packed_kv) {
-            bf16_attention::pack_keys(at(k, kv_head, 0, b), n_kv, head_dim, k_row, k16.data());
-            bf16_attention::pack_values(at(v, kv_head, 0, b), n_kv, head_dim, v_row, v16.data());
+            bf16_attention::pack_keys(head_row(k, kv_head, 0, b), n_kv, head_dim, k_row, k16.data());
+            bf16_attention::pack_values(head_row(v, kv_head, 0, b), n_kv, head_dim, v_row, v16.data());
             packed_kv = b * kv_heads + kv_head;
         }
         bf16_attention::scores(q16.data(), rows, head_dim, k16.data(), n_kv, scores.data());
@@ -373,19 +375,16 @@ void attention_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
         p16.resize(size_t(kQueryBlock * n_kv));
     }
     int64_t rounded_kv = -1; // the (batch row, key/value head) whose copies k16 and v16 hold
-    auto at = [](const ggml_tensor *t, int64_t head, int64_t position, int64_t row) {
-        return reinterpret_cast<const float *>(static_cast<const char *>(t->data) + head * t->nb[1] +
-                                               position * t->nb[2] + row * t->nb[3]);
-    };
     for (int64_t task = tasks * ith / nth; task < tasks * (ith + 1) / nth; ++task) {
         const int64_t block = task % blocks, h = task / blocks % heads, b = task / (blocks * heads);
         const int64_t first = block * kQueryBlock, rows = std::min(kQueryBlock, n_q - first), kv_head = h / group;
-        const void *queries = at(q, h, first, b), *keys = at(k, kv_head, 0, b), *values = at(v, kv_head, 0, b);
+        const void *queries = head_row(q, h, first, b), *keys = head_row(k, kv_head, 0, b),
+                   *values = head_row(v, kv_head, 0, b);
         if (bf16) {
-            rows_to_bf16(at(q, h, first, b), rows, head_dim, q_row, q16.data());
+            rows_to_bf16(head_row(q, h, first, b), rows, head_dim, q_row, q16.data());
             if (b * kv_heads + kv_head != rounded_kv) {
-                rows_to_bf16(at(k, kv_head, 0, b), n_kv, head_dim, k_row, k16.data());
-                rows_to_bf16(at(v, kv_head, 0, b), n_kv, head_dim, v_row, v16.data());
+                rows_to_bf16(head_row(k, kv_head, 0, b), n_kv, head_dim, k_row, k16.data());
+                rows_to_bf16(head_row(v, kv_head, 0, b), n_kv, head_dim, v_row, v16.data());
                 rounded_kv = b * kv_heads + kv_head;
             }
             queries = q16.data(), keys = k16.data(), values = v16.data();
@@ -397,8 +396,9 @@ void attention_op(ggml_tensor *dst, int ith, int nth, void *userdata) {
         // n − first − rows reads its columns from rows − 1 − r on.
         const int64_t window = n_kv + rows - 1, window_start = n_kv - first - rows;
         if (relative)
-            multiply(thread, dt::f32, at(pq, h, first, b), {rows, head_dim}, pq_strides, at(table, h, window_start, 0),
-                     {head_dim, window}, table_t_strides, positional.data(), {window, 1});
+            multiply(thread, dt::f32, head_row(pq, h, first, b), {rows, head_dim}, pq_strides,
+                     head_row(table, h, window_start, 0), {head_dim, window}, table_t_strides, positional.data(),
+                     {window, 1});
         for (int64_t r = 0; r < rows; ++r) {
             float *row = scores.data() + r * n_kv;
             if (relative) {
